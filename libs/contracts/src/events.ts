@@ -1,0 +1,75 @@
+/**
+ * Every event docshare records, in one CloudEvents 1.0 structured-JSON envelope (decisions §14).
+ * `subject` is the stream (entity) id, e.g. `file-12`; it is also the Kafka key, so one entity's
+ * events stay in order. `streamversion` is the event's 1-based position in its stream: projections
+ * use (subject, streamversion) to ignore anything they have already applied.
+ */
+export interface CloudEvent<TType extends string = string, TData = unknown> {
+  specversion: '1.0';
+  id: string;
+  source: string;
+  type: TType;
+  time: string;
+  subject: string;
+  datacontenttype: 'application/json';
+  data: TData;
+  /** Id shared by everything one client request caused (the gateway's X-Request-Id). */
+  correlationid: string;
+  /** Id of what directly caused this event: the request id for commands. */
+  causationid: string;
+  streamversion: number;
+}
+
+export interface UserRegistered { userId: number; name: string; email: string; registeredAt: string }
+export interface CategoryCreated {
+  categoryId: number; name: string; description: string; tags: string[]; createdBy: number; createdAt: string;
+}
+export interface FileUploaded {
+  fileId: number; ownerId: number; ownerName: string; title: string; description: string; tags: string[];
+  categoryId: number; categoryName: string; license: string; videoUrl: string | null;
+  originalFileName: string; contentType: string; size: number; blobKey: string; uploadedAt: string;
+}
+export interface FileChanges {
+  title?: string; description?: string; tags?: string[]; forSale?: boolean; price?: number; enabled?: boolean;
+}
+export interface FileUpdated { fileId: number; ownerId: number; changes: FileChanges; updatedAt: string }
+export interface FileDeleted { fileId: number; ownerId: number; blobKey: string; deletedAt: string }
+export interface FileDownloaded { fileId: number; ownerId: number; downloadedBy: number; downloadedAt: string }
+export interface FileViewed { fileId: number; ownerId: number; viewedAt: string }
+export interface FilePurchased {
+  fileId: number; ownerId: number; saleId: number; buyerId: number; price: number; purchasedAt: string;
+}
+export interface CommentPosted {
+  commentId: number; fileId: number; fileOwnerId: number; fileTitle: string; authorId: number;
+  comment: string; postedAt: string;
+}
+
+export interface EventDataByType {
+  'docs.user.registered.v1': UserRegistered;
+  'docs.category.created.v1': CategoryCreated;
+  'docs.file.uploaded.v1': FileUploaded;
+  'docs.file.updated.v1': FileUpdated;
+  'docs.file.deleted.v1': FileDeleted;
+  'docs.file.downloaded.v1': FileDownloaded;
+  'docs.file.viewed.v1': FileViewed;
+  'docs.file.purchased.v1': FilePurchased;
+  'docs.comment.posted.v1': CommentPosted;
+}
+export type EventType = keyof EventDataByType;
+
+/** A docshare event of one known type, discriminated on `type`. */
+export type DocshareEvent = { [T in EventType]: CloudEvent<T, EventDataByType[T]> }[EventType];
+
+/** An event as stored: `position` is its place in the store's global order (1-based). */
+export interface StoredEvent<E extends CloudEvent = DocshareEvent> {
+  position: number;
+  event: E;
+}
+
+export const EVENT_SOURCE = '/docshare/docs-command';
+
+export const streamIds = {
+  user: (id: number): string => `user-${id}`,
+  file: (id: number): string => `file-${id}`,
+  category: (id: number): string => `category-${id}`,
+};

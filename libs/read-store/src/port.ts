@@ -1,0 +1,40 @@
+/** Which event an update comes from: a document applies it only if it has not yet seen `stream` at `version` or later. */
+export interface Guard { stream: string; version: number }
+
+export type Scalar = string | number | boolean | null;
+
+/** A MongoDB-shaped update of top-level fields. */
+export interface Update {
+  set?: Record<string, unknown>;
+  inc?: Record<string, number>;
+  setOnInsert?: Record<string, unknown>;
+}
+
+/** Equality on top-level fields, or `{ in: [...] }`. */
+export type Filter = Record<string, Scalar | { in: Scalar[] }>;
+
+export interface FindOptions {
+  /** Fields to sort by, in order; 1 ascending, -1 descending. */
+  sort?: [field: string, direction: 1 | -1][];
+  skip?: number;
+  limit?: number;
+}
+
+/** A stored document: its fields plus `_id`. */
+export type Doc = Record<string, unknown> & { _id: string };
+
+/**
+ * Documents of read models, updated idempotently: every update names the event it comes from,
+ * and a document ignores an update from an event it already reflects. Implementable with plain
+ * MongoDB (or FerretDB 1.x) upserts: no transactions, no aggregation.
+ */
+export interface ReadStore {
+  /** Upserts (collection, id) with `update` unless the document already reflects `guard`; true when applied. */
+  apply(collection: string, id: string, update: Update, guard: Guard): Promise<boolean>;
+  get(collection: string, id: string): Promise<Doc | null>;
+  find(collection: string, filter: Filter, options?: FindOptions): Promise<Doc[]>;
+  count(collection: string, filter: Filter): Promise<number>;
+  /** Removes every document of every collection (used before a rebuild). */
+  clear(): Promise<void>;
+  close(): Promise<void>;
+}
