@@ -1,1 +1,2 @@
 export * from './port.ts';
+export { makeFsBlobStore } from './fs-blob-store.ts';

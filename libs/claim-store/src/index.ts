@@ -1,1 +1,2 @@
 export * from './port.ts';
+export { openFileClaimStore } from './file-claim-store.ts';

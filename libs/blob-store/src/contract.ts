@@ -1,0 +1,212 @@
+import assert from 'node:assert/strict';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
+import { after, before, describe, it } from 'node:test';
+import { RangeNotSatisfiable } from './port.ts';
+import type { BlobStore } from './port.ts';
+
+/** The behaviour every BlobStore adapter must show; `make` gives a ready store (called once). */
+export const blobStoreContract = (name: string, make: () => Promise<BlobStore>) =>
+  describe(`BlobStore contract: ${name}`, () => {
+    let store: BlobStore;
+    const used: string[] = [];
+    // Fresh keys per test so adapters backed by a shared bucket need no reset between runs.
+    const newKey = (): string => {
+      const key = `contract-${randomUUID()}`;
+      used.push(key);
+      return key;
+    };
+
+    before(async () => {
+      store = await make();
+    });
+    after(async () => {
+      for (const key of used) await store.remove(key);
+    });
+
+    const read = async (key: string): Promise<Buffer | null> => {
+      const blob = await store.get(key);
+      return blob === null ? null : buffer(blob.body);
+    };
+    const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+    // A body that delivers `bytes` and then fails, like an upload whose connection drops.
+    const failingBody = (bytes: Buffer): Readable => {
+      let sent = false;
+      return new Readable({
+        read() {
+          if (sent) return;
+          sent = true;
+          this.push(bytes);
+          setImmediate(() => this.destroy(new Error('connection reset')));
+        },
+      });
+    };
+    const assertAbsent = async (key: string): Promise<void> => {
+      assert.equal(await store.get(key), null);
+      assert.equal(await store.stat(key), null);
+    };
+
+    describe('round trip', () => {
+      it('stores and returns text with its content type', async () => {
+        const key = newKey();
+        const bytes = Buffer.from('héllo, wörld\n', 'utf8');
+        await store.put(key, Readable.from([bytes]), bytes.length, 'text/plain; charset=utf-8');
+        const blob = await store.get(key);
+        assert.ok(blob);
+        assert.equal(blob.size, bytes.length);
+        assert.equal(blob.contentType, 'text/plain; charset=utf-8');
+        assert.equal(blob.range, undefined);
+        assert.deepEqual(await buffer(blob.body), bytes);
+      });
+
+      it('stores an empty blob', async () => {
+        const key = newKey();
+        await store.put(key, Readable.from([]), 0, 'application/octet-stream');
+        const blob = await store.get(key);
+        assert.ok(blob);
+        assert.equal(blob.size, 0);
+        assert.equal((await buffer(blob.body)).length, 0);
+        assert.deepEqual(await store.stat(key), { size: 0, contentType: 'application/octet-stream' });
+      });
+
+      it('stores ~5 MB of random binary intact, sent in uneven chunks', async () => {
+        const key = newKey();
+        const bytes = randomBytes(5 * 1024 * 1024 + 123);
+        const chunks: Buffer[] = [];
+        for (let at = 0; at < bytes.length; at += 70_001) chunks.push(bytes.subarray(at, at + 70_001));
+        await store.put(key, Readable.from(chunks), bytes.length, 'application/pdf');
+        const back = await read(key);
+        assert.ok(back);
+        assert.equal(back.length, bytes.length);
+        assert.equal(sha256(back), sha256(bytes));
+      });
+
+      it('stat gives size and content type without the bytes', async () => {
+        const key = newKey();
+        await store.put(key, Readable.from([Buffer.from('12345')]), 5, 'image/png');
+        assert.deepEqual(await store.stat(key), { size: 5, contentType: 'image/png' });
+      });
+
+      it('put over an existing key replaces bytes and content type', async () => {
+        const key = newKey();
+        await store.put(key, Readable.from([Buffer.from('old contents')]), 12, 'text/plain');
+        await store.put(key, Readable.from([Buffer.from('new')]), 3, 'text/markdown');
+        assert.deepEqual(await read(key), Buffer.from('new'));
+        assert.deepEqual(await store.stat(key), { size: 3, contentType: 'text/markdown' });
+      });
+    });
+
+    describe('failed puts store nothing', () => {
+      it('rejects a body shorter than the declared size', async () => {
+        const key = newKey();
+        await assert.rejects(store.put(key, Readable.from([Buffer.from('abc')]), 4, 'text/plain'));
+        await assertAbsent(key);
+      });
+
+      it('rejects a body longer than the declared size', async () => {
+        const key = newKey();
+        await assert.rejects(store.put(key, Readable.from([Buffer.from('abcde')]), 4, 'text/plain'));
+        await assertAbsent(key);
+      });
+
+      it('rejects when the body stream errors midway', async () => {
+        const key = newKey();
+        await assert.rejects(store.put(key, failingBody(randomBytes(100_000)), 200_000, 'application/pdf'), /connection reset/);
+        await assertAbsent(key);
+      });
+
+      it('keeps the previous blob when a put over it fails', async () => {
+        const key = newKey();
+        await store.put(key, Readable.from([Buffer.from('keep me')]), 7, 'text/plain');
+        await assert.rejects(store.put(key, failingBody(Buffer.from('partial')), 100, 'text/html'));
+        await assert.rejects(store.put(key, Readable.from([Buffer.from('short')]), 100, 'text/html'));
+        assert.deepEqual(await read(key), Buffer.from('keep me'));
+        assert.deepEqual(await store.stat(key), { size: 7, contentType: 'text/plain' });
+      });
+    });
+
+    describe('ranges', () => {
+      const bytes = Buffer.from(Array.from({ length: 1000 }, (_, i) => i % 251));
+      let key: string;
+      before(async () => {
+        key = newKey();
+        await store.put(key, Readable.from([bytes]), bytes.length, 'application/octet-stream');
+      });
+
+      it('serves the first 10 bytes', async () => {
+        const blob = await store.get(key, { start: 0, end: 9 });
+        assert.ok(blob);
+        assert.equal(blob.size, 1000);
+        assert.deepEqual(blob.range, { start: 0, end: 9 });
+        assert.deepEqual(await buffer(blob.body), bytes.subarray(0, 10));
+      });
+
+      it('serves a middle slice', async () => {
+        const blob = await store.get(key, { start: 300, end: 549 });
+        assert.ok(blob);
+        assert.deepEqual(blob.range, { start: 300, end: 549 });
+        assert.deepEqual(await buffer(blob.body), bytes.subarray(300, 550));
+      });
+
+      it('serves a single byte, the last one', async () => {
+        const blob = await store.get(key, { start: 999, end: 999 });
+        assert.ok(blob);
+        assert.deepEqual(blob.range, { start: 999, end: 999 });
+        assert.deepEqual(await buffer(blob.body), bytes.subarray(999));
+      });
+
+      it('clamps an end beyond the size to the last byte', async () => {
+        const blob = await store.get(key, { start: 990, end: 5000 });
+        assert.ok(blob);
+        assert.deepEqual(blob.range, { start: 990, end: 999 });
+        assert.deepEqual(await buffer(blob.body), bytes.subarray(990));
+      });
+
+      it('rejects a start at or past the end with RangeNotSatisfiable', async () => {
+        for (const start of [1000, 1001, 50_000]) {
+          await assert.rejects(store.get(key, { start, end: start + 10 }), (err: unknown) => {
+            assert.ok(err instanceof RangeNotSatisfiable);
+            assert.equal(err.size, 1000);
+            return true;
+          });
+        }
+      });
+
+      it('rejects any range on an empty blob with RangeNotSatisfiable', async () => {
+        const empty = newKey();
+        await store.put(empty, Readable.from([]), 0, 'text/plain');
+        await assert.rejects(store.get(empty, { start: 0, end: 0 }), RangeNotSatisfiable);
+      });
+
+      it('gives null for a range on a missing key', async () => {
+        assert.equal(await store.get(newKey(), { start: 0, end: 9 }), null);
+      });
+    });
+
+    describe('missing keys and removal', () => {
+      it('gives null from get and stat for a key never stored', async () => {
+        await assertAbsent(newKey());
+      });
+
+      it('removes a blob, and removing again is fine', async () => {
+        const key = newKey();
+        await store.put(key, Readable.from([Buffer.from('bye')]), 3, 'text/plain');
+        await store.remove(key);
+        await store.remove(key);
+        await assertAbsent(key);
+      });
+
+      it('removing a key never stored is a no-op', async () => {
+        await store.remove(newKey());
+      });
+
+      it('a removed key can be stored again', async () => {
+        const key = newKey();
+        await store.put(key, Readable.from([Buffer.from('one')]), 3, 'text/plain');
+        await store.remove(key);
+        await store.put(key, Readable.from([Buffer.from('two!')]), 4, 'text/csv');
+        assert.deepEqual(await read(key), Buffer.from('two!'));
+      });
+    });
+  });

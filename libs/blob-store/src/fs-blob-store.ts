@@ -1,0 +1,218 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir, open, rename, rm, unlink } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { RangeNotSatisfiable } from './port.ts';
+import type { BlobInfo, BlobStore, BlobStream, ByteRange } from './port.ts';
+
+/*
+ * On-disk layout, under `dir`:
+ *   blobs/<first two chars of key>/<key>   one file per blob: header, then the bytes
+ *   tmp/<uuid>                             puts in flight; wiped when a store opens
+ *
+ * The content type lives in a header inside the blob's own file rather than in a sidecar, so a
+ * single rename publishes data and metadata together: there is no crash window where the new
+ * bytes sit beside the old content type. Header = "DSB1" + uint32 BE length + JSON
+ * {size, contentType}; the blob's bytes follow it. `size` is redundant with the file length and
+ * is kept to catch a damaged file instead of serving it.
+ */
+
+const KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
+const MAGIC = Buffer.from('DSB1', 'latin1');
+const PREFIX_LEN = MAGIC.length + 4;
+// A sane cap so a damaged length field cannot make us allocate gigabytes.
+const MAX_HEADER_JSON = 64 * 1024;
+
+interface Header { size: number; contentType: string; dataStart: number }
+
+/** Opens (creating if needed) a BlobStore that keeps each blob as one file under `dir`. */
+export async function makeFsBlobStore(dir: string): Promise<BlobStore> {
+  const blobsDir = join(dir, 'blobs');
+  const tmpDir = join(dir, 'tmp');
+  await mkdir(blobsDir, { recursive: true });
+  // Whatever is in tmp/ was a put interrupted by a crash: never published, safe to drop. This
+  // assumes one store per directory (a second live store would lose its in-flight puts).
+  await rm(tmpDir, { recursive: true, force: true });
+  await mkdir(tmpDir, { recursive: true });
+  await fsyncDir(dir);
+
+  const pathOf = (key: string): { shardDir: string; file: string } => {
+    checkKey(key);
+    const shardDir = join(blobsDir, key.slice(0, 2));
+    return { shardDir, file: join(shardDir, key) };
+  };
+
+  return {
+    async put(key: string, body: Readable, size: number, contentType: string): Promise<void> {
+      let tmp: string | undefined;
+      let handle: FileHandle | undefined;
+      try {
+        const { shardDir, file } = pathOf(key);
+        if (!Number.isSafeInteger(size) || size < 0) {
+          throw new TypeError(`blob size must be a non-negative integer, got ${size}`);
+        }
+        if (typeof contentType !== 'string') throw new TypeError('blob content type must be a string');
+        const header = encodeHeader(size, contentType);
+        tmp = join(tmpDir, randomUUID());
+        handle = await open(tmp, 'wx');
+        await writeFully(handle, header, 0);
+        let position = header.length;
+        let count = 0;
+        // Awaiting each write before pulling the next chunk is the backpressure: at most the
+        // source's highWaterMark plus one chunk is ever held in memory, whatever the blob size.
+        for await (const raw of body) {
+          const chunk = toBytes(raw);
+          count += chunk.length;
+          if (count > size) throw new Error(`blob ${key}: body is longer than the declared ${size} bytes`);
+          await writeFully(handle, chunk, position);
+          position += chunk.length;
+        }
+        if (count !== size) throw new Error(`blob ${key}: body has ${count} bytes, declared ${size}`);
+        await handle.sync();
+        await handle.close();
+        handle = undefined;
+        // The shard dir may be new: its entry in blobs/ must be durable before the blob in it is.
+        const created = await mkdir(shardDir, { recursive: true });
+        if (created !== undefined) await fsyncDir(blobsDir);
+        await rename(tmp, file);
+        tmp = undefined;
+        await fsyncDir(shardDir);
+      } catch (err) {
+        // The caller handed the body over; a rejected put must not leave it half read and paused.
+        body.destroy();
+        await handle?.close().catch(() => {});
+        if (tmp !== undefined) await unlink(tmp).catch(() => {});
+        throw err;
+      }
+    },
+
+    async get(key: string, range?: ByteRange): Promise<BlobStream | null> {
+      const { file } = pathOf(key);
+      if (range !== undefined) checkRange(range);
+      const handle = await openIfExists(file);
+      if (handle === null) return null;
+      try {
+        // Header and body come from the same open handle, so a concurrent put that renames a new
+        // file over this key cannot mix the old header with the new bytes.
+        const header = await readHeader(handle, file);
+        const { size, contentType, dataStart } = header;
+        if (range === undefined) {
+          return { size, contentType, body: handle.createReadStream({ start: dataStart }) };
+        }
+        if (range.start >= size) throw new RangeNotSatisfiable(size);
+        const served = { start: range.start, end: Math.min(range.end, size - 1) };
+        const body = handle.createReadStream({ start: dataStart + served.start, end: dataStart + served.end });
+        return { size, contentType, body, range: served };
+      } catch (err) {
+        await handle.close().catch(() => {});
+        throw err;
+      }
+    },
+
+    async stat(key: string): Promise<BlobInfo | null> {
+      const { file } = pathOf(key);
+      const handle = await openIfExists(file);
+      if (handle === null) return null;
+      try {
+        const { size, contentType } = await readHeader(handle, file);
+        return { size, contentType };
+      } finally {
+        await handle.close();
+      }
+    },
+
+    async remove(key: string): Promise<void> {
+      const { shardDir, file } = pathOf(key);
+      try {
+        await unlink(file);
+      } catch (err) {
+        if (isNotFound(err)) return;
+        throw err;
+      }
+      await fsyncDir(shardDir);
+    },
+  };
+}
+
+function checkKey(key: string): void {
+  // Keys are made by the server; anything else (slashes, "..", empty) is a bug or an attack.
+  if (typeof key !== 'string' || !KEY.test(key)) throw new TypeError(`invalid blob key: ${JSON.stringify(key)}`);
+}
+
+function checkRange(range: ByteRange): void {
+  const { start, end } = range;
+  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 0 || end < start) {
+    throw new RangeError(`invalid byte range ${start}-${end}`);
+  }
+}
+
+function encodeHeader(size: number, contentType: string): Buffer {
+  const json = Buffer.from(JSON.stringify({ size, contentType }), 'utf8');
+  if (json.length > MAX_HEADER_JSON) throw new TypeError('blob content type is too long');
+  const prefix = Buffer.alloc(PREFIX_LEN);
+  MAGIC.copy(prefix, 0);
+  prefix.writeUInt32BE(json.length, MAGIC.length);
+  return Buffer.concat([prefix, json]);
+}
+
+async function readHeader(handle: FileHandle, file: string): Promise<Header> {
+  const damaged = (why: string) => new Error(`blob file ${file} is damaged: ${why}`);
+  const prefix = Buffer.alloc(PREFIX_LEN);
+  const { bytesRead } = await handle.read(prefix, 0, PREFIX_LEN, 0);
+  if (bytesRead < PREFIX_LEN || !prefix.subarray(0, MAGIC.length).equals(MAGIC)) throw damaged('bad header');
+  const jsonLen = prefix.readUInt32BE(MAGIC.length);
+  if (jsonLen > MAX_HEADER_JSON) throw damaged('header too long');
+  const json = Buffer.alloc(jsonLen);
+  const read = await handle.read(json, 0, jsonLen, PREFIX_LEN);
+  if (read.bytesRead < jsonLen) throw damaged('truncated header');
+  let meta: unknown;
+  try {
+    meta = JSON.parse(json.toString('utf8'));
+  } catch {
+    throw damaged('unreadable header');
+  }
+  const { size, contentType } = (meta ?? {}) as { size?: unknown; contentType?: unknown };
+  if (typeof size !== 'number' || typeof contentType !== 'string') throw damaged('bad header fields');
+  const dataStart = PREFIX_LEN + jsonLen;
+  const { size: fileSize } = await handle.stat();
+  if (fileSize - dataStart !== size) throw damaged(`holds ${fileSize - dataStart} bytes, header says ${size}`);
+  return { size, contentType, dataStart };
+}
+
+async function writeFully(handle: FileHandle, bytes: Uint8Array, position: number): Promise<void> {
+  let done = 0;
+  while (done < bytes.length) {
+    const { bytesWritten } = await handle.write(bytes, done, bytes.length - done, position + done);
+    done += bytesWritten;
+  }
+}
+
+function toBytes(chunk: unknown): Uint8Array {
+  if (chunk instanceof Uint8Array) return chunk;
+  if (typeof chunk === 'string') return Buffer.from(chunk, 'utf8');
+  throw new TypeError('blob body must yield bytes or strings');
+}
+
+async function openIfExists(file: string): Promise<FileHandle | null> {
+  try {
+    return await open(file, 'r');
+  } catch (err) {
+    if (isNotFound(err)) return null;
+    throw err;
+  }
+}
+
+// A rename or unlink is only durable once the directory holding the entry is fsynced.
+async function fsyncDir(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+function isNotFound(err: unknown): boolean {
+  return (err as NodeJS.ErrnoException | null)?.code === 'ENOENT';
+}
