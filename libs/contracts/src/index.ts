@@ -1,1 +1,4 @@
 export * from './events.ts';
+export * from './errors.ts';
+export * from './messages.ts';
+export * from './values.ts';

@@ -1,0 +1,3 @@
+export * from './tokens.ts';
+export * from './passwords.ts';
+export * from './signed-urls.ts';

@@ -1,0 +1,18 @@
+import { pino, type Logger, type DestinationStream } from 'pino';
+
+/** Structured JSON logs; credentials and tokens are redacted wherever they appear. */
+export const makeLogger = (service: string, level = process.env.LOG_LEVEL ?? 'info', destination?: DestinationStream): Logger =>
+  pino({
+    name: service,
+    level,
+    base: { service },
+    redact: {
+      paths: [
+        'req.headers.authorization', 'req.headers["x-authorization"]', 'headers.authorization',
+        'headers["x-authorization"]', 'password', '*.password', 'passwordHash', '*.passwordHash', 'token', '*.token',
+      ],
+      censor: '[redacted]',
+    },
+  }, destination);
+
+export type { Logger };

@@ -1,0 +1,63 @@
+import { randomUUID } from 'node:crypto';
+import express, { type RequestHandler, type Request } from 'express';
+import { invalid, unauthorized, M } from '@docshare/contracts';
+
+/** The header the gateway sets to the authenticated user's id; any client-sent value is removed first. */
+export const IDENTITY_HEADER = 'x-docshare-user-id';
+export const REQUEST_ID_HEADER = 'x-request-id';
+export const CORRELATION_HEADER = 'x-correlation-id';
+
+const CLIENT_REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** Keeps a well-formed client X-Request-Id or makes one; always echoes it. */
+export const requestId = (): RequestHandler => (req, res, next) => {
+  const sent = req.get(REQUEST_ID_HEADER);
+  const id = sent !== undefined && CLIENT_REQUEST_ID.test(sent) ? sent : randomUUID();
+  req.headers[REQUEST_ID_HEADER] = id;
+  res.locals.requestId = id;
+  res.setHeader('X-Request-Id', id);
+  next();
+};
+
+/** The request's id and correlation id, as the gateway set them. */
+export const metaOf = (req: Request): { requestId: string; correlationId: string } => {
+  const requestIdValue = req.get(REQUEST_ID_HEADER) ?? randomUUID();
+  return { requestId: requestIdValue, correlationId: req.get(CORRELATION_HEADER) ?? requestIdValue };
+};
+
+/** The authenticated user's id, set by the gateway; throws when the route was reached without one. */
+export const actorOf = (req: Request): number => {
+  const raw = req.get(IDENTITY_HEADER);
+  const id = raw === undefined ? NaN : Number(raw);
+  if (!Number.isSafeInteger(id) || id <= 0) throw unauthorized(M.missingToken);
+  return id;
+};
+
+const parseJson = express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] });
+
+/** JSON bodies up to 1 MiB; anything that is not a JSON object reads as `{}` so validation answers. */
+export const jsonBody = (): RequestHandler => (req, res, next) => {
+  parseJson(req, res, (error?: unknown) => {
+    if (error) return next(error);
+    if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) req.body = {};
+    next();
+  });
+};
+
+/** The request body as a plain object. */
+export const bodyOf = (req: Request): Record<string, unknown> =>
+  req.body !== null && typeof req.body === 'object' ? (req.body as Record<string, unknown>) : {};
+
+/** A page request from `page` / `per_page` (query or body). */
+export const pageOf = (source: Record<string, unknown>, defaults = { perPage: 20, max: 100 }): { page: number; perPage: number } => {
+  const parse = (value: unknown, fallback: number, message: string, max: number): number => {
+    if (value === undefined || value === '') return fallback;
+    const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d{1,9}$/.test(value.trim()) ? Number(value) : NaN;
+    if (!Number.isSafeInteger(n) || n < 1 || n > max) throw invalid(message);
+    return n;
+  };
+  return {
+    page: parse(source.page, 1, M.invalidPage, 1_000_000),
+    perPage: parse(source.per_page, defaults.perPage, M.invalidPerPage, defaults.max),
+  };
+};

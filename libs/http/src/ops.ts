@@ -1,0 +1,64 @@
+import express, { type Router, type RequestHandler } from 'express';
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export type ReadinessCheck = () => Promise<void>;
+
+export interface Ops {
+  registry: Registry;
+  /** /healthz, /readyz and /metrics. */
+  router: Router;
+  /** Records each request's duration and status by route. */
+  httpMetrics: RequestHandler;
+}
+
+/** Operational endpoints of one service (decisions §13): liveness, readiness of its dependencies, Prometheus metrics. */
+export const makeOps = (service: string, checks: Record<string, ReadinessCheck>, registry = new Registry()): Ops => {
+  if (registry.getSingleMetric('process_cpu_seconds_total') === undefined) collectDefaultMetrics({ register: registry });
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration by route, method and status',
+    labelNames: ['service', 'method', 'route', 'status'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [registry],
+  });
+  const router = express.Router();
+  router.get('/healthz', (_req, res) => {
+    res.json({ status: 'success', service });
+  });
+  router.get('/readyz', async (_req, res) => {
+    const results: Record<string, string> = {};
+    let ready = true;
+    await Promise.all(Object.entries(checks).map(async ([name, check]) => {
+      try {
+        await check();
+        results[name] = 'ok';
+      } catch {
+        results[name] = 'unavailable';
+        ready = false;
+      }
+    }));
+    res.status(ready ? 200 : 503).json(ready
+      ? { status: 'success', service, checks: results }
+      : { status: 'error', message: 'Not ready', service, checks: results });
+  });
+  router.get('/metrics', async (_req, res) => {
+    res.setHeader('Content-Type', registry.contentType);
+    res.send(await registry.metrics());
+  });
+  const httpMetrics: RequestHandler = (req, res, next) => {
+    const end = duration.startTimer({ service, method: req.method });
+    res.on('finish', () => {
+      const route = typeof res.locals.route === 'string' ? res.locals.route : 'unmatched';
+      end({ route, status: String(res.statusCode) });
+    });
+    next();
+  };
+  return { registry, router, httpMetrics };
+};
+
+/** A counter registered once per registry. */
+export const counter = (registry: Registry, name: string, help: string, labelNames: string[] = []): Counter => {
+  const existing = registry.getSingleMetric(name);
+  if (existing) return existing as Counter;
+  return new Counter({ name, help, labelNames, registers: [registry] });
+};

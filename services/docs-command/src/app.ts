@@ -1,0 +1,194 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import express, { type Express, type Request, type Response } from 'express';
+import { DocshareError, M, positiveId } from '@docshare/contracts';
+import { RangeNotSatisfiable, type ByteRange } from '@docshare/blob-store';
+import {
+  actorOf, bodyOf, errorHandler, failureMessage, jsonBody, metaOf, sendError, type Logger,
+} from '@docshare/http';
+import type { DocsCommands } from './commands.ts';
+import { readUploadForm } from './upload-form.ts';
+import {
+  parseChanges, parseComment, parseFileId, parseLogin, parseRegistration, parseUploadMetadata,
+} from './validation.ts';
+import { renderFilePage, renderNotFoundPage } from './view-page.ts';
+
+export interface DocsCommandAppOptions {
+  commands: DocsCommands;
+  logger: Logger;
+  spoolDir: string;
+  maxUploadBytes: number;
+  publicBaseUrl: string;
+}
+
+/** Parses `Range: bytes=a-b | a- | -n` for one range of a blob of `size` bytes; undefined means "send it all". */
+export const parseRange = (header: string | undefined, size: number): ByteRange | 'unsatisfiable' | undefined => {
+  if (!header) return undefined;
+  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!match) return undefined;
+  const [, from = '', to = ''] = match;
+  if (from === '' && to === '') return undefined;
+  if (from === '') {
+    const suffix = Number(to);
+    if (suffix === 0) return 'unsatisfiable';
+    return { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(from);
+  const end = to === '' ? size - 1 : Math.min(Number(to), size - 1);
+  if (to !== '' && Number(to) < start) return undefined;
+  if (start >= size) return 'unsatisfiable';
+  return { start, end };
+};
+
+const contentDisposition = (fileName: string): string => {
+  const ascii = fileName.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(fileName)}`;
+};
+
+/** The docs-command service's HTTP face: every write of the API, the view page and signed content links. */
+export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
+  const { commands, logger } = options;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  app.post('/api/V1/users/api-register', jsonBody(), async (req, res) => {
+    const input = parseRegistration(bodyOf(req));
+    const { userId, token } = await commands.register(input, metaOf(req));
+    res.status(201).json({ status: 'success', message: M.registered, user_id: userId, token });
+  });
+
+  app.post('/api/V1/users/api-login', jsonBody(), async (req, res) => {
+    const { email, password } = parseLogin(bodyOf(req));
+    const { userId, token } = await commands.login(email, password, metaOf(req));
+    res.json({ status: 'success', message: M.loggedIn, user_id: userId, token });
+  });
+
+  app.post('/api/V1/docs/api-upload', async (req, res) => {
+    const actorId = actorOf(req);
+    await mkdir(options.spoolDir, { recursive: true });
+    const form = await readUploadForm(req, options.spoolDir, options.maxUploadBytes);
+    try {
+      if (!form.file) throw new DocshareError('invalid', M.fileRequired);
+      const metadata = parseUploadMetadata(form.fields);
+      const result = await commands.upload(actorId, form.file, metadata, metaOf(req));
+      res.status(201).json({
+        status: 'success', message: M.uploaded, file_id: String(result.fileId),
+        category_id: String(result.categoryId), category_name: result.categoryName,
+      });
+    } finally {
+      await form.discard();
+    }
+  });
+
+  app.get('/api/V1/docs/api-download', async (req, res) => {
+    const actorId = actorOf(req);
+    const fileId = parseFileId(req.query.file_id);
+    const { originalFileName, downloadUrl } = await commands.authorizeDownload(actorId, fileId, metaOf(req));
+    res.json({ status: 'success', message: M.downloadReady, original_file_name: originalFileName, download_url: downloadUrl });
+  });
+
+  app.delete('/api/V1/docs/api-delete', failureMessage(M.deletionFailed), jsonBody(), async (req, res) => {
+    const actorId = actorOf(req);
+    const fileId = parseFileId(bodyOf(req).id);
+    await commands.remove(actorId, fileId, metaOf(req));
+    res.json({ status: 'success', message: M.deleted });
+  });
+
+  app.post('/api/V1/docs/api-comment', jsonBody(), async (req, res) => {
+    const actorId = actorOf(req);
+    const body = bodyOf(req);
+    const fileId = parseFileId(body.file_id);
+    const text = parseComment(body.comment);
+    const { commentId } = await commands.comment(actorId, fileId, text, metaOf(req));
+    res.status(201).json({ status: 'success', message: M.commentPosted, comment_id: commentId });
+  });
+
+  app.post('/api/V1/docs/api-update', jsonBody(), async (req, res) => {
+    const actorId = actorOf(req);
+    const body = bodyOf(req);
+    const fileId = parseFileId(body.id);
+    const changes = parseChanges(body);
+    await commands.update(actorId, fileId, changes, metaOf(req));
+    res.json({ status: 'success', message: M.updated });
+  });
+
+  app.post('/api/V1/docs/api-purchase', jsonBody(), async (req, res) => {
+    const actorId = actorOf(req);
+    const fileId = parseFileId(bodyOf(req).file_id);
+    const { saleId } = await commands.purchase(actorId, fileId, metaOf(req));
+    res.status(201).json({ status: 'success', message: M.purchased, sale_id: saleId });
+  });
+
+  app.get('/docs/:fileId', async (req: Request, res: Response) => {
+    const fileId = positiveId(req.params.fileId);
+    const sendPage = (status: number, html: string, nonce?: string): void => {
+      const scripts = nonce ? `'nonce-${nonce}'` : "'none'";
+      res.status(status)
+        .set('Content-Type', 'text/html; charset=utf-8')
+        .set('Content-Security-Policy', `default-src 'none'; style-src 'unsafe-inline'; script-src ${scripts}; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`)
+        .set('X-Content-Type-Options', 'nosniff')
+        .set('Cache-Control', 'no-store')
+        .send(html);
+    };
+    if (fileId === null) return sendPage(404, renderNotFoundPage());
+    try {
+      const file = await commands.view(fileId, metaOf(req));
+      const nonce = randomBytes(16).toString('base64');
+      sendPage(200, renderFilePage(file, options.publicBaseUrl, nonce), nonce);
+    } catch (error) {
+      if (error instanceof DocshareError && error.kind === 'not_found') return sendPage(404, renderNotFoundPage());
+      throw error;
+    }
+  });
+
+  app.get('/files/:fileId/content', async (req, res) => {
+    const fileId = positiveId(req.params.fileId);
+    if (fileId === null) throw new DocshareError('not_found', M.fileNotFound);
+    const size = await commands.blobSize(fileId);
+    let range: ByteRange | undefined;
+    if (size !== null) {
+      const parsed = parseRange(req.get('range'), size);
+      if (parsed === 'unsatisfiable') {
+        res.set('Content-Range', `bytes */${size}`);
+        throw new DocshareError('range_not_satisfiable', M.rangeNotSatisfiable);
+      }
+      range = parsed;
+    }
+    let opened;
+    try {
+      opened = await commands.openContent(fileId, req.query.expires, req.query.signature, range);
+    } catch (error) {
+      if (error instanceof RangeNotSatisfiable) {
+        res.set('Content-Range', `bytes */${error.size}`);
+        throw new DocshareError('range_not_satisfiable', M.rangeNotSatisfiable);
+      }
+      throw error;
+    }
+    if (!opened) throw new DocshareError('forbidden', M.badDownloadLink);
+    const { file, blob } = opened;
+    res.set({
+      'Content-Type': blob.contentType,
+      'Content-Disposition': contentDisposition(file.originalFileName),
+      'X-Content-Type-Options': 'nosniff',
+      'Accept-Ranges': 'bytes',
+      'Cache-Control': 'private, no-store',
+    });
+    if (blob.range) {
+      res.status(206).set('Content-Range', `bytes ${blob.range.start}-${blob.range.end}/${blob.size}`)
+        .set('Content-Length', String(blob.range.end - blob.range.start + 1));
+    } else {
+      res.status(200).set('Content-Length', String(blob.size));
+    }
+    blob.body.on('error', (err) => {
+      logger.warn({ err, fileId }, 'content stream failed');
+      res.destroy(err);
+    });
+    res.on('close', () => blob.body.destroy());
+    blob.body.pipe(res);
+  });
+
+  app.use((_req, res) => sendError(res, 404, M.notFound));
+  app.use(errorHandler(logger));
+  return app;
+};

@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto';
+import { DocshareError, EVENT_SOURCE, type CloudEvent } from '@docshare/contracts';
+import { VersionConflict, type EventStore } from '@docshare/event-store';
+
+/** A pure decider: the state of one entity folded from its events, and what a command records. */
+export interface Decider<C, S, E extends { type: string; data: unknown }> {
+  initialState: () => S;
+  evolve: (state: S, event: E) => S;
+  decide: (command: C, state: S) => E[];
+}
+
+/** Who asked: carried into every event's correlation and causation ids. */
+export interface CommandMeta {
+  requestId: string;
+  correlationId?: string;
+}
+
+export interface Handled<S> {
+  state: S;
+  events: CloudEvent[];
+  /** Global position of the last event recorded, or null when the command recorded nothing. */
+  position: number | null;
+}
+
+export interface CommandHandlerOptions {
+  /** How many entities' folded states to keep between commands (default 10,000). */
+  cacheSize?: number;
+  /** Attempts when another writer appends to the same stream first (default 5). */
+  maxAttempts?: number;
+}
+
+/** A CloudEvents envelope around one recorded fact (decisions §14). */
+export const envelope = (
+  body: { type: string; data: unknown }, streamId: string, version: number, now: string, meta: CommandMeta,
+): CloudEvent => ({
+  specversion: '1.0',
+  id: randomUUID(),
+  source: EVENT_SOURCE,
+  type: body.type,
+  time: now,
+  subject: streamId,
+  datacontenttype: 'application/json',
+  data: body.data,
+  correlationid: meta.correlationId ?? meta.requestId,
+  causationid: meta.requestId,
+  streamversion: version,
+});
+
+/**
+ * handleCommand = read the stream, fold, decide, append at the expected version; on a concurrent
+ * append, read again and decide again. Folded states are cached by stream and only the newer
+ * events are read, so hot streams (views, downloads) stay cheap.
+ */
+export const makeCommandHandler = (store: EventStore, options: CommandHandlerOptions = {}) => {
+  const cacheSize = options.cacheSize ?? 10_000;
+  const maxAttempts = options.maxAttempts ?? 5;
+  const cache = new Map<string, { state: unknown; version: number }>();
+
+  const remember = (streamId: string, state: unknown, version: number): void => {
+    cache.delete(streamId);
+    cache.set(streamId, { state, version });
+    if (cache.size > cacheSize) {
+      const oldest = cache.keys().next().value;
+      if (oldest !== undefined) cache.delete(oldest);
+    }
+  };
+
+  /** The entity's current state and version. */
+  const load = async <C, S, E extends { type: string; data: unknown }>(
+    decider: Decider<C, S, E>, streamId: string,
+  ): Promise<{ state: S; version: number }> => {
+    const cached = cache.get(streamId);
+    let state = cached ? (cached.state as S) : decider.initialState();
+    let version = cached?.version ?? 0;
+    const newer = await store.readStream(streamId, version);
+    for (const { event } of newer) {
+      state = decider.evolve(state, { type: event.type, data: event.data } as E);
+      version = event.streamversion;
+    }
+    if (newer.length > 0 || !cached) remember(streamId, state, version);
+    return { state, version };
+  };
+
+  const handle = async <C, S, E extends { type: string; data: unknown }>(
+    decider: Decider<C, S, E>, streamId: string, command: C, now: string, meta: CommandMeta,
+  ): Promise<Handled<S>> => {
+    for (let attempt = 1; ; attempt++) {
+      const { state, version } = await load(decider, streamId);
+      const bodies = decider.decide(command, state);
+      if (bodies.length === 0) return { state, events: [], position: null };
+      const events = bodies.map((body, i) => envelope(body, streamId, version + i + 1, now, meta));
+      try {
+        const result = await store.append(streamId, version, events);
+        const next = bodies.reduce(decider.evolve, state);
+        remember(streamId, next, result.version);
+        return { state: next, events, position: result.position };
+      } catch (error) {
+        if (!(error instanceof VersionConflict)) throw error;
+        cache.delete(streamId);
+        if (attempt >= maxAttempts) throw new DocshareError('unavailable', 'Too many concurrent changes, try again');
+      }
+    }
+  };
+
+  return { handle, load };
+};
+
+export type CommandHandler = ReturnType<typeof makeCommandHandler>;

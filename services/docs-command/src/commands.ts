@@ -1,0 +1,234 @@
+import { createReadStream } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import {
+  conflict, notFound, unauthorized, M, streamIds, type CategoryCreated, type FileChanges,
+} from '@docshare/contracts';
+import type { EventStore } from '@docshare/event-store';
+import type { BlobStore, BlobStream, ByteRange } from '@docshare/blob-store';
+import type { ClaimStore } from '@docshare/claim-store';
+import { hashPassword, verifyDecoy, verifyPassword, type Tokens, type UrlSigner } from '@docshare/auth';
+import type { Logger } from '@docshare/http';
+import { makeCommandHandler, type CommandMeta, type Decider } from './command-handler.ts';
+import { decideFile, evolveFile, initialFileState, type FileCommand, type FileEventBody, type FileFacts, type FileState } from './domain/file.ts';
+import { decideUser, evolveUser, initialUserState, type UserCommand, type UserEventBody, type UserState } from './domain/user.ts';
+import {
+  decideCategory, evolveCategory, initialCategoryState, type CategoryCommand, type CategoryEventBody, type CategoryState,
+} from './domain/category.ts';
+import type { Registration, UploadMetadata } from './validation.ts';
+import type { SpooledFile } from './upload-form.ts';
+
+const fileDecider: Decider<FileCommand, FileState, FileEventBody> = {
+  initialState: initialFileState, evolve: evolveFile, decide: decideFile,
+};
+const userDecider: Decider<UserCommand, UserState, UserEventBody> = {
+  initialState: initialUserState, evolve: evolveUser, decide: decideUser,
+};
+const categoryDecider: Decider<CategoryCommand, CategoryState, CategoryEventBody> = {
+  initialState: initialCategoryState, evolve: evolveCategory, decide: decideCategory,
+};
+
+/** What the command side keeps about an account, outside the event log (never in an event). */
+interface Account { userId: number; name: string; passwordHash: string }
+interface CategoryClaim { categoryId: number; name: string; description: string; tags: string[]; createdBy: number }
+
+export interface DocsCommandsDeps {
+  events: EventStore;
+  claims: ClaimStore;
+  blobs: BlobStore;
+  tokens: Tokens;
+  signer: UrlSigner;
+  logger: Logger;
+  publicBaseUrl: string;
+  downloadUrlTtlSeconds: number;
+  /** Resolves once the read models reflect `position` (read-your-writes); a no-op where that cannot be known. */
+  afterCommit?: (position: number) => Promise<void>;
+  now?: () => Date;
+  passwordCost?: number;
+}
+
+/** The write side's use cases: each validates against the entity's folded state and records events. */
+export const makeDocsCommands = (deps: DocsCommandsDeps) => {
+  const { events, claims, blobs, tokens, signer, logger } = deps;
+  const clock = deps.now ?? (() => new Date());
+  const handler = makeCommandHandler(events);
+  const settle = async (position: number | null): Promise<void> => {
+    if (position !== null && deps.afterCommit) await deps.afterCommit(position);
+  };
+
+  /** Makes sure the user's stream exists (repairs a registration cut off between its two writes). */
+  const ensureUser = async (account: Account, email: string, meta: CommandMeta): Promise<number | null> => {
+    const { state } = await handler.load(userDecider, streamIds.user(account.userId));
+    if (state.status === 'registered') return null;
+    try {
+      const now = clock().toISOString();
+      const result = await handler.handle(userDecider, streamIds.user(account.userId), {
+        type: 'RegisterUser', user: { userId: account.userId, name: account.name, email, registeredAt: now },
+      }, now, meta);
+      return result.position;
+    } catch (error) {
+      if (error instanceof Error && error.message === 'User already registered') return null;
+      throw error;
+    }
+  };
+
+  const register = async (input: Registration, meta: CommandMeta) => {
+    if (await claims.get<Account>('account', input.email)) throw conflict(M.emailTaken);
+    const userId = await events.nextId('user');
+    const account: Account = { userId, name: input.name, passwordHash: await hashPassword(input.password, deps.passwordCost) };
+    const claimed = await claims.claim('account', input.email, account);
+    if (!claimed.created) throw conflict(M.emailTaken);
+    await settle(await ensureUser(account, input.email, meta));
+    return { userId, token: tokens.issue(userId) };
+  };
+
+  const login = async (email: string, password: string, meta: CommandMeta) => {
+    const account = await claims.get<Account>('account', email);
+    if (!account) {
+      await verifyDecoy(password);
+      throw unauthorized(M.badCredentials);
+    }
+    if (!(await verifyPassword(password, account.passwordHash))) throw unauthorized(M.badCredentials);
+    await settle(await ensureUser(account, email, meta));
+    return { userId: account.userId, token: tokens.issue(account.userId) };
+  };
+
+  const categoryById = async (categoryId: number): Promise<CategoryCreated | null> => {
+    const { state } = await handler.load(categoryDecider, streamIds.category(categoryId));
+    return state.status === 'created' ? state.category : null;
+  };
+
+  /** The category named (ignoring case), created on first use; the name claim makes creation race-free. */
+  const categoryNamed = async (
+    choice: { name: string; description: string; tags: string[] }, actorId: number, meta: CommandMeta,
+  ): Promise<CategoryCreated> => {
+    const key = choice.name.toLowerCase();
+    let claim = await claims.get<CategoryClaim>('category-name', key);
+    if (!claim) {
+      const categoryId = await events.nextId('category');
+      claim = (await claims.claim<CategoryClaim>('category-name', key, {
+        categoryId, name: choice.name, description: choice.description, tags: choice.tags, createdBy: actorId,
+      })).value;
+    }
+    const existing = await categoryById(claim.categoryId);
+    if (existing) return existing;
+    const now = clock().toISOString();
+    const category: CategoryCreated = { ...claim, createdAt: now };
+    try {
+      await handler.handle(categoryDecider, streamIds.category(claim.categoryId), { type: 'CreateCategory', category }, now, meta);
+    } catch (error) {
+      const raced = await categoryById(claim.categoryId);
+      if (raced) return raced;
+      throw error;
+    }
+    return category;
+  };
+
+  const upload = async (actorId: number, file: SpooledFile, metadata: UploadMetadata, meta: CommandMeta) => {
+    const { state: owner } = await handler.load(userDecider, streamIds.user(actorId));
+    if (owner.status !== 'registered') throw unauthorized(M.invalidToken);
+    const category = metadata.category.kind === 'existing'
+      ? await categoryById(metadata.category.categoryId)
+      : await categoryNamed(metadata.category, actorId, meta);
+    if (!category) throw notFound(M.categoryNotFound);
+
+    const fileId = await events.nextId('file');
+    const blobKey = `f${fileId}-${randomUUID()}`;
+    await blobs.put(blobKey, createReadStream(file.path), file.size, file.contentType);
+    const now = clock().toISOString();
+    try {
+      const result = await handler.handle(fileDecider, streamIds.file(fileId), {
+        type: 'UploadFile',
+        file: {
+          fileId, ownerId: actorId, ownerName: owner.name, title: metadata.title, description: metadata.description,
+          tags: metadata.tags, categoryId: category.categoryId, categoryName: category.name, license: metadata.license,
+          videoUrl: metadata.videoUrl, originalFileName: file.fileName, contentType: file.contentType, size: file.size,
+          blobKey, uploadedAt: now,
+        },
+      }, now, meta);
+      await settle(result.position);
+    } catch (error) {
+      await blobs.remove(blobKey).catch(() => undefined);
+      throw error;
+    }
+    return { fileId, categoryId: category.categoryId, categoryName: category.name };
+  };
+
+  const onFile = async (fileId: number, command: FileCommand, meta: CommandMeta) => {
+    const now = command.type === 'UploadFile' ? command.file.uploadedAt : command.now;
+    const result = await handler.handle(fileDecider, streamIds.file(fileId), command, now, meta);
+    await settle(result.position);
+    return result;
+  };
+
+  const remove = async (actorId: number, fileId: number, meta: CommandMeta): Promise<void> => {
+    const result = await onFile(fileId, { type: 'DeleteFile', fileId, actorId, now: clock().toISOString() }, meta);
+    const file = result.state.status === 'deleted' ? result.state.file : null;
+    if (file) {
+      // The deletion is recorded; a blob left behind by a failure here is garbage, not data loss.
+      await blobs.remove(file.blobKey).catch((err: unknown) => logger.warn({ err, fileId }, 'blob removal failed'));
+    }
+  };
+
+  const contentPath = (fileId: number): string => `/files/${fileId}/content`;
+
+  const authorizeDownload = async (actorId: number, fileId: number, meta: CommandMeta) => {
+    const now = clock();
+    const result = await onFile(fileId, { type: 'AuthorizeDownload', fileId, actorId, now: now.toISOString() }, meta);
+    if (result.state.status !== 'active') throw notFound(M.fileNotFound);
+    const expiresAt = Math.floor(now.getTime() / 1000) + deps.downloadUrlTtlSeconds;
+    const path = contentPath(fileId);
+    return {
+      originalFileName: result.state.file.originalFileName,
+      downloadUrl: `${deps.publicBaseUrl}${path}?${signer.sign(path, expiresAt)}`,
+    };
+  };
+
+  /** The bytes behind a signed link; null when the link is bad or expired. */
+  const openContent = async (
+    fileId: number, expires: unknown, signature: unknown, range: ByteRange | undefined,
+  ): Promise<{ file: FileFacts; blob: BlobStream } | null> => {
+    if (!signer.verify(contentPath(fileId), expires, signature, Math.floor(clock().getTime() / 1000))) return null;
+    const { state } = await handler.load(fileDecider, streamIds.file(fileId));
+    if (state.status !== 'active') throw notFound(M.fileNotFound);
+    const blob = await blobs.get(state.file.blobKey, range);
+    if (!blob) throw notFound(M.fileNotFound);
+    return { file: state.file, blob };
+  };
+
+  const blobSize = async (fileId: number): Promise<number | null> => {
+    const { state } = await handler.load(fileDecider, streamIds.file(fileId));
+    return state.status === 'active' ? state.file.size : null;
+  };
+
+  const comment = async (actorId: number, fileId: number, text: string, meta: CommandMeta) => {
+    const { state: author } = await handler.load(userDecider, streamIds.user(actorId));
+    if (author.status !== 'registered') throw unauthorized(M.invalidToken);
+    const commentId = await events.nextId('comment');
+    await onFile(fileId, { type: 'PostComment', fileId, actorId, commentId, comment: text, now: clock().toISOString() }, meta);
+    return { commentId };
+  };
+
+  const update = async (actorId: number, fileId: number, changes: FileChanges, meta: CommandMeta): Promise<void> => {
+    await onFile(fileId, { type: 'UpdateFile', fileId, actorId, changes, now: clock().toISOString() }, meta);
+  };
+
+  const purchase = async (actorId: number, fileId: number, meta: CommandMeta) => {
+    const { state } = await handler.load(fileDecider, streamIds.file(fileId));
+    // Check before allocating a sale id, so refusals do not burn ids; the decider checks again.
+    decideFile({ type: 'PurchaseFile', fileId, actorId, saleId: 0, now: '' }, state);
+    const saleId = await events.nextId('sale');
+    await onFile(fileId, { type: 'PurchaseFile', fileId, actorId, saleId, now: clock().toISOString() }, meta);
+    return { saleId };
+  };
+
+  /** Counts a view of the public page and returns the file shown. */
+  const view = async (fileId: number, meta: CommandMeta): Promise<FileFacts> => {
+    const result = await onFile(fileId, { type: 'ViewFile', fileId, now: clock().toISOString() }, meta);
+    if (result.state.status !== 'active') throw notFound(M.fileNotFound);
+    return result.state.file;
+  };
+
+  return { register, login, upload, remove, authorizeDownload, openContent, blobSize, comment, update, purchase, view };
+};
+
+export type DocsCommands = ReturnType<typeof makeDocsCommands>;

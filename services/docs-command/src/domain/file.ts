@@ -1,0 +1,145 @@
+import {
+  conflict, forbidden, invalid, M, notFound,
+  type FileChanges, type FileDeleted, type FileDownloaded, type FilePurchased, type FileUpdated,
+  type FileUploaded, type FileViewed, type CommentPosted,
+} from '@docshare/contracts';
+
+/** The file events a decision can produce, before they get their envelope. */
+export type FileEventBody =
+  | { type: 'docs.file.uploaded.v1'; data: FileUploaded }
+  | { type: 'docs.file.updated.v1'; data: FileUpdated }
+  | { type: 'docs.file.deleted.v1'; data: FileDeleted }
+  | { type: 'docs.file.downloaded.v1'; data: FileDownloaded }
+  | { type: 'docs.file.viewed.v1'; data: FileViewed }
+  | { type: 'docs.file.purchased.v1'; data: FilePurchased }
+  | { type: 'docs.comment.posted.v1'; data: CommentPosted };
+
+export interface FileFacts extends FileUploaded {
+  enabled: boolean;
+  forSale: boolean;
+  price: number;
+}
+
+export type FileState =
+  | { status: 'none' }
+  | { status: 'active'; file: FileFacts }
+  | { status: 'deleted'; file: FileFacts };
+
+export const initialFileState = (): FileState => ({ status: 'none' });
+
+/** Folds one event into the file's state. */
+export const evolveFile = (state: FileState, event: FileEventBody): FileState => {
+  switch (event.type) {
+    case 'docs.file.uploaded.v1':
+      return { status: 'active', file: { ...event.data, enabled: true, forSale: false, price: 0 } };
+    case 'docs.file.updated.v1': {
+      if (state.status !== 'active') return state;
+      const { title, description, tags, forSale, price, enabled } = event.data.changes;
+      const file = { ...state.file };
+      if (title !== undefined) file.title = title;
+      if (description !== undefined) file.description = description;
+      if (tags !== undefined) file.tags = tags;
+      if (forSale !== undefined) file.forSale = forSale;
+      if (price !== undefined) file.price = price;
+      if (enabled !== undefined) file.enabled = enabled;
+      return { status: 'active', file };
+    }
+    case 'docs.file.deleted.v1':
+      return state.status === 'active' ? { status: 'deleted', file: state.file } : state;
+    default:
+      return state;
+  }
+};
+
+export type FileCommand =
+  | { type: 'UploadFile'; file: FileUploaded }
+  | { type: 'UpdateFile'; fileId: number; actorId: number; changes: FileChanges; now: string }
+  | { type: 'DeleteFile'; fileId: number; actorId: number; now: string }
+  | { type: 'AuthorizeDownload'; fileId: number; actorId: number; now: string }
+  | { type: 'ViewFile'; fileId: number; now: string }
+  | { type: 'PurchaseFile'; fileId: number; actorId: number; saleId: number; now: string }
+  | { type: 'PostComment'; fileId: number; actorId: number; commentId: number; comment: string; now: string };
+
+/** The file as `actorId` may see it: owners see their disabled files, nobody sees deleted ones. */
+const visibleTo = (state: FileState, actorId: number | null): FileFacts => {
+  if (state.status !== 'active') throw notFound(M.fileNotFound);
+  if (!state.file.enabled && state.file.ownerId !== actorId) throw notFound(M.fileNotFound);
+  return state.file;
+};
+
+const ownedBy = (state: FileState, actorId: number): FileFacts => {
+  const file = visibleTo(state, actorId);
+  if (file.ownerId !== actorId) throw forbidden(M.notOwner);
+  return file;
+};
+
+/** Only the changes that differ from the file as it is. */
+const effectiveChanges = (file: FileFacts, changes: FileChanges): FileChanges => {
+  const out: FileChanges = {};
+  if (changes.title !== undefined && changes.title !== file.title) out.title = changes.title;
+  if (changes.description !== undefined && changes.description !== file.description) out.description = changes.description;
+  if (changes.tags !== undefined && changes.tags.join('\u0000') !== file.tags.join('\u0000')) out.tags = changes.tags;
+  if (changes.forSale !== undefined && changes.forSale !== file.forSale) out.forSale = changes.forSale;
+  if (changes.price !== undefined && changes.price !== file.price) out.price = changes.price;
+  if (changes.enabled !== undefined && changes.enabled !== file.enabled) out.enabled = changes.enabled;
+  return out;
+};
+
+/** Decides what a command on one file records; throws a DocshareError when it may not happen. Pure. */
+export const decideFile = (command: FileCommand, state: FileState): FileEventBody[] => {
+  switch (command.type) {
+    case 'UploadFile':
+      if (state.status !== 'none') throw conflict('File already exists');
+      return [{ type: 'docs.file.uploaded.v1', data: command.file }];
+    case 'UpdateFile': {
+      const file = ownedBy(state, command.actorId);
+      const changes = effectiveChanges(file, command.changes);
+      if (Object.keys(changes).length === 0) return [];
+      return [{
+        type: 'docs.file.updated.v1',
+        data: { fileId: file.fileId, ownerId: file.ownerId, changes, updatedAt: command.now },
+      }];
+    }
+    case 'DeleteFile': {
+      const file = ownedBy(state, command.actorId);
+      return [{
+        type: 'docs.file.deleted.v1',
+        data: { fileId: file.fileId, ownerId: file.ownerId, blobKey: file.blobKey, deletedAt: command.now },
+      }];
+    }
+    case 'AuthorizeDownload': {
+      const file = visibleTo(state, command.actorId);
+      if (file.forSale || !file.enabled) throw forbidden(M.notDownloadable);
+      return [{
+        type: 'docs.file.downloaded.v1',
+        data: { fileId: file.fileId, ownerId: file.ownerId, downloadedBy: command.actorId, downloadedAt: command.now },
+      }];
+    }
+    case 'ViewFile': {
+      const file = visibleTo(state, null);
+      return [{ type: 'docs.file.viewed.v1', data: { fileId: file.fileId, ownerId: file.ownerId, viewedAt: command.now } }];
+    }
+    case 'PurchaseFile': {
+      const file = visibleTo(state, command.actorId);
+      if (!file.forSale) throw conflict(M.notForSale);
+      return [{
+        type: 'docs.file.purchased.v1',
+        data: {
+          fileId: file.fileId, ownerId: file.ownerId, saleId: command.saleId, buyerId: command.actorId,
+          price: file.price, purchasedAt: command.now,
+        },
+      }];
+    }
+    case 'PostComment': {
+      const file = visibleTo(state, command.actorId);
+      if (command.comment.trim() === '') throw invalid(M.commentRequired);
+      return [{
+        type: 'docs.comment.posted.v1',
+        data: {
+          commentId: command.commentId, fileId: file.fileId, fileOwnerId: file.ownerId, fileTitle: file.title,
+          authorId: command.actorId, comment: command.comment, postedAt: command.now,
+        },
+      }];
+    }
+  }
+};

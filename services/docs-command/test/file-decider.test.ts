@@ -1,0 +1,124 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { DocshareError, M, type FileUploaded } from '@docshare/contracts';
+import {
+  decideFile, evolveFile, initialFileState, type FileCommand, type FileEventBody, type FileState,
+} from '../src/domain/file.ts';
+
+const NOW = '2026-11-20T10:00:00.000Z';
+const OWNER = 1;
+const STRANGER = 2;
+
+const uploaded: FileUploaded = {
+  fileId: 7, ownerId: OWNER, ownerName: 'Ada', title: 'Notes', description: 'Lecture notes', tags: ['math'],
+  categoryId: 3, categoryName: 'Science', license: 'CC BY', videoUrl: null, originalFileName: 'notes.pdf',
+  contentType: 'application/pdf', size: 10, blobKey: 'f7-x', uploadedAt: NOW,
+};
+const upload: FileEventBody = { type: 'docs.file.uploaded.v1', data: uploaded };
+const update = (changes: Record<string, unknown>): FileEventBody =>
+  ({ type: 'docs.file.updated.v1', data: { fileId: 7, ownerId: OWNER, changes, updatedAt: NOW } });
+const deleted: FileEventBody = { type: 'docs.file.deleted.v1', data: { fileId: 7, ownerId: OWNER, blobKey: 'f7-x', deletedAt: NOW } };
+
+/** given past events, when a command, then events or a refusal. */
+const given = (events: FileEventBody[]) => {
+  const state: FileState = events.reduce(evolveFile, initialFileState());
+  return {
+    when: (command: FileCommand) => ({
+      then: (expected: FileEventBody[]) => assert.deepEqual(decideFile(command, state), expected),
+      thenThrows: (kind: DocshareError['kind'], message: string) =>
+        assert.throws(() => decideFile(command, state), (e: unknown) =>
+          e instanceof DocshareError && e.kind === kind && e.message === message),
+    }),
+  };
+};
+
+const del = (actorId: number): FileCommand => ({ type: 'DeleteFile', fileId: 7, actorId, now: NOW });
+const download = (actorId: number): FileCommand => ({ type: 'AuthorizeDownload', fileId: 7, actorId, now: NOW });
+const view: FileCommand = { type: 'ViewFile', fileId: 7, now: NOW };
+const purchase = (actorId: number): FileCommand => ({ type: 'PurchaseFile', fileId: 7, actorId, saleId: 9, now: NOW });
+const comment = (actorId: number): FileCommand => ({ type: 'PostComment', fileId: 7, actorId, commentId: 4, comment: 'Nice', now: NOW });
+const change = (actorId: number, changes: Record<string, unknown>): FileCommand =>
+  ({ type: 'UpdateFile', fileId: 7, actorId, changes, now: NOW });
+
+describe('file decider', () => {
+  describe('upload', () => {
+    it('records a new file', () => given([]).when({ type: 'UploadFile', file: uploaded }).then([upload]));
+    it('refuses a second upload under the same id', () =>
+      given([upload]).when({ type: 'UploadFile', file: uploaded }).thenThrows('conflict', 'File already exists'));
+  });
+
+  describe('delete', () => {
+    it('lets the owner delete', () => given([upload]).when(del(OWNER)).then([deleted]));
+    it('forbids anyone else', () => given([upload]).when(del(STRANGER)).thenThrows('forbidden', M.notOwner));
+    it('does not find a missing file', () => given([]).when(del(OWNER)).thenThrows('not_found', M.fileNotFound));
+    it('does not find a deleted file', () => given([upload, deleted]).when(del(OWNER)).thenThrows('not_found', M.fileNotFound));
+    it('hides a disabled file from others', () =>
+      given([upload, update({ enabled: false })]).when(del(STRANGER)).thenThrows('not_found', M.fileNotFound));
+  });
+
+  describe('download', () => {
+    it('counts a download of an enabled file not for sale', () => given([upload]).when(download(STRANGER)).then([{
+      type: 'docs.file.downloaded.v1', data: { fileId: 7, ownerId: OWNER, downloadedBy: STRANGER, downloadedAt: NOW },
+    }]));
+    it('refuses a file for sale', () =>
+      given([upload, update({ forSale: true })]).when(download(STRANGER)).thenThrows('forbidden', M.notDownloadable));
+    it('refuses a disabled file to its owner too', () =>
+      given([upload, update({ enabled: false })]).when(download(OWNER)).thenThrows('forbidden', M.notDownloadable));
+    it('does not find a disabled file for others', () =>
+      given([upload, update({ enabled: false })]).when(download(STRANGER)).thenThrows('not_found', M.fileNotFound));
+    it('does not find a deleted file', () => given([upload, deleted]).when(download(OWNER)).thenThrows('not_found', M.fileNotFound));
+    it('downloads again once the file is off sale', () =>
+      given([upload, update({ forSale: true }), update({ forSale: false })]).when(download(STRANGER)).then([{
+        type: 'docs.file.downloaded.v1', data: { fileId: 7, ownerId: OWNER, downloadedBy: STRANGER, downloadedAt: NOW },
+      }]));
+  });
+
+  describe('view', () => {
+    it('counts a view', () => given([upload]).when(view).then([
+      { type: 'docs.file.viewed.v1', data: { fileId: 7, ownerId: OWNER, viewedAt: NOW } },
+    ]));
+    it('has no page for a disabled file', () => given([upload, update({ enabled: false })]).when(view).thenThrows('not_found', M.fileNotFound));
+    it('has no page for a deleted file', () => given([upload, deleted]).when(view).thenThrows('not_found', M.fileNotFound));
+  });
+
+  describe('purchase', () => {
+    it('records a sale at the current price', () => given([upload, update({ forSale: true, price: 4.5 })]).when(purchase(STRANGER)).then([{
+      type: 'docs.file.purchased.v1',
+      data: { fileId: 7, ownerId: OWNER, saleId: 9, buyerId: STRANGER, price: 4.5, purchasedAt: NOW },
+    }]));
+    it('refuses a file not for sale', () => given([upload]).when(purchase(STRANGER)).thenThrows('conflict', M.notForSale));
+    it('does not find a deleted file', () => given([upload, deleted]).when(purchase(STRANGER)).thenThrows('not_found', M.fileNotFound));
+  });
+
+  describe('comment', () => {
+    it('records the comment with the file title and owner', () => given([upload]).when(comment(STRANGER)).then([{
+      type: 'docs.comment.posted.v1',
+      data: { commentId: 4, fileId: 7, fileOwnerId: OWNER, fileTitle: 'Notes', authorId: STRANGER, comment: 'Nice', postedAt: NOW },
+    }]));
+    it('uses the current title', () => {
+      const state = [upload, update({ title: 'New title' })].reduce(evolveFile, initialFileState());
+      const [event] = decideFile(comment(STRANGER), state);
+      assert.equal(event?.type === 'docs.comment.posted.v1' && event.data.fileTitle, 'New title');
+    });
+    it('does not find a missing file', () => given([]).when(comment(STRANGER)).thenThrows('not_found', M.fileNotFound));
+    it('lets the owner comment on a disabled file', () =>
+      assert.equal(decideFile(comment(OWNER), [upload, update({ enabled: false })].reduce(evolveFile, initialFileState())).length, 1));
+  });
+
+  describe('update', () => {
+    it('records only what changes', () => given([upload]).when(change(OWNER, { title: 'Notes', forSale: true })).then([
+      update({ forSale: true }),
+    ]));
+    it('records nothing when nothing changes', () => given([upload]).when(change(OWNER, { enabled: true })).then([]));
+    it('forbids anyone else', () => given([upload]).when(change(STRANGER, { title: 'x' })).thenThrows('forbidden', M.notOwner));
+    it('does not find a deleted file', () => given([upload, deleted]).when(change(OWNER, { title: 'x' })).thenThrows('not_found', M.fileNotFound));
+  });
+
+  describe('evolve', () => {
+    it('keeps a deleted file deleted whatever follows', () => {
+      const state = [upload, deleted, update({ title: 'x' })].reduce(evolveFile, initialFileState());
+      assert.equal(state.status, 'deleted');
+      assert.equal(state.status === 'deleted' && state.file.title, 'Notes');
+    });
+  });
+});

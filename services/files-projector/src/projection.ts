@@ -1,0 +1,59 @@
+import type { DocshareEvent } from '@docshare/contracts';
+import type { ReadOp } from '@docshare/projection';
+
+export const USERS = 'users';
+export const FILES = 'files';
+export const COMMENTS = 'comments';
+export const CATEGORIES = 'categories';
+
+/** Users, files, comments and categories as the list endpoints show them (decisions §9–§11). */
+export const filesProjection = (event: DocshareEvent): ReadOp[] => {
+  switch (event.type) {
+    case 'docs.user.registered.v1':
+      return [{ collection: USERS, id: String(event.data.userId), update: { set: { user_id: event.data.userId, name: event.data.name } } }];
+    case 'docs.category.created.v1': {
+      const c = event.data;
+      return [{
+        collection: CATEGORIES, id: String(c.categoryId),
+        update: { set: { category_id: c.categoryId, name: c.name, description: c.description, tags: c.tags } },
+      }];
+    }
+    case 'docs.file.uploaded.v1': {
+      const f = event.data;
+      return [{
+        collection: FILES, id: String(f.fileId),
+        update: {
+          set: {
+            file_id: f.fileId, owner_id: f.ownerId, title: f.title, description: f.description, uploaded_at: f.uploadedAt,
+            enabled: true, for_sale: false, deleted: false,
+          },
+        },
+      }];
+    }
+    case 'docs.file.updated.v1': {
+      const { title, description, enabled, forSale } = event.data.changes;
+      const set: Record<string, unknown> = {};
+      if (title !== undefined) set.title = title;
+      if (description !== undefined) set.description = description;
+      if (enabled !== undefined) set.enabled = enabled;
+      if (forSale !== undefined) set.for_sale = forSale;
+      return Object.keys(set).length === 0 ? [] : [{ collection: FILES, id: String(event.data.fileId), update: { set } }];
+    }
+    case 'docs.file.deleted.v1':
+      return [{ collection: FILES, id: String(event.data.fileId), update: { set: { deleted: true } } }];
+    case 'docs.comment.posted.v1': {
+      const c = event.data;
+      return [{
+        collection: COMMENTS, id: String(c.commentId),
+        update: {
+          set: {
+            comment_id: c.commentId, file_id: c.fileId, file_owner_id: c.fileOwnerId, author_id: c.authorId,
+            comment: c.comment, posted_at: c.postedAt, file_title: c.fileTitle,
+          },
+        },
+      }];
+    }
+    default:
+      return [];
+  }
+};

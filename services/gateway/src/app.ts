@@ -1,0 +1,106 @@
+import express, { type Express, type RequestHandler } from 'express';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import { M } from '@docshare/contracts';
+import { tokenFrom, type Tokens } from '@docshare/auth';
+import {
+  CORRELATION_HEADER, IDENTITY_HEADER, REQUEST_ID_HEADER, errorHandler, requestId, sendError, type Logger, type Ops,
+} from '@docshare/http';
+import { ROUTES, type Upstream } from './routes.ts';
+import { rateLimit } from './rate-limit.ts';
+import { openApiDocument } from './openapi.ts';
+
+/** How the caller authenticated: decided once per request, before rate limiting and routing. */
+type Auth = { state: 'missing' } | { state: 'invalid' } | { state: 'valid'; userId: number };
+
+export interface GatewayOptions {
+  tokens: Pick<Tokens, 'verify'>;
+  limiter: RateLimiterAbstract;
+  rateLimitPoints: number;
+  rateLimitWindowSeconds: number;
+  /** The handler of each service: the service's app in one process, a proxy to it otherwise. */
+  upstreams: Record<Upstream, RequestHandler>;
+  ops: Ops;
+  logger: Logger;
+  publicBaseUrl: string;
+  /** Express `trust proxy` setting, for the client IP behind a load balancer. */
+  trustProxy?: boolean | number | string;
+}
+
+/**
+ * The edge: request ids, JWT (verified once, algorithm pinned), the rate limit, routing to the
+ * services with the caller's identity set by the gateway alone, and the spec's envelope for
+ * unknown routes and wrong methods.
+ */
+export const makeGateway = (options: GatewayOptions): Express => {
+  const { tokens, logger, ops } = options;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  if (options.trustProxy !== undefined) app.set('trust proxy', options.trustProxy);
+
+  app.use(requestId());
+  app.use(ops.httpMetrics);
+  app.use(ops.router);
+
+  app.use((req, res, next) => {
+    delete req.headers[IDENTITY_HEADER];
+    req.headers[CORRELATION_HEADER] = res.locals.requestId as string;
+    req.headers[REQUEST_ID_HEADER] = res.locals.requestId as string;
+    const token = tokenFrom(req.get('x-authorization'), req.get('authorization'));
+    let auth: Auth = { state: 'missing' };
+    if (token !== undefined) {
+      const verified = tokens.verify(token);
+      auth = verified.ok ? { state: 'valid', userId: verified.userId } : { state: 'invalid' };
+    }
+    res.locals.auth = auth;
+    if (auth.state === 'valid') req.headers[IDENTITY_HEADER] = String(auth.userId);
+    next();
+  });
+
+  app.use(rateLimit({
+    limiter: options.limiter,
+    points: options.rateLimitPoints,
+    windowSeconds: options.rateLimitWindowSeconds,
+    keyOf: (res, ip) => {
+      const auth = res.locals.auth as Auth;
+      return auth.state === 'valid' ? `user:${auth.userId}` : `ip:${ip}`;
+    },
+  }));
+
+  const requireAuth: RequestHandler = (_req, res, next) => {
+    const auth = res.locals.auth as Auth;
+    if (auth.state === 'missing') return sendError(res, 401, M.missingToken);
+    if (auth.state === 'invalid') return sendError(res, 401, M.invalidToken);
+    next();
+  };
+
+  const spec = openApiDocument(options.publicBaseUrl);
+  app.get('/api/V1/openapi.json', (_req, res) => {
+    res.locals.route = '/api/V1/openapi.json';
+    res.json(spec);
+  });
+
+  for (const route of ROUTES) {
+    const upstream = options.upstreams[route.upstream];
+    const handlers: RequestHandler[] = [(_req, res, next) => { res.locals.route = route.path; next(); }];
+    if (route.auth) handlers.push(requireAuth);
+    handlers.push(upstream);
+    app[route.method](route.path, ...handlers);
+  }
+
+  const methodsByPath = new Map<string, string[]>();
+  for (const route of [...ROUTES, { path: '/api/V1/openapi.json', method: 'get' }]) {
+    methodsByPath.set(route.path, [...(methodsByPath.get(route.path) ?? []), route.method.toUpperCase()]);
+  }
+  for (const [path, methods] of methodsByPath) {
+    const allow = [...methods, ...(methods.includes('GET') ? ['HEAD'] : [])].join(', ');
+    app.all(path, (_req, res) => {
+      res.setHeader('Allow', allow);
+      sendError(res, 405, M.invalidMethod);
+    });
+  }
+
+  app.use((_req, res) => sendError(res, 404, M.notFound));
+  app.use(errorHandler(logger));
+  return app;
+};

@@ -1,0 +1,34 @@
+/** The services behind the gateway. */
+export type Upstream = 'docs' | 'stats' | 'files' | 'search';
+
+export type Method = 'get' | 'post' | 'delete';
+
+export interface Route {
+  method: Method;
+  /** Express path pattern. */
+  path: string;
+  upstream: Upstream;
+  /** Needs a valid token (everything under /api/V1 except register and login). */
+  auth: boolean;
+  summary: string;
+  operationId: string;
+}
+
+/** Every route of api-spec.md and decisions.md, and which service answers it. */
+export const ROUTES: readonly Route[] = [
+  { method: 'post', path: '/api/V1/users/api-register', upstream: 'docs', auth: false, operationId: 'register', summary: 'Register a user; returns a JWT' },
+  { method: 'post', path: '/api/V1/users/api-login', upstream: 'docs', auth: false, operationId: 'login', summary: 'Log in; returns a JWT' },
+  { method: 'post', path: '/api/V1/docs/api-upload', upstream: 'docs', auth: true, operationId: 'upload', summary: 'Upload a file with its metadata' },
+  { method: 'get', path: '/api/V1/docs/api-download', upstream: 'docs', auth: true, operationId: 'download', summary: 'Authorise a download: counts it and returns a signed download_url' },
+  { method: 'delete', path: '/api/V1/docs/api-delete', upstream: 'docs', auth: true, operationId: 'deleteFile', summary: 'Delete one of your files' },
+  { method: 'post', path: '/api/V1/docs/api-comment', upstream: 'docs', auth: true, operationId: 'postComment', summary: 'Comment on a file' },
+  { method: 'post', path: '/api/V1/docs/api-update', upstream: 'docs', auth: true, operationId: 'updateFile', summary: 'Change one of your files: sale, price, enabled, title, description, tags' },
+  { method: 'post', path: '/api/V1/docs/api-purchase', upstream: 'docs', auth: true, operationId: 'purchase', summary: 'Record the purchase of a file that is for sale' },
+  { method: 'get', path: '/api/V1/docs/api-categories', upstream: 'files', auth: true, operationId: 'listCategories', summary: 'List categories' },
+  { method: 'post', path: '/api/V1/stats/api-search', upstream: 'search', auth: true, operationId: 'search', summary: 'Search files' },
+  { method: 'post', path: '/api/V1/stats/api-stats', upstream: 'stats', auth: true, operationId: 'stats', summary: "The authenticated user's statistics" },
+  { method: 'get', path: '/api/V1/users/api-files', upstream: 'files', auth: true, operationId: 'listFiles', summary: 'Files of a user' },
+  { method: 'post', path: '/api/V1/users/api-comments', upstream: 'files', auth: true, operationId: 'listComments', summary: 'Comments received on your files' },
+  { method: 'get', path: '/docs/:fileId', upstream: 'docs', auth: false, operationId: 'viewPage', summary: 'Public HTML page of a file; counts a view' },
+  { method: 'get', path: '/files/:fileId/content', upstream: 'docs', auth: false, operationId: 'fileContent', summary: 'File bytes behind a signed, expiring link (Range supported)' },
+];

@@ -1,0 +1,56 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { makeMemorySearchIndex } from '@docshare/search-index';
+import { known } from '@docshare/projection';
+import { deliveredTwice, makeHistory } from '@docshare/projection/testing';
+import type { StoredEvent } from '@docshare/contracts';
+import { indexEvent } from '../src/projection.ts';
+
+const history = () => {
+  const h = makeHistory();
+  h.user(1, 'Ada');
+  h.upload(10, 1, 'quantum mechanics', { description: 'lecture notes', tags: ['physics', 'waves'], categoryName: 'Science' });
+  h.upload(11, 1, 'medieval history', { description: 'castles and kings' });
+  h.upload(12, 1, 'quantum computing', { description: 'qubits' });
+  h.view(10, 1);
+  h.update(10, 1, { title: 'quantum mechanics, revised' });
+  h.update(11, 1, { enabled: false });
+  h.remove(12, 1);
+  return h.records;
+};
+
+const project = async (records: readonly StoredEvent[]) => {
+  const index = makeMemorySearchIndex();
+  for (const record of records) {
+    const event = known(record.event);
+    if (event) await indexEvent(index, event);
+  }
+  return index;
+};
+
+const ids = async (index: Awaited<ReturnType<typeof project>>, text: string): Promise<string[]> =>
+  (await index.search(text, { from: 0, size: 20 })).hits.map((d) => d.id);
+
+describe('search projection', () => {
+  it('indexes title, description, tags and category of visible files only', async () => {
+    const index = await project(history());
+    assert.deepEqual(await ids(index, 'quantum'), ['10']);
+    assert.deepEqual(await ids(index, 'revised'), ['10']);
+    assert.deepEqual(await ids(index, 'waves'), ['10']);
+    assert.deepEqual(await ids(index, 'science'), ['10']);
+    assert.deepEqual(await ids(index, 'castles'), []);
+    assert.deepEqual(await ids(index, 'qubits'), []);
+  });
+
+  it('brings a disabled file back when it is enabled again', async () => {
+    const h = makeHistory();
+    h.upload(20, 1, 'zebra'); h.update(20, 1, { enabled: false }); h.update(20, 1, { enabled: true });
+    assert.deepEqual(await ids(await project(h.records), 'zebra'), ['20']);
+  });
+
+  it('ends in the same state when every event is delivered twice and the history replayed', async () => {
+    const once = await project(history());
+    const twice = await project(deliveredTwice(history()));
+    for (const id of ['10', '11', '12']) assert.deepEqual(await twice.get(id), await once.get(id));
+  });
+});

@@ -1,0 +1,121 @@
+import { createServer, type Server } from 'node:http';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { makeTokens, makeUrlSigner } from '@docshare/auth';
+import { makeFsBlobStore } from '@docshare/blob-store';
+import { openFileClaimStore } from '@docshare/claim-store';
+import { makeLogBus } from '@docshare/event-bus';
+import { openFileEventLog } from '@docshare/event-store';
+import { makeLogger, makeOps, type Logger } from '@docshare/http';
+import { applyProjection, known, runProjector, type RunningProjector } from '@docshare/projection';
+import { makeMemoryReadStore } from '@docshare/read-store';
+import { makeMemorySearchIndex } from '@docshare/search-index';
+import { makeDocsCommandApp, makeDocsCommands } from '@docshare/docs-command';
+import { makeFilesApp, filesProjection } from '@docshare/files-projector';
+import { makeSearchApp, indexEvent } from '@docshare/search-projector';
+import { makeStatsApp, statsProjection } from '@docshare/stats-projector';
+import { makeGateway } from '@docshare/gateway';
+import type { EmbeddedConfig } from './config.ts';
+import { loadOrCreateSecret } from './secret.ts';
+
+export interface Embedded {
+  server: Server;
+  port: number;
+  logger: Logger;
+  /** Graceful stop: no new connections, in-flight requests finish, projectors stop, stores close. */
+  stop(): Promise<void>;
+}
+
+/** How long a command waits for the read models to show it before answering anyway. */
+const READ_YOUR_WRITES_MS = 5_000;
+
+/**
+ * Every docshare service in one process on the embedded adapters: the event log, claims and blobs
+ * on disk under DATA_DIR, the bus in process, read models and the search index in memory, rebuilt
+ * from the log at start.
+ */
+export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger('docshare', config.logLevel)): Promise<Embedded> => {
+  const started = performance.now();
+  const dir = (name: string): string => join(config.dataDir, name);
+  await mkdir(config.dataDir, { recursive: true });
+  const spoolDir = dir('tmp');
+  await rm(spoolDir, { recursive: true, force: true });
+  await mkdir(spoolDir, { recursive: true });
+
+  const jwtSecret = config.jwtSecret ?? await loadOrCreateSecret(join(config.dataDir, 'secrets', 'jwt-secret'));
+  const tokens = makeTokens(jwtSecret, config.jwtTtlSeconds);
+  const signer = makeUrlSigner(jwtSecret);
+
+  const events = await openFileEventLog(dir('events'), { onWarning: (message) => logger.warn(message) });
+  const claims = await openFileClaimStore(dir('claims'));
+  const blobs = await makeFsBlobStore(dir('blobs'));
+  const bus = makeLogBus(events, { onWarning: (message, err) => logger.warn({ err }, message) });
+
+  const statsStore = makeMemoryReadStore();
+  const filesStore = makeMemoryReadStore();
+  const searchIndex = makeMemorySearchIndex();
+  const projectors: RunningProjector[] = await Promise.all([
+    runProjector(bus, 'stats-projector', (record) => applyProjection(statsStore, statsProjection, record), logger),
+    runProjector(bus, 'files-projector', (record) => applyProjection(filesStore, filesProjection, record), logger),
+    runProjector(bus, 'search-projector', async (record) => {
+      const event = known(record.event);
+      if (event) await indexEvent(searchIndex, event);
+    }, logger),
+  ]);
+  const replayTo = await events.lastPosition();
+  await bus.waitForGroups(replayTo, 10 * 60_000);
+  const replayedMs = Math.round(performance.now() - started);
+
+  const commands = makeDocsCommands({
+    events, claims, blobs, tokens, signer, logger,
+    publicBaseUrl: config.publicBaseUrl,
+    downloadUrlTtlSeconds: config.downloadUrlTtlSeconds,
+    afterCommit: async (position) => {
+      if (!(await bus.waitForGroups(position, READ_YOUR_WRITES_MS))) logger.warn({ position }, 'read models lag behind a command');
+    },
+  });
+
+  const ops = makeOps('docshare', {});
+  const gateway = makeGateway({
+    tokens, logger, ops,
+    limiter: new RateLimiterMemory({ points: config.rateLimitPoints, duration: config.rateLimitWindowSeconds }),
+    rateLimitPoints: config.rateLimitPoints,
+    rateLimitWindowSeconds: config.rateLimitWindowSeconds,
+    publicBaseUrl: config.publicBaseUrl,
+    trustProxy: config.trustProxy,
+    upstreams: {
+      docs: makeDocsCommandApp({ commands, logger, spoolDir, maxUploadBytes: config.maxUploadBytes, publicBaseUrl: config.publicBaseUrl }),
+      stats: makeStatsApp(statsStore, logger),
+      files: makeFilesApp(filesStore, config.publicBaseUrl, logger),
+      search: makeSearchApp(searchIndex, config.publicBaseUrl, logger),
+    },
+  });
+
+  const server = createServer({ requestTimeout: 0 }, gateway);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : config.port;
+  logger.info({
+    port, publicBaseUrl: config.publicBaseUrl, dataDir: config.dataDir, events: replayTo, replayedMs,
+    startMs: Math.round(performance.now() - started),
+  }, 'docshare listening (embedded mode)');
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await Promise.all(projectors.map((p) => p.stop()));
+      await Promise.all([events.close(), claims.close(), statsStore.close(), filesStore.close(), searchIndex.close()]);
+    })();
+    return stopping;
+  };
+  return { server, port, logger, stop };
+};

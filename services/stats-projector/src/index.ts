@@ -1,0 +1,3 @@
+export * from './projection.ts';
+export * from './queries.ts';
+export * from './app.ts';

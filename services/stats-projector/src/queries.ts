@@ -1,0 +1,26 @@
+import type { ReadStore } from '@docshare/read-store';
+import { STATS } from './projection.ts';
+
+export interface UserStats {
+  total_comments: number;
+  total_files: number;
+  total_views: number;
+  total_downloads: number;
+  total_sales: number;
+}
+
+const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
+
+/** Statistics of one user from the stats read model (all zero for a user with no activity). */
+export const makeStatsQueries = (store: ReadStore) => ({
+  statsOf: async (userId: number): Promise<UserStats> => {
+    const doc = await store.get(STATS, String(userId));
+    return {
+      total_comments: count(doc?.total_comments),
+      total_files: count(doc?.total_files),
+      total_views: count(doc?.total_views),
+      total_downloads: count(doc?.total_downloads),
+      total_sales: count(doc?.total_sales),
+    };
+  },
+});

@@ -1,0 +1,44 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { makeMemoryReadStore } from '@docshare/read-store';
+import { applyProjection } from '@docshare/projection';
+import { deliveredTwice, makeHistory } from '@docshare/projection/testing';
+import type { StoredEvent } from '@docshare/contracts';
+import { statsProjection } from '../src/projection.ts';
+import { makeStatsQueries } from '../src/queries.ts';
+
+const history = () => {
+  const h = makeHistory();
+  h.user(1, 'Ada'); h.user(2, 'Bob');
+  h.upload(10, 1, 'a'); h.upload(11, 1, 'b'); h.upload(12, 2, 'c');
+  h.view(10, 1); h.view(10, 1); h.view(12, 2);
+  h.download(10, 1, 2); h.download(11, 1, 2); h.download(11, 1, 1);
+  h.update(11, 1, { forSale: true, price: 2 }); h.purchase(11, 1, 1, 2);
+  h.comment(1, 10, 1, 2, 'hi'); h.comment(2, 10, 1, 1, 'own'); h.comment(3, 12, 2, 1, 'yo');
+  h.remove(10, 1);
+  return h.records;
+};
+
+const project = async (records: readonly StoredEvent[]) => {
+  const store = makeMemoryReadStore();
+  for (const record of records) await applyProjection(store, statsProjection, record);
+  const queries = makeStatsQueries(store);
+  return { ada: await queries.statsOf(1), bob: await queries.statsOf(2), nobody: await queries.statsOf(99) };
+};
+
+describe('stats projection', () => {
+  it('counts each kind of activity on the owner', async () => {
+    const { ada, bob } = await project(history());
+    assert.deepEqual(ada, { total_comments: 2, total_files: 1, total_views: 2, total_downloads: 3, total_sales: 1 });
+    assert.deepEqual(bob, { total_comments: 1, total_files: 1, total_views: 1, total_downloads: 0, total_sales: 0 });
+  });
+
+  it('gives zeros for a user with no activity', async () => {
+    const { nobody } = await project(history());
+    assert.deepEqual(nobody, { total_comments: 0, total_files: 0, total_views: 0, total_downloads: 0, total_sales: 0 });
+  });
+
+  it('ends in the same state when every event is delivered twice and the history replayed', async () => {
+    assert.deepEqual(await project(deliveredTwice(history())), await project(history()));
+  });
+});
