@@ -1,0 +1,207 @@
+import type { CloudEvent, StoredEvent } from '@docshare/contracts';
+import type { ConsumerOptions, EventConsumer, EventHandler, Subscription } from './port.ts';
+
+/**
+ * What the bus needs from the event log. The event store's FileEventLog satisfies it; it is
+ * spelled out here so the bus does not depend on the event-store package.
+ */
+export interface AppendLog {
+  readAll(afterPosition: number, limit: number): Promise<StoredEvent<CloudEvent>[]>;
+  onAppend(listener: (lastPosition: number) => void): () => void;
+}
+
+export interface LogBusOptions {
+  /** Events read from the log per batch (default 256). */
+  batchSize?: number;
+  /** First redelivery delay; it doubles per failed attempt (default 5 ms). */
+  baseDelayMs?: number;
+  /** Cap on the redelivery delay (default 1000 ms). */
+  maxDelayMs?: number;
+  /** Told about trouble the bus absorbs: a failing onDeadLetter, an event dropped without one, a failing read. */
+  onWarning?: (message: string, error: unknown) => void;
+}
+
+export type LogBus = EventConsumer & {
+  /**
+   * Resolves true once every currently subscribed group has acknowledged (or dead-lettered)
+   * every event up to `position`, false after `timeoutMs`: read-your-writes for embedded mode.
+   */
+  waitForGroups(position: number, timeoutMs: number): Promise<boolean>;
+};
+
+interface GroupState {
+  /** Position of the last event handled or dead-lettered; only in memory, so a new process replays everything. */
+  acked: number;
+  active: boolean;
+}
+
+interface Waiter {
+  position: number;
+  settle(reached: boolean): void;
+}
+
+type Outcome = 'acked' | 'dead-lettered' | 'stopped';
+
+/**
+ * The embedded, in-process bus over the event log. One delivery loop per group, one event at a
+ * time in log order. A group has at most one subscriber: subscribing to a group that is already
+ * active rejects; subscribe again once the previous subscription's stop() has resolved.
+ */
+export function makeLogBus(log: AppendLog, options: LogBusOptions = {}): LogBus {
+  const batchSize = options.batchSize ?? 256;
+  const baseDelayMs = options.baseDelayMs ?? 5;
+  const maxDelayMs = options.maxDelayMs ?? 1000;
+  const groups = new Map<string, GroupState>();
+  const waiters = new Set<Waiter>();
+
+  const warn = (message: string, error: unknown): void => {
+    try {
+      options.onWarning?.(message, error);
+    } catch {
+      // A broken warning sink must not stop delivery.
+    }
+  };
+
+  const reached = (position: number): boolean => {
+    for (const group of groups.values()) if (group.active && group.acked < position) return false;
+    return true;
+  };
+
+  const settleWaiters = (): void => {
+    for (const waiter of waiters) if (reached(waiter.position)) waiter.settle(true);
+  };
+
+  const backoff = (attempt: number): number => Math.min(baseDelayMs * 2 ** (attempt - 1), maxDelayMs);
+
+  const startDelivery = (name: string, group: GroupState, handler: EventHandler, consumer: ConsumerOptions): Subscription => {
+    const maxAttempts = consumer.maxAttempts ?? 5;
+    let stopping = false;
+    let appended = false;
+    let interrupt: (() => void) | null = null;
+    let interruptOnAppend = false;
+
+    // Idle waits end on the next append; backoff waits only on their timer. stop() ends either.
+    const pause = (ms: number | null): Promise<void> =>
+      new Promise((resolve) => {
+        const timer = ms === null ? undefined : setTimeout(done, ms);
+        function done(): void {
+          clearTimeout(timer);
+          interrupt = null;
+          resolve();
+        }
+        interrupt = done;
+        interruptOnAppend = ms === null;
+      });
+
+    const unlisten = log.onAppend(() => {
+      appended = true;
+      if (interruptOnAppend) interrupt?.();
+    });
+
+    const deadLetter = async (record: StoredEvent<CloudEvent>, error: unknown): Promise<Outcome> => {
+      const onDeadLetter = consumer.onDeadLetter;
+      if (!onDeadLetter) {
+        warn(`group ${name}: dropped event at position ${record.position} after ${maxAttempts} attempts (no onDeadLetter)`, error);
+        return 'dead-lettered';
+      }
+      // Moving on before the dead letter is recorded would lose the event silently, so keep trying.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await onDeadLetter(record, error);
+          return 'dead-lettered';
+        } catch (deadLetterError) {
+          warn(`group ${name}: onDeadLetter failed for position ${record.position}`, deadLetterError);
+          if (stopping) return 'stopped';
+          await pause(backoff(attempt));
+          if (stopping) return 'stopped';
+        }
+      }
+    };
+
+    const deliver = async (record: StoredEvent<CloudEvent>): Promise<Outcome> => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await handler(record);
+          return 'acked';
+        } catch (error) {
+          if (attempt >= maxAttempts) return deadLetter(record, error);
+          if (stopping) return 'stopped';
+          await pause(backoff(attempt));
+          if (stopping) return 'stopped';
+        }
+      }
+    };
+
+    const run = async (): Promise<void> => {
+      let readFailures = 0;
+      while (!stopping) {
+        appended = false;
+        let batch: StoredEvent<CloudEvent>[];
+        try {
+          batch = await log.readAll(group.acked, batchSize);
+          readFailures = 0;
+        } catch (error) {
+          warn(`group ${name}: reading the log failed`, error);
+          await pause(backoff(++readFailures));
+          continue;
+        }
+        if (batch.length === 0) {
+          if (!appended && !stopping) await pause(null);
+          continue;
+        }
+        for (const record of batch) {
+          if (stopping || (await deliver(record)) === 'stopped') return;
+          group.acked = record.position;
+          settleWaiters();
+        }
+        // Replaying a long log must not starve I/O: every delivery so far may have been microtasks only.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    };
+
+    const running = run()
+      .catch((error: unknown) => warn(`group ${name}: delivery loop crashed`, error))
+      .finally(() => {
+        unlisten();
+        group.active = false;
+        settleWaiters();
+      });
+
+    return {
+      stop() {
+        stopping = true;
+        interrupt?.();
+        return running;
+      },
+    };
+  };
+
+  return {
+    async subscribe(name, handler, consumer = {}) {
+      if (typeof name !== 'string' || name === '') throw new Error('subscribe needs a non-empty group name');
+      const maxAttempts = consumer.maxAttempts ?? 5;
+      if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new Error(`maxAttempts must be a positive integer, got ${maxAttempts}`);
+      let group = groups.get(name);
+      if (!group) groups.set(name, (group = { acked: 0, active: false }));
+      if (group.active) throw new Error(`consumer group ${name} already has an active subscriber; stop it first`);
+      group.active = true;
+      return startDelivery(name, group, handler, consumer);
+    },
+
+    waitForGroups(position, timeoutMs) {
+      if (reached(position)) return Promise.resolve(true);
+      return new Promise((resolve) => {
+        const waiter: Waiter = {
+          position,
+          settle(result) {
+            clearTimeout(timer);
+            waiters.delete(waiter);
+            resolve(result);
+          },
+        };
+        const timer = setTimeout(() => waiter.settle(false), timeoutMs);
+        waiters.add(waiter);
+      });
+    },
+  };
+}

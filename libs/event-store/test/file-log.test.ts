@@ -1,0 +1,310 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import type { CloudEvent } from '@docshare/contracts';
+import { eventStoreContract } from '../src/contract.ts';
+import { openFileEventLog } from '../src/file-log.ts';
+import type { AppendFile, FileEventLog } from '../src/file-log.ts';
+
+const tempDirs: string[] = [];
+after(() => Promise.all(tempDirs.map((dir) => rm(dir, { recursive: true, force: true }))));
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'docshare-event-log-'));
+  tempDirs.push(dir);
+  return dir;
+}
+
+const logFile = (dir: string): string => path.join(dir, 'events.log');
+
+const testEvent = (subject: string, streamversion: number): CloudEvent => ({
+  specversion: '1.0',
+  id: randomUUID(),
+  source: '/docshare/test',
+  type: 'docs.test.happened.v1',
+  time: new Date().toISOString(),
+  subject,
+  datacontenttype: 'application/json',
+  data: { n: streamversion },
+  correlationid: 'c',
+  causationid: 'c',
+  streamversion,
+});
+
+const eventsFor = (subject: string, fromVersion: number, count: number): CloudEvent[] =>
+  Array.from({ length: count }, (_, i) => testEvent(subject, fromVersion + i));
+
+async function waitFor(predicate: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Asserts positions run 1..n without gaps and every stream's versions run 1..k with matching subjects. */
+async function assertConsistent(log: FileEventLog): Promise<void> {
+  const last = await log.lastPosition();
+  const all = await log.readAll(0, Number.MAX_SAFE_INTEGER);
+  assert.equal(all.length, last);
+  const versions = new Map<string, number>();
+  all.forEach((record, i) => {
+    assert.equal(record.position, i + 1);
+    const version = (versions.get(record.event.subject) ?? 0) + 1;
+    assert.equal(record.event.streamversion, version, `${record.event.subject} at position ${record.position}`);
+    versions.set(record.event.subject, version);
+  });
+  for (const [stream, version] of versions) assert.equal((await log.readStream(stream)).length, version);
+}
+
+eventStoreContract('file event log', async () => openFileEventLog(await tempDir()));
+
+describe('file event log', () => {
+  it('keeps every event and stream version across a reopen', async () => {
+    const dir = await tempDir();
+    const log = await openFileEventLog(dir);
+    const a = eventsFor('a', 1, 3);
+    const b = eventsFor('b', 1, 2);
+    await Promise.all([log.append('a', 0, a.slice(0, 2)), log.append('b', 0, b)]);
+    await log.append('a', 2, a.slice(2));
+    const before = await log.readAll(0, 100);
+    await log.close();
+
+    const reopened = await openFileEventLog(dir);
+    assert.deepEqual(await reopened.readAll(0, 100), before);
+    assert.deepEqual((await reopened.readStream('a')).map((r) => r.event), a);
+    assert.equal(await reopened.lastPosition(), 5);
+    await assert.rejects(reopened.append('a', 2, eventsFor('a', 3, 1)), { name: 'VersionConflict' });
+    assert.deepEqual(await reopened.append('a', 3, eventsFor('a', 4, 1)), { version: 4, position: 6 });
+    await assertConsistent(reopened);
+    await reopened.close();
+  });
+
+  it('numbers positions globally without gaps, also under many concurrent appends', async () => {
+    const dir = await tempDir();
+    const log = await openFileEventLog(dir);
+    const results = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => log.append(`s-${i % 30}`, Math.floor(i / 30), [testEvent(`s-${i % 30}`, Math.floor(i / 30) + 1)])),
+    );
+    assert.deepEqual(results.map((r) => r.position).sort((x, y) => x - y), Array.from({ length: 300 }, (_, i) => i + 1));
+    await assertConsistent(log);
+    await log.close();
+    const reopened = await openFileEventLog(dir);
+    await assertConsistent(reopened);
+    assert.equal(await reopened.lastPosition(), 300);
+    await reopened.close();
+  });
+
+  it('truncates a torn last line with a warning and stays usable', async () => {
+    const dir = await tempDir();
+    const log = await openFileEventLog(dir);
+    const events = eventsFor('torn', 1, 3);
+    await log.append('torn', 0, events);
+    await log.close();
+    const intact = await readFile(logFile(dir));
+    await appendFile(logFile(dir), '0badc0de {"type":"append","position":4,"stream":"torn","ev');
+
+    const warnings: string[] = [];
+    const reopened = await openFileEventLog(dir, { onWarning: (message) => warnings.push(message) });
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0]!, /torn/);
+    assert.deepEqual(await readFile(logFile(dir)), intact);
+    assert.deepEqual((await reopened.readStream('torn')).map((r) => r.event), events);
+    await reopened.append('torn', 3, eventsFor('torn', 4, 1));
+    await reopened.close();
+
+    const again = await openFileEventLog(dir, { onWarning: (message) => warnings.push(message) });
+    assert.equal(warnings.length, 1);
+    assert.equal((await again.readStream('torn')).length, 4);
+    await assertConsistent(again);
+    await again.close();
+  });
+
+  it('truncates a complete last line whose checksum does not match', async () => {
+    const dir = await tempDir();
+    const log = await openFileEventLog(dir);
+    await log.append('crc', 0, eventsFor('crc', 1, 1));
+    await log.append('crc', 1, eventsFor('crc', 2, 1));
+    await log.close();
+    const lines = (await readFile(logFile(dir), 'utf8')).split('\n');
+    lines[1] = lines[1]!.replace('"n":2', '"n":3');
+    await writeFile(logFile(dir), lines.join('\n'));
+
+    const warnings: string[] = [];
+    const reopened = await openFileEventLog(dir, { onWarning: (message) => warnings.push(message) });
+    assert.match(warnings.join(), /corrupt last line 2 \(checksum mismatch\)/);
+    assert.equal(await reopened.lastPosition(), 1);
+    await reopened.append('crc', 1, eventsFor('crc', 2, 1));
+    await reopened.close();
+  });
+
+  it('refuses to open a log that is corrupt before its last line, naming file and line', async () => {
+    const dir = await tempDir();
+    const log = await openFileEventLog(dir);
+    for (let v = 0; v < 3; v++) await log.append('bad', v, eventsFor('bad', v + 1, 1));
+    await log.close();
+    const lines = (await readFile(logFile(dir), 'utf8')).split('\n');
+    lines[1] = lines[1]!.replace('"n":2', '"n":9');
+    await writeFile(logFile(dir), lines.join('\n'));
+
+    await assert.rejects(openFileEventLog(dir), (error: Error) => {
+      assert.ok(error.message.includes(logFile(dir)), error.message);
+      assert.match(error.message, /line 2\b/);
+      return true;
+    });
+    // A failed open must not leave the log marked as open.
+    await assert.rejects(openFileEventLog(dir), /corrupt/);
+  });
+
+  it('never hands out an id twice across reopens', async () => {
+    const dir = await tempDir();
+    const seen = new Set<number>();
+    for (let round = 0; round < 3; round++) {
+      const log = await openFileEventLog(dir, { idBlockSize: 7 });
+      const ids = await Promise.all(Array.from({ length: 10 }, () => log.nextId('files')));
+      for (const id of ids) {
+        assert.ok(!seen.has(id), `id ${id} handed out twice`);
+        seen.add(id);
+      }
+      await log.close();
+    }
+    assert.equal(seen.size, 30);
+  });
+
+  it('calls onAppend listeners with the new last position once the append is durable', async () => {
+    const dir = await tempDir();
+    const log = await openFileEventLog(dir);
+    const calls: number[] = [];
+    const unsubscribe = log.onAppend((lastPosition) => calls.push(lastPosition));
+    const pending = log.append('listen', 0, eventsFor('listen', 1, 2));
+    assert.deepEqual(calls, []);
+    assert.equal(await log.lastPosition(), 0, 'an append is invisible until durable');
+    await pending;
+    assert.deepEqual(calls, [2]);
+    unsubscribe();
+    await log.append('listen', 2, eventsFor('listen', 3, 1));
+    assert.deepEqual(calls, [2]);
+    await log.close();
+  });
+
+  it('close waits for in-flight appends; later appends and ids are refused', async () => {
+    const dir = await tempDir();
+    const log = await openFileEventLog(dir);
+    const inFlight = log.append('closing', 0, eventsFor('closing', 1, 1));
+    await log.close();
+    assert.deepEqual(await inFlight, { version: 1, position: 1 });
+    await assert.rejects(log.append('closing', 1, eventsFor('closing', 2, 1)), /closed/);
+    await assert.rejects(log.nextId('files'), /closed/);
+    const reopened = await openFileEventLog(dir);
+    assert.equal(await reopened.lastPosition(), 1);
+    await reopened.close();
+  });
+
+  it('refuses a second open of the same log within one process', async () => {
+    const dir = await tempDir();
+    const log = await openFileEventLog(dir);
+    await assert.rejects(openFileEventLog(dir), /already open/);
+    await log.close();
+    await (await openFileEventLog(dir)).close();
+  });
+
+  it('rejects the affected and all later appends once a write fails', async () => {
+    const dir = await tempDir();
+    let failWrites = false;
+    const log = await openFileEventLog(dir, {
+      openAppendFile: async (): Promise<AppendFile> => ({
+        write: async () => {
+          if (failWrites) throw new Error('ENOSPC: no space left on device');
+        },
+        sync: async () => {},
+        close: async () => {},
+      }),
+    });
+    await log.append('ok', 0, eventsFor('ok', 1, 1));
+    failWrites = true;
+    const results = await Promise.allSettled([log.append('ok', 1, eventsFor('ok', 2, 1)), log.nextId('files')]);
+    for (const result of results) {
+      assert.equal(result.status, 'rejected');
+      assert.match(String((result as PromiseRejectedResult).reason), /failed to write/);
+    }
+    failWrites = false;
+    await assert.rejects(log.append('other', 0, eventsFor('other', 1, 1)), /failed to write/);
+    assert.equal(await log.lastPosition(), 1, 'nothing unwritten becomes visible');
+    assert.equal((await log.readStream('ok')).length, 1);
+    await log.close();
+  });
+
+  it('opens a log of 10,000 events in well under a second', async () => {
+    const dir = await tempDir();
+    const log = await openFileEventLog(dir);
+    const streams = 500;
+    for (let version = 0; version < 10_000 / streams; version++) {
+      await Promise.all(
+        Array.from({ length: streams }, (_, s) => log.append(`file-${s}`, version, [testEvent(`file-${s}`, version + 1)])),
+      );
+    }
+    await log.close();
+
+    const started = performance.now();
+    const reopened = await openFileEventLog(dir);
+    const elapsed = performance.now() - started;
+    assert.equal(await reopened.lastPosition(), 10_000);
+    assert.ok(elapsed < 500, `open took ${elapsed.toFixed(0)} ms`);
+    await assertConsistent(reopened);
+    await reopened.close();
+  });
+
+  it('loses no acknowledged event or id when the writer is SIGKILLed mid-stream', async () => {
+    const dir = await tempDir();
+    const script = fileURLToPath(new URL('./fixtures/crash-writer.ts', import.meta.url));
+    const acks: { stream: string; version: number; position: number; id: string }[] = [];
+    const ids: number[] = [];
+
+    for (let round = 0; round < 2; round++) {
+      const child = spawn(process.execPath, [script, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      let pending = '';
+      let roundAcks = 0;
+      let exited = false;
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      child.stdout.on('data', (chunk: Buffer) => {
+        const lines = (pending + chunk.toString()).split('\n');
+        pending = lines.pop()!;
+        for (const line of lines) {
+          const [kind, ...fields] = line.split(' ');
+          if (kind === 'ack') {
+            acks.push({ stream: fields[0]!, version: Number(fields[1]), position: Number(fields[2]), id: fields[3]! });
+            roundAcks++;
+          } else if (kind === 'id') {
+            ids.push(Number(fields[0]));
+          }
+        }
+      });
+      const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
+      child.on('exit', () => (exited = true));
+
+      await waitFor(() => roundAcks >= 300 || exited, 20_000, 'the crash writer to acknowledge 300 appends');
+      assert.ok(!exited, `crash writer exited early: ${stderr}`);
+      child.kill('SIGKILL');
+      await closed;
+    }
+
+    const log = await openFileEventLog(dir, { onWarning: () => {} });
+    await assertConsistent(log);
+    for (const ack of acks) {
+      const stream = await log.readStream(ack.stream);
+      const record = stream[ack.version - 1];
+      assert.equal(record?.event.id, ack.id, `acknowledged ${ack.stream} v${ack.version} is missing`);
+      assert.equal(record.position, ack.position);
+    }
+    assert.equal(new Set(ids).size, ids.length, 'an id was handed out twice across the crash');
+    const fresh = await Promise.all(Array.from({ length: 50 }, () => log.nextId('crash')));
+    for (const id of fresh) assert.ok(!ids.includes(id), `id ${id} handed out again after the crash`);
+    await log.close();
+  });
+});
