@@ -167,13 +167,12 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     }
     if (!opened) throw new DocshareError('forbidden', M.badDownloadLink);
     const { file, blob } = opened;
-    res.set({
-      'Content-Type': blob.contentType,
-      'Content-Disposition': contentDisposition(file.originalFileName),
-      'X-Content-Type-Options': 'nosniff',
-      'Accept-Ranges': 'bytes',
-      'Cache-Control': 'private, no-store',
-    });
+    // setHeader, not res.set: express would append a charset to the stored content type.
+    res.setHeader('Content-Type', blob.contentType);
+    res.setHeader('Content-Disposition', contentDisposition(file.originalFileName));
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Accept-Ranges', 'bytes');
+    res.setHeader('Cache-Control', 'private, no-store');
     if (blob.range) {
       res.status(206).set('Content-Range', `bytes ${blob.range.start}-${blob.range.end}/${blob.size}`)
         .set('Content-Length', String(blob.range.end - blob.range.start + 1));

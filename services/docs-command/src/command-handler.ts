@@ -25,7 +25,7 @@ export interface Handled<S> {
 export interface CommandHandlerOptions {
   /** How many entities' folded states to keep between commands (default 10,000). */
   cacheSize?: number;
-  /** Attempts when another writer appends to the same stream first (default 5). */
+  /** Attempts when another process appends to the same stream first (default 8). */
   maxAttempts?: number;
 }
 
@@ -53,7 +53,7 @@ export const envelope = (
  */
 export const makeCommandHandler = (store: EventStore, options: CommandHandlerOptions = {}) => {
   const cacheSize = options.cacheSize ?? 10_000;
-  const maxAttempts = options.maxAttempts ?? 5;
+  const maxAttempts = options.maxAttempts ?? 8;
   const cache = new Map<string, { state: unknown; version: number }>();
 
   const remember = (streamId: string, state: unknown, version: number): void => {
@@ -81,7 +81,25 @@ export const makeCommandHandler = (store: EventStore, options: CommandHandlerOpt
     return { state, version };
   };
 
-  const handle = async <C, S, E extends { type: string; data: unknown }>(
+  // Commands on one stream run one at a time in this process: they would only conflict with each
+  // other. Conflicts with other processes (replicas) are retried after a jittered backoff.
+  const queues = new Map<string, Promise<unknown>>();
+  const serialized = <T>(streamId: string, work: () => Promise<T>): Promise<T> => {
+    const previous = queues.get(streamId) ?? Promise.resolve();
+    const run = previous.then(work, work);
+    const tail = run.catch(() => undefined);
+    queues.set(streamId, tail);
+    void tail.then(() => {
+      if (queues.get(streamId) === tail) queues.delete(streamId);
+    });
+    return run;
+  };
+
+  const handle = <C, S, E extends { type: string; data: unknown }>(
+    decider: Decider<C, S, E>, streamId: string, command: C, now: string, meta: CommandMeta,
+  ): Promise<Handled<S>> => serialized(streamId, () => attempt(decider, streamId, command, now, meta));
+
+  const attempt = async <C, S, E extends { type: string; data: unknown }>(
     decider: Decider<C, S, E>, streamId: string, command: C, now: string, meta: CommandMeta,
   ): Promise<Handled<S>> => {
     for (let attempt = 1; ; attempt++) {
@@ -98,6 +116,7 @@ export const makeCommandHandler = (store: EventStore, options: CommandHandlerOpt
         if (!(error instanceof VersionConflict)) throw error;
         cache.delete(streamId);
         if (attempt >= maxAttempts) throw new DocshareError('unavailable', 'Too many concurrent changes, try again');
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * 2 ** attempt));
       }
     }
   };

@@ -41,6 +41,17 @@ export const makeGateway = (options: GatewayOptions): Express => {
   app.use(requestId());
   app.use(ops.httpMetrics);
   app.use(ops.router);
+  app.use((req, res, next) => {
+    const started = performance.now();
+    res.on('finish', () => {
+      logger.info({
+        requestId: res.locals.requestId, method: req.method, route: res.locals.route ?? 'unmatched', status: res.statusCode,
+        ms: Math.round(performance.now() - started), userId: (res.locals.auth as Auth | undefined)?.state === 'valid'
+          ? (res.locals.auth as { userId: number }).userId : undefined,
+      }, 'request');
+    });
+    next();
+  });
 
   app.use((req, res, next) => {
     delete req.headers[IDENTITY_HEADER];

@@ -18,6 +18,7 @@ import { makeStatsApp, statsProjection } from '@docshare/stats-projector';
 import { makeGateway } from '@docshare/gateway';
 import type { EmbeddedConfig } from './config.ts';
 import { loadOrCreateSecret } from './secret.ts';
+import { lockDataDir } from './data-lock.ts';
 
 export interface Embedded {
   server: Server;
@@ -39,6 +40,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   const started = performance.now();
   const dir = (name: string): string => join(config.dataDir, name);
   await mkdir(config.dataDir, { recursive: true });
+  const unlock = await lockDataDir(join(config.dataDir, '.lock'));
   const spoolDir = dir('tmp');
   await rm(spoolDir, { recursive: true, force: true });
   await mkdir(spoolDir, { recursive: true });
@@ -114,6 +116,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
       });
       await Promise.all(projectors.map((p) => p.stop()));
       await Promise.all([events.close(), claims.close(), statsStore.close(), filesStore.close(), searchIndex.close()]);
+      await unlock();
     })();
     return stopping;
   };

@@ -1,0 +1,78 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseRange } from '../src/app.ts';
+import { escapeHtml, renderFilePage } from '../src/view-page.ts';
+import { parseChanges, parseUploadMetadata } from '../src/validation.ts';
+import { DocshareError } from '@docshare/contracts';
+
+describe('Range header', () => {
+  it('reads the three forms of one range', () => {
+    assert.deepEqual(parseRange('bytes=0-9', 100), { start: 0, end: 9 });
+    assert.deepEqual(parseRange('bytes=90-', 100), { start: 90, end: 99 });
+    assert.deepEqual(parseRange('bytes=-10', 100), { start: 90, end: 99 });
+    assert.deepEqual(parseRange('bytes=95-200', 100), { start: 95, end: 99 });
+  });
+  it('is unsatisfiable past the end, and ignored when malformed or multiple', () => {
+    assert.equal(parseRange('bytes=100-', 100), 'unsatisfiable');
+    assert.equal(parseRange('bytes=-0', 100), 'unsatisfiable');
+    assert.equal(parseRange('bytes=5-1', 100), undefined);
+    assert.equal(parseRange('bytes=0-1,5-6', 100), undefined);
+    assert.equal(parseRange('items=0-1', 100), undefined);
+    assert.equal(parseRange(undefined, 100), undefined);
+  });
+});
+
+describe('view page', () => {
+  it('escapes every user-supplied value', () => {
+    const evil = '<script>alert("x")</script>';
+    const html = renderFilePage({
+      fileId: 1, ownerId: 1, ownerName: evil, title: evil, description: evil, tags: [evil], categoryId: 1,
+      categoryName: evil, license: 'CC BY', videoUrl: `https://example.com/"><script>`, originalFileName: evil,
+      contentType: 'text/plain', size: 1, blobKey: 'k', uploadedAt: '2026-11-20T00:00:00Z', enabled: true, forSale: false, price: 0,
+    }, 'http://localhost', 'nonce123');
+    assert.equal(html.match(/<script/g)?.length, 1, 'only the page\'s own script');
+    assert.match(html, /&lt;script&gt;alert\(&quot;x&quot;\)&lt;\/script&gt;/);
+    assert.equal(escapeHtml(`&<>"'`), '&amp;&lt;&gt;&quot;&#39;');
+  });
+});
+
+const message = (fn: () => unknown): string => {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof DocshareError) return `${error.kind}: ${error.message}`;
+    throw error;
+  }
+  return 'ok';
+};
+
+describe('upload validation', () => {
+  const valid = { title: 't', description: 'd', tags: 'a, b,,A', cc_license: ' cc  by-nc-nd ', new_category_name: 'Science' };
+  it('normalises license and tags', () => {
+    const parsed = parseUploadMetadata(valid);
+    assert.equal(parsed.license, 'CC BY-NC-ND');
+    assert.deepEqual(parsed.tags, ['a', 'b']);
+    assert.deepEqual(parsed.category, { kind: 'new', name: 'Science', description: '', tags: [] });
+  });
+  it('checks in the documented order', () => {
+    assert.equal(message(() => parseUploadMetadata({})), 'invalid: Title is required');
+    assert.equal(message(() => parseUploadMetadata({ title: 't' })), 'invalid: Description is required');
+    assert.equal(message(() => parseUploadMetadata({ title: 't', description: 'd', tags: ' , ' })), 'invalid: Tags are required');
+    assert.equal(message(() => parseUploadMetadata({ ...valid, cc_license: 'GPL' })), 'invalid: Invalid license');
+    assert.equal(message(() => parseUploadMetadata({ ...valid, new_category_name: ' ' })), 'invalid: Category ID or new category name is required');
+    assert.equal(message(() => parseUploadMetadata({ ...valid, category_id: 'x' })), 'not_found: Category not found');
+    assert.equal(message(() => parseUploadMetadata({ ...valid, video: 'javascript:alert(1)' })), 'invalid: Invalid video URL');
+    assert.equal(message(() => parseUploadMetadata({ ...valid, video: '' })), 'ok');
+  });
+});
+
+describe('update validation', () => {
+  it('needs at least one change, each of the right type', () => {
+    assert.equal(message(() => parseChanges({ id: 1 })), 'invalid: Nothing to update');
+    assert.equal(message(() => parseChanges({ for_sale: 'yes' })), 'invalid: for_sale must be a boolean');
+    assert.equal(message(() => parseChanges({ enabled: 1 })), 'invalid: enabled must be a boolean');
+    assert.equal(message(() => parseChanges({ price: -1 })), 'invalid: price must be a non-negative number');
+    assert.equal(message(() => parseChanges({ title: ' ' })), 'invalid: Title is required');
+    assert.deepEqual(parseChanges({ for_sale: true, price: '2.5', tags: 'x,y' }), { forSale: true, price: 2.5, tags: ['x', 'y'] });
+  });
+});

@@ -1,0 +1,85 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { RequestHandler } from 'express';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { makeTokens } from '@docshare/auth';
+import { IDENTITY_HEADER, makeLogger, makeOps } from '@docshare/http';
+import { makeGateway, openApiDocument, ROUTES } from '../src/index.ts';
+
+const SECRET = 'a-test-secret-that-is-long-enough-0123456789';
+const tokens = makeTokens(SECRET, 3600);
+
+/** An upstream that answers with what the gateway passed on. */
+const echo = (name: string): RequestHandler => (req, res) => {
+  res.json({ status: 'success', upstream: name, path: req.path, identity: req.get(IDENTITY_HEADER) ?? null });
+};
+
+describe('gateway', () => {
+  let server: Server;
+  let base: string;
+  before(async () => {
+    const app = makeGateway({
+      tokens, logger: makeLogger('test', 'silent'), ops: makeOps('test', {}),
+      limiter: new RateLimiterMemory({ points: 1000, duration: 60 }), rateLimitPoints: 1000, rateLimitWindowSeconds: 60,
+      publicBaseUrl: 'http://example.test',
+      upstreams: { docs: echo('docs'), stats: echo('stats'), files: echo('files'), search: echo('search') },
+    });
+    server = createServer(app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const call = async (method: string, path: string, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${base}${path}`, { method, headers });
+    return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
+  };
+
+  it('routes every documented operation to a service, and documents every route', async () => {
+    const doc = openApiDocument('http://example.test') as { paths: Record<string, Record<string, unknown>> };
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`)).sort();
+    const routed = [...ROUTES.map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`), 'get /api/V1/openapi.json'].sort();
+    assert.deepEqual(documented, routed);
+    const token = tokens.issue(5);
+    for (const route of ROUTES) {
+      const path = route.path.replace(':fileId', '1');
+      const res = await call(route.method.toUpperCase(), path, { 'x-authorization': `Bearer ${token}` });
+      assert.equal(res.status, 200, `${route.method} ${route.path}`);
+      assert.equal(res.body.upstream, route.upstream, `${route.method} ${route.path}`);
+    }
+  });
+
+  it('sets the identity from the token only, never from the client', async () => {
+    const forged = await call('POST', '/api/V1/stats/api-stats', { [IDENTITY_HEADER]: '1', 'x-authorization': `Bearer ${tokens.issue(5)}` });
+    assert.equal(forged.body.identity, '5');
+    const anonymous = await call('POST', '/api/V1/users/api-login', { [IDENTITY_HEADER]: '1' });
+    assert.equal(anonymous.body.identity, null);
+  });
+
+  it('answers missing and invalid tokens before any service sees the request', async () => {
+    assert.deepEqual((await call('POST', '/api/V1/stats/api-stats')).body, { status: 'error', message: 'Missing JWT token' });
+    const invalid = await call('POST', '/api/V1/stats/api-stats', { 'x-authorization': 'Bearer nope' });
+    assert.equal(invalid.status, 401);
+    assert.deepEqual(invalid.body, { status: 'error', message: 'Invalid JWT token' });
+    const otherKey = makeTokens('another-secret-that-is-long-enough-0123456789', 60).issue(5);
+    assert.equal((await call('POST', '/api/V1/stats/api-stats', { authorization: `Bearer ${otherKey}` })).body.message, 'Invalid JWT token');
+  });
+
+  it('answers unknown routes 404 and wrong methods 405 in the envelope, with rate-limit headers', async () => {
+    const unknown = await call('GET', '/nope');
+    assert.equal(unknown.status, 404);
+    assert.deepEqual(unknown.body, { status: 'error', message: 'Not found' });
+    assert.equal(unknown.headers.get('ratelimit-limit'), '1000');
+    const wrong = await call('PUT', '/api/V1/docs/api-download');
+    assert.equal(wrong.status, 405);
+    assert.deepEqual(wrong.body, { status: 'error', message: 'Invalid request method' });
+    assert.match(wrong.headers.get('allow') ?? '', /GET/);
+  });
+
+  it('echoes a client request id and makes one otherwise', async () => {
+    assert.equal((await call('GET', '/healthz', { 'x-request-id': 'abc-123' })).headers.get('x-request-id'), 'abc-123');
+    assert.match((await call('GET', '/healthz')).headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+  });
+});
