@@ -1,1 +1,2 @@
 export * from './port.ts';
+export { makeMemoryReadStore } from './memory-read-store.ts';

@@ -1,1 +1,2 @@
 export * from './port.ts';
+export { makeMemorySearchIndex } from './memory-search-index.ts';

@@ -1,0 +1,325 @@
+import type { Doc, Filter, FindOptions, Guard, ReadStore, Scalar, Update } from './port.ts';
+
+interface Stored {
+  id: string;
+  /** Top-level fields without `_id`; a Map so names like `__proto__` stay plain data. */
+  fields: Map<string, unknown>;
+  /** Highest version applied per stream: the in-memory twin of Mongo's `_seen` sub-document. */
+  seen: Map<string, number>;
+  /** Insertion order, the final tie-breaker, so index lookups and scans return the same order. */
+  seq: number;
+}
+
+interface Keyed { stored: Stored; keys: unknown[] }
+
+/** Equality index of one field: value (null also for missing) -> ids of the documents holding it. */
+type FieldIndex = Map<Scalar, Set<string>>;
+
+interface Collection {
+  docs: Map<string, Stored>;
+  /** Built lazily for every field a filter uses, then maintained on each write. */
+  indexes: Map<string, FieldIndex>;
+}
+
+const RESERVED = new Set(['_id', '_seen']);
+
+/** Above 1/SCAN_RATIO of a collection, scanning it beats gathering and re-ordering index candidates. */
+const SCAN_RATIO = 4;
+
+/** Above this many wanted documents (skip + limit), a full sort beats keeping a sorted top list. */
+const TOP_LIMIT = 1000;
+
+/** Rejects names Mongo would read as paths or operators, so embedded mode cannot accept what production refuses. */
+function checkName(kind: string, name: string): void {
+  if (name === '' || name.includes('.') || name.startsWith('$')) {
+    throw new Error(`invalid ${kind} name ${JSON.stringify(name)}: must be non-empty, without '.' and not start with '$'`);
+  }
+}
+
+function copy<T>(value: T): T {
+  return value !== null && typeof value === 'object' ? structuredClone(value) : value;
+}
+
+/** A value as it will be kept: a copy, with a top-level undefined stored as null like the Mongo driver does. */
+function storable(value: unknown): unknown {
+  return value === undefined ? null : copy(value);
+}
+
+function isScalar(value: unknown): value is Scalar {
+  return value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+}
+
+/**
+ * The scalar values an equality filter can match in `value`, as Mongo sees them: a missing field
+ * equals null, and an array matches any of its elements.
+ */
+function matchKeys(value: unknown): Scalar[] {
+  if (value === undefined) return [null];
+  if (isScalar(value)) return [value];
+  if (Array.isArray(value)) return value.filter(isScalar);
+  return [];
+}
+
+/** Whether an equality filter wanting any of `wanted` matches `value`; matchKeys without allocating, as scans call it per document. */
+function holds(value: unknown, wanted: Scalar[]): boolean {
+  if (Array.isArray(value)) return value.some((element) => isScalar(element) && holds(element, wanted));
+  const key = value === undefined ? null : value;
+  // An object is never the same as a scalar, so it needs no case of its own.
+  for (const w of wanted) if (sameScalar(key as Scalar, w)) return true;
+  return false;
+}
+
+function sameScalar(a: Scalar, b: Scalar): boolean {
+  // SameValueZero, like the Map keys of the index: NaN equals NaN, 0 equals -0.
+  return a === b || (a !== a && b !== b);
+}
+
+function conditionValues(condition: Filter[string]): Scalar[] {
+  return condition !== null && typeof condition === 'object' ? condition.in : [condition];
+}
+
+/** Mongo's cross-type order, reduced to the types read models hold: null < numbers < strings < objects < arrays < booleans. */
+function typeRank(value: unknown): number {
+  if (value === undefined || value === null) return 0;
+  if (typeof value === 'number') return 1;
+  if (typeof value === 'string') return 2;
+  if (Array.isArray(value)) return 4;
+  if (typeof value === 'boolean') return 5;
+  return 3;
+}
+
+function compareValues(a: unknown, b: unknown): number {
+  const ra = typeRank(a);
+  const rb = typeRank(b);
+  if (ra !== rb) return ra - rb;
+  if (ra === 1 || ra === 5) return Number(a) - Number(b);
+  if (ra === 2) return (a as string) < (b as string) ? -1 : (a as string) > (b as string) ? 1 : 0;
+  return 0;
+}
+
+/** The first `k` of `items` in stable `compare` order, in O(n·log k) for items in random order. */
+function firstSorted<T>(items: T[], compare: (a: T, b: T) => number, k: number): T[] {
+  const top: T[] = [];
+  for (const item of items) {
+    const last = top[top.length - 1];
+    if (top.length === k && last !== undefined && compare(item, last) >= 0) continue;
+    const first = top[0];
+    if (first !== undefined && compare(item, first) < 0) {
+      // The common case of a listing by date in the order documents arrived.
+      top.unshift(item);
+      if (top.length > k) top.pop();
+      continue;
+    }
+    // Insert after every equal item: items arrive in insertion order, so ties keep it.
+    let lo = 0;
+    let hi = top.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compare(item, top[mid] as T) < 0) hi = mid;
+      else lo = mid + 1;
+    }
+    top.splice(lo, 0, item);
+    if (top.length > k) top.pop();
+  }
+  return top;
+}
+
+function fieldOf(stored: Stored, field: string): unknown {
+  return field === '_id' ? stored.id : stored.fields.get(field);
+}
+
+function toDoc(stored: Stored): Doc {
+  const entries: [string, unknown][] = [['_id', stored.id]];
+  for (const [name, value] of stored.fields) entries.push([name, copy(value)]);
+  return Object.fromEntries(entries) as Doc;
+}
+
+function checkCount(kind: string, value: number | undefined): number | undefined {
+  if (value !== undefined && !(Number.isInteger(value) && value >= 0)) {
+    throw new Error(`${kind} must be a non-negative integer, got ${value}`);
+  }
+  return value;
+}
+
+/** The in-memory read-model store of embedded mode: same semantics as the Mongo adapter, rebuilt from the log at start. */
+export function makeMemoryReadStore(): ReadStore {
+  const collections = new Map<string, Collection>();
+  let nextSeq = 0;
+
+  function collectionOf(name: string, create: boolean): Collection | undefined {
+    let collection = collections.get(name);
+    if (!collection && create) {
+      collection = { docs: new Map(), indexes: new Map() };
+      collections.set(name, collection);
+    }
+    return collection;
+  }
+
+  function indexAdd(index: FieldIndex, key: Scalar, id: string): void {
+    let ids = index.get(key);
+    if (!ids) index.set(key, (ids = new Set()));
+    ids.add(id);
+  }
+
+  function indexRemove(index: FieldIndex, key: Scalar, id: string): void {
+    const ids = index.get(key);
+    if (!ids) return;
+    ids.delete(id);
+    if (ids.size === 0) index.delete(key);
+  }
+
+  function indexOf(collection: Collection, field: string): FieldIndex {
+    let index = collection.indexes.get(field);
+    if (!index) {
+      index = new Map();
+      for (const stored of collection.docs.values()) {
+        for (const key of matchKeys(stored.fields.get(field))) indexAdd(index, key, stored.id);
+      }
+      collection.indexes.set(field, index);
+    }
+    return index;
+  }
+
+  /**
+   * Documents matching `filter`, in insertion order (a scan may stop after `enough`). Starts from the
+   * smallest index bucket when it is small enough to beat a scan; a scan already yields insertion
+   * order, index buckets do not.
+   */
+  function select(collection: Collection, filter: Filter, enough = Infinity): Stored[] {
+    const conditions = Object.entries(filter).map(([field, condition]) => ({ field, wanted: conditionValues(condition) }));
+    const test = (stored: Stored): boolean => {
+      for (const { field, wanted } of conditions) {
+        if (!holds(field === '_id' ? stored.id : stored.fields.get(field), wanted)) return false;
+      }
+      return true;
+    };
+
+    let narrowest: { field: string; wanted: Scalar[]; size: number } | undefined;
+    for (const { field, wanted } of conditions) {
+      const size = field === '_id'
+        ? wanted.length
+        : wanted.reduce<number>((sum, w) => sum + (indexOf(collection, field).get(w)?.size ?? 0), 0);
+      if (!narrowest || size < narrowest.size) narrowest = { field, wanted, size };
+    }
+    const selected: Stored[] = [];
+    if (!narrowest || narrowest.size * SCAN_RATIO > collection.docs.size) {
+      for (const stored of collection.docs.values()) {
+        if (test(stored) && selected.push(stored) >= enough) break;
+      }
+      return selected;
+    }
+    const ids = new Set<string>();
+    for (const w of narrowest.wanted) {
+      if (narrowest.field === '_id') {
+        if (typeof w === 'string') ids.add(w);
+      } else {
+        for (const id of indexOf(collection, narrowest.field).get(w) ?? []) ids.add(id);
+      }
+    }
+    for (const id of ids) {
+      const stored = collection.docs.get(id);
+      if (stored && test(stored)) selected.push(stored);
+    }
+    return selected.sort((a, b) => a.seq - b.seq);
+  }
+
+  return {
+    async apply(collectionName: string, id: string, update: Update, guard: Guard): Promise<boolean> {
+      checkName('stream', guard.stream);
+      if (!Number.isFinite(guard.version)) throw new Error(`guard version must be a finite number, got ${guard.version}`);
+      const operators = [update.setOnInsert ?? {}, update.set ?? {}, update.inc ?? {}];
+      const touched = new Set<string>();
+      for (const fields of operators) {
+        for (const name of Object.keys(fields)) {
+          checkName('field', name);
+          if (RESERVED.has(name)) throw new Error(`field ${name} is reserved`);
+          // Mongo refuses one path in two operators; refusing here keeps embedded mode honest.
+          if (touched.has(name)) throw new Error(`field ${name} appears in more than one operator`);
+          touched.add(name);
+        }
+      }
+      for (const [name, by] of Object.entries(update.inc ?? {})) {
+        if (typeof by !== 'number' || !Number.isFinite(by)) throw new Error(`inc of ${name} must be a finite number`);
+      }
+
+      const collection = collectionOf(collectionName, true) as Collection;
+      const existing = collection.docs.get(id);
+      if (existing && (existing.seen.get(guard.stream) ?? -Infinity) >= guard.version) return false;
+
+      // Compute every new value before changing anything, so a rejected update leaves no trace.
+      const changes = new Map<string, unknown>();
+      if (!existing) for (const [name, value] of Object.entries(update.setOnInsert ?? {})) changes.set(name, storable(value));
+      for (const [name, value] of Object.entries(update.set ?? {})) changes.set(name, storable(value));
+      for (const [name, by] of Object.entries(update.inc ?? {})) {
+        const held = existing?.fields.get(name);
+        // A missing field counts from 0; null does not (Mongo refuses $inc on null).
+        const current = held === undefined ? 0 : held;
+        if (typeof current !== 'number') {
+          throw new Error(`cannot inc field ${name} of non-numeric value ${JSON.stringify(current)}`);
+        }
+        changes.set(name, current + by);
+      }
+
+      const stored: Stored = existing ?? { id, fields: new Map(), seen: new Map(), seq: nextSeq++ };
+      for (const [field, index] of collection.indexes) {
+        if (existing && !changes.has(field)) continue;
+        if (existing) for (const key of matchKeys(existing.fields.get(field))) indexRemove(index, key, id);
+        const value = changes.has(field) ? changes.get(field) : undefined;
+        for (const key of matchKeys(value)) indexAdd(index, key, id);
+      }
+      for (const [name, value] of changes) stored.fields.set(name, value);
+      stored.seen.set(guard.stream, guard.version);
+      if (!existing) collection.docs.set(id, stored);
+      return true;
+    },
+
+    async get(collectionName: string, id: string): Promise<Doc | null> {
+      const stored = collectionOf(collectionName, false)?.docs.get(id);
+      return stored ? toDoc(stored) : null;
+    },
+
+    async find(collectionName: string, filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
+      const skip = checkCount('skip', options.skip) ?? 0;
+      const limit = checkCount('limit', options.limit);
+      const collection = collectionOf(collectionName, false);
+      if (!collection || limit === 0) return [];
+      const sort = options.sort ?? [];
+      const end = limit === undefined ? undefined : skip + limit;
+      // Unsorted, insertion order is final: the scan may stop once it has the page.
+      const selected = select(collection, filter, sort.length === 0 ? end : undefined);
+      if (sort.length === 0) return selected.slice(skip, end).map(toDoc);
+      // Read each sort key once per document rather than once per comparison.
+      const keyed = selected.map((stored) => ({ stored, keys: sort.map(([field]) => fieldOf(stored, field)) }));
+      const compare = (a: Keyed, b: Keyed): number => {
+        for (let i = 0; i < sort.length; i++) {
+          const order = compareValues(a.keys[i], b.keys[i]);
+          if (order !== 0) return order * (sort[i] as [string, 1 | -1])[1];
+        }
+        return 0;
+      };
+      const sorted = end !== undefined && end <= TOP_LIMIT && end * 8 < keyed.length
+        ? firstSorted(keyed, compare, end)
+        // Array.prototype.sort is stable: equal keys keep insertion order.
+        : keyed.sort(compare);
+      return sorted.slice(skip, end).map(({ stored }) => toDoc(stored));
+    },
+
+    async count(collectionName: string, filter: Filter): Promise<number> {
+      const collection = collectionOf(collectionName, false);
+      if (!collection) return 0;
+      const [only, ...more] = Object.entries(filter);
+      if (only && more.length === 0 && only[0] !== '_id') {
+        const wanted = conditionValues(only[1]);
+        // One field, one value: the index bucket is the answer (a document sits in a bucket once).
+        if (wanted.length === 1) return indexOf(collection, only[0]).get(wanted[0] as Scalar)?.size ?? 0;
+      }
+      return select(collection, filter).length;
+    },
+
+    async clear(): Promise<void> {
+      collections.clear();
+    },
+
+    async close(): Promise<void> {},
+  };
+}

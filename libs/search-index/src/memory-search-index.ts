@@ -1,0 +1,385 @@
+import type { SearchDoc, SearchIndex, SearchPage, SearchResult } from './port.ts';
+
+/** BM25 parameters: Lucene's and Elasticsearch's defaults. */
+const K1 = 1.2;
+const B = 0.75;
+
+/** Like Elasticsearch's fuzzy `max_expansions`: a typo'd term expands to at most this many vocabulary terms. */
+const MAX_EXPANSIONS = 50;
+
+/** The indexed fields, with the boosts of the Elasticsearch multi_match; arrays per field follow this order. */
+const FIELDS: { boost: number; text: (doc: SearchDoc) => string }[] = [
+  { boost: 3, text: (doc) => doc.title },
+  // Each tag is analysed on its own; joining them only adds separators, so the tokens are the same.
+  { boost: 2, text: (doc) => doc.tags.join(' ') },
+  { boost: 1.5, text: (doc) => doc.category },
+  { boost: 1, text: (doc) => doc.description },
+];
+
+const MARKS = /\p{M}/gu;
+const WORD = /[\p{L}\p{N}]+/gu;
+
+/** Tokens of `text` as the index sees them: diacritics folded, lowercased, split on anything but letters and digits. */
+export function tokenize(text: string): string[] {
+  // Decompose first so accents become separate marks we can drop ("café" -> "cafe", "ﬁ" -> "fi").
+  return text.normalize('NFKD').replace(MARKS, '').toLowerCase().match(WORD) ?? [];
+}
+
+/** A document copy, cheaper than structuredClone on the hot paths (tags is its one non-scalar field). */
+function copyDoc(doc: SearchDoc): SearchDoc {
+  return { ...doc, tags: [...doc.tags] };
+}
+
+interface Entry {
+  doc: SearchDoc;
+  version: number;
+  /** False once replaced: postings drop dead entries lazily instead of searching their arrays. */
+  live: boolean;
+  /** Per field (as FIELDS): number of tokens; 0 for invisible documents, which are not indexed. */
+  lengths: number[];
+  // Scratch of the running search (searches are synchronous, so one at a time): scoring through
+  // these fields rather than through Maps keyed by entry keeps a query over many matches fast.
+  queryRound: number;
+  score: number;
+  termRound: number;
+  termScore: number;
+}
+
+/** Documents holding a term in a field, with the term's frequency there; may include dead entries. */
+interface Postings {
+  entries: Entry[];
+  frequencies: number[];
+  /** Live entries: BM25's document frequency. */
+  live: number;
+}
+
+/** BM25 collection statistics of one field: documents with at least one token in it, and their token total. */
+interface FieldStats {
+  docCount: number;
+  totalLength: number;
+}
+
+/** A word of the vocabulary, with its postings in each field (as FIELDS). */
+interface Term {
+  text: string;
+  codes: number[];
+  /** Which letters (code point mod 32) the term holds: lets the fuzzy scan skip most terms without an edit-distance table. */
+  letters: number;
+  postings: (Postings | undefined)[];
+  /** Fields whose postings are defined: the term leaves the vocabulary at 0. */
+  fieldCount: number;
+}
+
+function codesOf(text: string): number[] {
+  const codes: number[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const code = text.codePointAt(i) as number;
+    codes.push(code);
+    if (code > 0xffff) i++;
+  }
+  return codes;
+}
+
+function lettersOf(codes: number[]): number {
+  let letters = 0;
+  for (const code of codes) letters |= 1 << (code & 31);
+  return letters;
+}
+
+function bitCount(bits: number): number {
+  let x = bits - ((bits >>> 1) & 0x55555555);
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
+}
+
+/** Edits allowed in a query term of `length` code points, as Elasticsearch's `fuzziness: AUTO`. */
+function allowedEdits(length: number): number {
+  return length <= 2 ? 0 : length <= 5 ? 1 : 2;
+}
+
+// Rows of the edit-distance table, reused across calls: the vocabulary scan runs it thousands of times per query.
+let rowBefore = new Int32Array(64);
+let rowPrevious = new Int32Array(64);
+let rowCurrent = new Int32Array(64);
+
+/**
+ * Optimal-string-alignment distance (Damerau: a transposition counts as one edit) between `a` and
+ * `b`, or `max + 1` as soon as it is known to exceed `max`.
+ */
+function boundedDistance(a: number[], b: number[], max: number): number {
+  const n = a.length;
+  const m = b.length;
+  if (Math.abs(n - m) > max) return max + 1;
+  if (rowCurrent.length <= m) {
+    rowBefore = new Int32Array(m + 1);
+    rowPrevious = new Int32Array(m + 1);
+    rowCurrent = new Int32Array(m + 1);
+  }
+  let before = rowBefore;
+  let previous = rowPrevious;
+  let current = rowCurrent;
+  for (let j = 0; j <= m; j++) previous[j] = j;
+  for (let i = 1; i <= n; i++) {
+    current[0] = i;
+    let rowMin = i;
+    const ai = a[i - 1];
+    for (let j = 1; j <= m; j++) {
+      const bj = b[j - 1];
+      let value = Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, (previous[j - 1] as number) + (ai === bj ? 0 : 1));
+      if (i > 1 && j > 1 && ai === b[j - 2] && a[i - 2] === bj) value = Math.min(value, (before[j - 2] as number) + 1);
+      current[j] = value;
+      if (value < rowMin) rowMin = value;
+    }
+    if (rowMin > max) return max + 1;
+    [before, previous, current] = [previous, current, before];
+  }
+  const distance = previous[m] as number;
+  return distance > max ? max + 1 : distance;
+}
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Best first; ties go to the newer upload, then to the smaller id, so pages are stable. */
+function rank(a: Entry, b: Entry): number {
+  return b.score - a.score || compareText(b.doc.uploadedAt, a.doc.uploadedAt) || compareText(a.doc.id, b.doc.id);
+}
+
+/** Above this many wanted hits (from + size), sorting every match beats keeping a sorted top list. */
+const TOP_LIMIT = 1000;
+
+/** The first `k` entries in `rank` order, without sorting every match. */
+function firstRanked(entries: Entry[], k: number): Entry[] {
+  const top: Entry[] = [];
+  for (const entry of entries) {
+    const last = top[top.length - 1];
+    if (top.length === k && last !== undefined && rank(entry, last) >= 0) continue;
+    let lo = 0;
+    let hi = top.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (rank(entry, top[mid] as Entry) < 0) hi = mid;
+      else lo = mid + 1;
+    }
+    top.splice(lo, 0, entry);
+    if (top.length > k) top.pop();
+  }
+  return top;
+}
+
+function checkPage(page: SearchPage): void {
+  for (const [name, value] of Object.entries(page)) {
+    if (!(Number.isInteger(value) && value >= 0)) throw new Error(`page.${name} must be a non-negative integer, got ${value}`);
+  }
+}
+
+/** The embedded full-text index: BM25 per field with boosts and AUTO fuzziness, mirroring the Elasticsearch adapter. */
+export function makeMemorySearchIndex(): SearchIndex {
+  let entries = new Map<string, Entry>();
+  let fields: FieldStats[] = [];
+  let vocabulary = new Map<string, Term>();
+  /** Vocabulary by length in code points, so a fuzzy scan only visits terms that can be close enough. */
+  let byLength = new Map<number, Set<Term>>();
+  /** Numbers each search and each of its terms, to tell fresh entry scratch from stale. */
+  let round = 0;
+
+  function reset(): void {
+    entries = new Map();
+    fields = FIELDS.map(() => ({ docCount: 0, totalLength: 0 }));
+    vocabulary = new Map();
+    byLength = new Map();
+  }
+  reset();
+
+  function termOf(text: string): Term {
+    let term = vocabulary.get(text);
+    if (term) return term;
+    const codes = codesOf(text);
+    term = { text, codes, letters: lettersOf(codes), postings: [undefined, undefined, undefined, undefined], fieldCount: 0 };
+    vocabulary.set(text, term);
+    let bucket = byLength.get(codes.length);
+    if (!bucket) byLength.set(codes.length, (bucket = new Set()));
+    bucket.add(term);
+    return term;
+  }
+
+  function index(entry: Entry, frequencies: Map<string, number>[]): void {
+    frequencies.forEach((counts, f) => {
+      const field = fields[f] as FieldStats;
+      const length = entry.lengths[f] as number;
+      if (length === 0) return;
+      field.docCount++;
+      field.totalLength += length;
+      for (const [text, frequency] of counts) {
+        const term = termOf(text);
+        const postings = term.postings[f];
+        if (postings) {
+          postings.entries.push(entry);
+          postings.frequencies.push(frequency);
+          postings.live++;
+        } else {
+          // Literals sized to one: most terms are rare, and an empty array would grow to 17 slots.
+          term.postings[f] = { entries: [entry], frequencies: [frequency], live: 1 };
+          term.fieldCount++;
+        }
+      }
+    });
+  }
+
+  function unindex(entry: Entry): void {
+    entry.live = false;
+    FIELDS.forEach(({ text: textOf }, f) => {
+      const field = fields[f] as FieldStats;
+      const length = entry.lengths[f] as number;
+      if (length === 0) return;
+      field.docCount--;
+      field.totalLength -= length;
+      // Re-tokenising on the rarer replace is cheaper than keeping every document's terms.
+      for (const text of new Set(tokenize(textOf(entry.doc)))) {
+        const term = vocabulary.get(text);
+        const postings = term?.postings[f];
+        if (!term || !postings) continue;
+        if (--postings.live > 0) {
+          if (postings.live * 2 < postings.entries.length) compact(postings);
+          continue;
+        }
+        term.postings[f] = undefined;
+        if (--term.fieldCount > 0) continue;
+        vocabulary.delete(text);
+        byLength.get(term.codes.length)?.delete(term);
+      }
+    });
+  }
+
+  /** Drops dead entries once they are the majority, so a list costs at most twice its live size. */
+  function compact(postings: Postings): void {
+    let kept = 0;
+    for (let i = 0; i < postings.entries.length; i++) {
+      const entry = postings.entries[i] as Entry;
+      if (!entry.live) continue;
+      postings.entries[kept] = entry;
+      postings.frequencies[kept] = postings.frequencies[i] as number;
+      kept++;
+    }
+    postings.entries.length = kept;
+    postings.frequencies.length = kept;
+  }
+
+  function makeEntry(doc: SearchDoc, version: number): { entry: Entry; frequencies: Map<string, number>[] } {
+    const frequencies: Map<string, number>[] = [];
+    const lengths: number[] = [];
+    for (const { text } of FIELDS) {
+      const counts = new Map<string, number>();
+      // Deleted or disabled files are never returned, so their words need not be searchable.
+      const tokens = doc.visible ? tokenize(text(doc)) : [];
+      for (const token of tokens) counts.set(token, (counts.get(token) ?? 0) + 1);
+      frequencies.push(counts);
+      lengths.push(tokens.length);
+    }
+    const entry: Entry = { doc, version, live: true, lengths, queryRound: 0, score: 0, termRound: 0, termScore: 0 };
+    return { entry, frequencies };
+  }
+
+  /** Vocabulary terms `query` matches, with a weight: 1 when exact, less the more edits it takes. */
+  function expand(query: string): { term: Term; weight: number }[] {
+    const codes = codesOf(query);
+    const max = allowedEdits(codes.length);
+    if (max === 0) {
+      const exact = vocabulary.get(query);
+      return exact ? [{ term: exact, weight: 1 }] : [];
+    }
+    const letters = lettersOf(codes);
+    const found: { term: Term; distance: number; weight: number }[] = [];
+    for (let length = codes.length - max; length <= codes.length + max; length++) {
+      for (const term of byLength.get(length) ?? []) {
+        // Each letter one word has and the other lacks costs at least one edit.
+        if (bitCount(letters & ~term.letters) > max || bitCount(term.letters & ~letters) > max) continue;
+        const distance = boundedDistance(codes, term.codes, max);
+        if (distance > max) continue;
+        // Lucene's FuzzyQuery weighs a term 1 - edits / (length of the shorter of the two).
+        found.push({ term, distance, weight: 1 - distance / Math.min(codes.length, length) });
+      }
+    }
+    if (found.length > MAX_EXPANSIONS) {
+      found.sort((a, b) => a.distance - b.distance || compareText(a.term.text, b.term.text));
+      found.length = MAX_EXPANSIONS;
+    }
+    return found;
+  }
+
+  return {
+    async upsert(doc: SearchDoc, version: number): Promise<boolean> {
+      if (!Number.isFinite(version)) throw new Error(`version must be a finite number, got ${version}`);
+      const current = entries.get(doc.id);
+      if (current && current.version >= version) return false;
+      // Invisible documents stay as tombstones: their version stops an older replayed write.
+      if (current) unindex(current);
+      const { entry, frequencies } = makeEntry(copyDoc(doc), version);
+      entries.set(doc.id, entry);
+      index(entry, frequencies);
+      return true;
+    },
+
+    async get(id: string): Promise<{ doc: SearchDoc; version: number } | null> {
+      const entry = entries.get(id);
+      return entry ? { doc: copyDoc(entry.doc), version: entry.version } : null;
+    },
+
+    async search(text: string, page: SearchPage): Promise<SearchResult> {
+      checkPage(page);
+      const queryRound = ++round;
+      const matched: Entry[] = [];
+      for (const query of new Set(tokenize(text))) {
+        const expansions = expand(query);
+        // multi_match best_fields: a query term scores by its best field (and best expansion); terms add up.
+        const termRound = ++round;
+        const touched: Entry[] = [];
+        fields.forEach((field, f) => {
+          if (field.docCount === 0) return;
+          const averageLength = field.totalLength / field.docCount;
+          for (const { term, weight } of expansions) {
+            const postings = term.postings[f];
+            if (!postings) continue;
+            const idf = Math.log(1 + (field.docCount - postings.live + 0.5) / (postings.live + 0.5));
+            const factor = (FIELDS[f]?.boost ?? 1) * weight * idf;
+            const { entries: holders, frequencies } = postings;
+            for (let i = 0; i < holders.length; i++) {
+              const entry = holders[i] as Entry;
+              if (!entry.live) continue;
+              const frequency = frequencies[i] as number;
+              const norm = K1 * (1 - B + (B * (entry.lengths[f] as number)) / averageLength);
+              const score = (factor * frequency) / (frequency + norm);
+              if (entry.termRound !== termRound) {
+                entry.termRound = termRound;
+                entry.termScore = score;
+                touched.push(entry);
+              } else if (score > entry.termScore) {
+                entry.termScore = score;
+              }
+            }
+          }
+        });
+        for (const entry of touched) {
+          if (entry.queryRound !== queryRound) {
+            entry.queryRound = queryRound;
+            entry.score = 0;
+            matched.push(entry);
+          }
+          entry.score += entry.termScore;
+        }
+      }
+
+      const end = page.from + page.size;
+      const ranked = end <= TOP_LIMIT && end * 8 < matched.length ? firstRanked(matched, end) : matched.sort(rank);
+      const hits = ranked.slice(page.from, end).map((entry) => copyDoc(entry.doc));
+      return { total: matched.length, hits };
+    },
+
+    async clear(): Promise<void> {
+      reset();
+    },
+
+    async close(): Promise<void> {},
+  };
+}
