@@ -58,7 +58,8 @@ export const readUploadForm = async (req: Request, spoolDir: string, maxBytes: n
   try {
     parser = busboy({
       headers: req.headers,
-      limits: { fileSize: maxBytes, files: 1, fields: 50, fieldSize: 256 * 1024, parts: 60 },
+      // busboy reports `limit` once a file reaches fileSize, so allow one byte more and check the count.
+      limits: { fileSize: maxBytes + 1, files: 1, fields: 50, fieldSize: 256 * 1024, parts: 60 },
       defParamCharset: 'utf8',
     });
   } catch {
@@ -89,7 +90,10 @@ export const readUploadForm = async (req: Request, spoolDir: string, maxBytes: n
       contentType: info.mimeType && /^[\w.+-]+\/[\w.+-]+/.test(info.mimeType) ? info.mimeType : 'application/octet-stream',
     };
     file = entry;
-    writes.push(pipeline(stream, counter, createWriteStream(path)).then(() => { entry.size = size; }));
+    writes.push(pipeline(stream, counter, createWriteStream(path)).then(() => {
+      entry.size = size;
+      if (size > maxBytes) fileTooLarge = true;
+    }));
   });
 
   try {

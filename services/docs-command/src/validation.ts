@@ -87,7 +87,8 @@ export const parseUploadMetadata = (fields: Record<string, string>): UploadMetad
 
 /** The file id of a request (`file_id` or `id`), or the spec's messages. */
 export const parseFileId = (value: unknown): number => {
-  if (!present(value)) throw invalid(M.fileIdRequired);
+  // A value of the wrong JSON type counts as missing, like every other field.
+  if (!present(value) || (typeof value !== 'string' && typeof value !== 'number')) throw invalid(M.fileIdRequired);
   const id = positiveId(value);
   if (id === null) throw notFound(M.fileNotFound);
   return id;

@@ -64,8 +64,8 @@ describe('file decider', () => {
       given([upload, update({ forSale: true })]).when(download(STRANGER)).thenThrows('forbidden', M.notDownloadable));
     it('refuses a disabled file to its owner too', () =>
       given([upload, update({ enabled: false })]).when(download(OWNER)).thenThrows('forbidden', M.notDownloadable));
-    it('does not find a disabled file for others', () =>
-      given([upload, update({ enabled: false })]).when(download(STRANGER)).thenThrows('not_found', M.fileNotFound));
+    it('refuses a disabled file to others with the same message (spec §7)', () =>
+      given([upload, update({ enabled: false })]).when(download(STRANGER)).thenThrows('forbidden', M.notDownloadable));
     it('does not find a deleted file', () => given([upload, deleted]).when(download(OWNER)).thenThrows('not_found', M.fileNotFound));
     it('downloads again once the file is off sale', () =>
       given([upload, update({ forSale: true }), update({ forSale: false })]).when(download(STRANGER)).then([{

@@ -9,6 +9,8 @@ import { ROUTES, type Upstream } from './routes.ts';
 import { rateLimit } from './rate-limit.ts';
 import { openApiDocument } from './openapi.ts';
 
+const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
 /** How the caller authenticated: decided once per request, before rate limiting and routing. */
 type Auth = { state: 'missing' } | { state: 'invalid' } | { state: 'valid'; userId: number };
 
@@ -34,14 +36,15 @@ export interface GatewayOptions {
 export const makeGateway = (options: GatewayOptions): Express => {
   const { tokens, logger, ops } = options;
   const app = express();
+  app.set('case sensitive routing', true);
   app.disable('x-powered-by');
   app.set('etag', false);
   if (options.trustProxy !== undefined) app.set('trust proxy', options.trustProxy);
 
   app.use(requestId());
   app.use(ops.httpMetrics);
-  app.use(ops.router);
   app.use((req, res, next) => {
+    if (OPS_PATHS.has(req.path)) return next();
     const started = performance.now();
     res.on('finish', () => {
       logger.info({
@@ -76,7 +79,9 @@ export const makeGateway = (options: GatewayOptions): Express => {
       const auth = res.locals.auth as Auth;
       return auth.state === 'valid' ? `user:${auth.userId}` : `ip:${ip}`;
     },
+    peekOnly: (req) => OPS_PATHS.has(req.path),
   }));
+  app.use(ops.router);
 
   const requireAuth: RequestHandler = (_req, res, next) => {
     const auth = res.locals.auth as Auth;

@@ -1,4 +1,4 @@
-import type { RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import { M } from '@docshare/contracts';
 import { sendError } from '@docshare/http';
@@ -9,6 +9,12 @@ export interface RateLimitOptions {
   windowSeconds: number;
   /** The key a request is counted under: the user when the token is valid, else the client IP. */
   keyOf: (res: Response, ip: string) => string;
+  /**
+   * Requests that only look at the budget: they carry the headers but neither spend a point nor
+   * get refused (operational probes, which must not fail because a client behind the same IP is
+   * over its limit).
+   */
+  peekOnly?: (req: Request) => boolean;
 }
 
 const isLimiterResult = (value: unknown): value is RateLimiterRes =>
@@ -31,6 +37,16 @@ export const rateLimit = (options: RateLimitOptions): RequestHandler => {
   };
   return async (req, res, next) => {
     const key = options.keyOf(res, req.ip ?? req.socket.remoteAddress ?? 'unknown');
+    if (options.peekOnly?.(req)) {
+      try {
+        const current = await limiter.get(key);
+        setHeaders(res, current ? Math.max(0, current.remainingPoints) : points,
+          current ? Math.max(0, Math.ceil(current.msBeforeNext / 1000)) : windowSeconds);
+      } catch {
+        // A probe answers even when the limiter's store does not.
+      }
+      return next();
+    }
     try {
       const result = await limiter.consume(key);
       setHeaders(res, Math.max(0, result.remainingPoints), Math.max(0, Math.ceil(result.msBeforeNext / 1000)));

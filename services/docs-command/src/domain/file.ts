@@ -108,7 +108,9 @@ export const decideFile = (command: FileCommand, state: FileState): FileEventBod
       }];
     }
     case 'AuthorizeDownload': {
-      const file = visibleTo(state, command.actorId);
+      // The spec's download rule names disabled files for everyone, so no visibility check here.
+      if (state.status !== 'active') throw notFound(M.fileNotFound);
+      const file = state.file;
       if (file.forSale || !file.enabled) throw forbidden(M.notDownloadable);
       return [{
         type: 'docs.file.downloaded.v1',

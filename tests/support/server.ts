@@ -1,0 +1,203 @@
+// Starts a docshare server for the black-box tests, or binds to an external one.
+//
+// Default mode: every call to startServer() spawns `node services/standalone/src/main.ts` on a free
+// port with a fresh temporary DATA_DIR. When DOCSHARE_BASE_URL is set, no process is spawned and the
+// returned Server talks to that URL; stop/kill/restart then throw, and tests that need them (or a
+// special environment) skip themselves through `localOnly`.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+export const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..');
+export const EXTERNAL_BASE_URL = process.env['DOCSHARE_BASE_URL']?.replace(/\/+$/, '') || undefined;
+
+/** `skip` option for tests that need a server of their own (restart, kill, special env). */
+export const localOnly: string | false = EXTERNAL_BASE_URL
+  ? 'needs a locally spawned server (restart/kill/special env); DOCSHARE_BASE_URL is set'
+  : false;
+
+/** `skip` option for tests that sign JWTs with the server's secret (known locally, or DOCSHARE_JWT_SECRET). */
+export const secretOnly: string | false = EXTERNAL_BASE_URL && !process.env['DOCSHARE_JWT_SECRET']
+  ? 'needs the server\'s JWT secret: DOCSHARE_BASE_URL is set without DOCSHARE_JWT_SECRET'
+  : false;
+
+/** A value of `undefined` removes the variable from the child's environment. */
+export type ServerEnv = Record<string, string | undefined>;
+
+export interface Server {
+  readonly baseUrl: string;
+  readonly dataDir: string;
+  readonly port: number;
+  readonly external: boolean;
+  /** Everything the child wrote to stdout/stderr (last 256 KiB). */
+  output(): string;
+  /** SIGTERM and wait for exit. */
+  stop(): Promise<void>;
+  /** SIGKILL and wait for exit. */
+  kill(): Promise<void>;
+  /** Start again on the same port and data dir; `env` is merged over the original env. */
+  restart(env?: ServerEnv): Promise<void>;
+  /** Kill the child if it runs and remove the temporary data dir (if we made it). */
+  dispose(): Promise<void>;
+}
+
+const CONFIG_VARS = [
+  'PORT', 'PUBLIC_BASE_URL', 'DATA_DIR', 'RATE_LIMIT_POINTS', 'RATE_LIMIT_WINDOW_SECONDS',
+  'MAX_UPLOAD_BYTES', 'JWT_SECRET', 'JWT_TTL_SECONDS', 'DOWNLOAD_URL_TTL_SECONDS',
+];
+const OUTPUT_LIMIT = 256 * 1024;
+const HEALTH_TIMEOUT_MS = 30_000;
+
+const live = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
+export async function freePort(): Promise<number> {
+  return await new Promise<number>((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      if (addr === null || typeof addr === 'string') {
+        srv.close();
+        reject(new Error('no port'));
+        return;
+      }
+      const port = addr.port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function externalServer(baseUrl: string): Server {
+  const unsupported = async (): Promise<void> => {
+    throw new Error('not supported against an external server (DOCSHARE_BASE_URL)');
+  };
+  const port = Number(new URL(baseUrl).port || 80);
+  return {
+    baseUrl,
+    dataDir: '',
+    port,
+    external: true,
+    output: () => '',
+    stop: unsupported,
+    kill: unsupported,
+    restart: unsupported,
+    dispose: async () => {},
+  };
+}
+
+export async function startServer(env: ServerEnv = {}): Promise<Server> {
+  if (EXTERNAL_BASE_URL !== undefined) return externalServer(EXTERNAL_BASE_URL);
+
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const madeDataDir = env['DATA_DIR'] === undefined;
+  const dataDir = env['DATA_DIR'] ?? (await mkdtemp(path.join(os.tmpdir(), 'docshare-test-')));
+  let baseEnv: ServerEnv = { ...env };
+  let child: ChildProcess | undefined;
+  let exited: Promise<void> = Promise.resolve();
+  let out = '';
+
+  const append = (chunk: Buffer): void => {
+    out += chunk.toString('utf8');
+    if (out.length > OUTPUT_LIMIT) out = out.slice(out.length - OUTPUT_LIMIT);
+  };
+
+  const spawnChild = async (): Promise<void> => {
+    const childEnv: NodeJS.ProcessEnv = { ...process.env };
+    delete childEnv['NODE_TEST_CONTEXT'];
+    for (const name of CONFIG_VARS) delete childEnv[name];
+    const wanted: ServerEnv = {
+      RATE_LIMIT_POINTS: '100000',
+      ...baseEnv,
+      PORT: String(port),
+      PUBLIC_BASE_URL: baseEnv['PUBLIC_BASE_URL'] ?? baseUrl,
+      DATA_DIR: dataDir,
+    };
+    for (const [k, v] of Object.entries(wanted)) {
+      if (v === undefined) delete childEnv[k];
+      else childEnv[k] = v;
+    }
+    out += `\n--- spawn (port ${port}, data ${dataDir}) ---\n`;
+    const c = spawn(process.execPath, ['services/standalone/src/main.ts'], {
+      cwd: REPO_ROOT,
+      env: childEnv,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child = c;
+    live.add(c);
+    c.stdout?.on('data', append);
+    c.stderr?.on('data', append);
+    let exitInfo: string | undefined;
+    exited = new Promise<void>((resolve) => {
+      c.on('exit', (code, signal) => {
+        exitInfo = `exited with code ${code} signal ${signal}`;
+        live.delete(c);
+        resolve();
+      });
+      c.on('error', (err) => {
+        exitInfo = `failed to spawn: ${err.message}`;
+        live.delete(c);
+        resolve();
+      });
+    });
+
+    const deadline = Date.now() + HEALTH_TIMEOUT_MS;
+    for (;;) {
+      if (exitInfo !== undefined) {
+        throw new Error(`server ${exitInfo} before /healthz answered 200. Output:\n${out}`);
+      }
+      try {
+        const res = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2000) });
+        await res.arrayBuffer();
+        if (res.status === 200) return;
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) {
+        c.kill('SIGKILL');
+        await exited;
+        throw new Error(`server did not answer /healthz with 200 within ${HEALTH_TIMEOUT_MS} ms. Output:\n${out}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+
+  const signal = async (sig: NodeJS.Signals, graceMs: number): Promise<void> => {
+    const c = child;
+    if (c === undefined || c.exitCode !== null || c.signalCode !== null) {
+      await exited;
+      return;
+    }
+    c.kill(sig);
+    const timer = setTimeout(() => c.kill('SIGKILL'), graceMs);
+    await exited;
+    clearTimeout(timer);
+  };
+
+  await spawnChild();
+
+  return {
+    baseUrl,
+    dataDir,
+    port,
+    external: false,
+    output: () => out,
+    stop: () => signal('SIGTERM', 15_000),
+    kill: () => signal('SIGKILL', 15_000),
+    restart: async (more: ServerEnv = {}) => {
+      await signal('SIGTERM', 15_000);
+      baseEnv = { ...baseEnv, ...more };
+      await spawnChild();
+    },
+    dispose: async () => {
+      await signal('SIGKILL', 15_000);
+      if (madeDataDir) await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
