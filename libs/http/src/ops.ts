@@ -12,7 +12,11 @@ export interface Ops {
 }
 
 /** Operational endpoints of one service (decisions §13): liveness, readiness of its dependencies, Prometheus metrics. */
-export const makeOps = (service: string, checks: Record<string, ReadinessCheck>, registry = new Registry()): Ops => {
+export const makeOps = (
+  service: string, checks: Record<string, ReadinessCheck>, registry = new Registry(),
+  /** Dependencies the service can work without (degraded): reported, but never make /readyz fail. */
+  softChecks: Record<string, ReadinessCheck> = {},
+): Ops => {
   if (registry.getSingleMetric('process_cpu_seconds_total') === undefined) collectDefaultMetrics({ register: registry });
   const duration = new Histogram({
     name: 'http_request_duration_seconds',
@@ -28,15 +32,25 @@ export const makeOps = (service: string, checks: Record<string, ReadinessCheck>,
   router.get('/readyz', async (_req, res) => {
     const results: Record<string, string> = {};
     let ready = true;
-    await Promise.all(Object.entries(checks).map(async ([name, check]) => {
-      try {
-        await check();
-        results[name] = 'ok';
-      } catch {
-        results[name] = 'unavailable';
-        ready = false;
-      }
-    }));
+    await Promise.all([
+      ...Object.entries(checks).map(async ([name, check]) => {
+        try {
+          await check();
+          results[name] = 'ok';
+        } catch {
+          results[name] = 'unavailable';
+          ready = false;
+        }
+      }),
+      ...Object.entries(softChecks).map(async ([name, check]) => {
+        try {
+          await check();
+          results[name] = 'ok';
+        } catch {
+          results[name] = 'degraded';
+        }
+      }),
+    ]);
     res.status(ready ? 200 : 503).json(ready
       ? { status: 'success', service, checks: results }
       : { status: 'error', message: 'Not ready', service, checks: results });
