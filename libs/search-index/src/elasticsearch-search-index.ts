@@ -1,0 +1,380 @@
+import { Client, errors } from '@elastic/elasticsearch';
+import type { estypes } from '@elastic/elasticsearch';
+import type { SearchDoc, SearchIndex, SearchPage, SearchResult } from './port.ts';
+import { tokenize } from './memory-search-index.ts';
+import {
+  DEFAULT_INDEX_SETTINGS, MAX_QUERY_WORDS, MAX_RESULT_WINDOW, SEARCH_FIELDS, SEARCH_INDEX_MAPPINGS, searchIndexSettings,
+} from './elasticsearch-mapping.ts';
+import type { SearchIndexSettingsOptions } from './elasticsearch-mapping.ts';
+
+export interface ElasticsearchSearchIndexOptions extends SearchIndexSettingsOptions {
+  /** Elasticsearch URL, e.g. http://127.0.0.1:19200. */
+  node: string;
+  /** Alias every read and write goes through; it points at one concrete index `<alias>-<timestamp>`. */
+  alias: string;
+  /**
+   * When an upsert resolves, is the document searchable? `true` (default): the write refreshes the
+   * shard, so a client that uploads and then searches finds its file, at the cost of one small
+   * segment per write. `'wait_for'`: the write waits for the next scheduled refresh (up to
+   * `refreshInterval`), cheaper for the index but slower per write. `false`: searchable within
+   * `refreshInterval`, no wait. See docs/elasticsearch.md.
+   */
+  refreshOnWrite?: boolean | 'wait_for';
+  /** Per request; default 30 s. */
+  requestTimeoutMs?: number;
+  /** Retries of a request that failed to connect or got 502/503/504, with exponential backoff; default 3. */
+  maxRetries?: number;
+}
+
+/** A fresh index being filled by a rebuild: not behind the alias until `publish()`. */
+export interface ElasticsearchRebuild extends SearchIndex {
+  /** The concrete index being filled. */
+  readonly indexName: string;
+  /**
+   * Refreshes the new index, then points the alias at it and deletes the index it pointed at, in
+   * one atomic `_aliases` call. Fails, changing nothing, if the alias moved meanwhile (another
+   * publish or clear). Idempotent once it succeeded.
+   */
+  publish(): Promise<void>;
+  /** Deletes the new index instead of publishing it (a failed rebuild). */
+  discard(): Promise<void>;
+}
+
+export interface ElasticsearchSearchIndex extends SearchIndex {
+  /** Creates a fresh index, not behind the alias, and a SearchIndex writing into it. */
+  rebuildInto(): Promise<{ index: ElasticsearchRebuild }>;
+  /** Resolves when the alias's index answers (health at least yellow); rejects otherwise. For readiness checks. */
+  ready(): Promise<void>;
+  /** The concrete indices behind the alias: one, except for a moment during a racing first start. */
+  indices(): Promise<string[]>;
+}
+
+/** What the index stores for a file: see SEARCH_INDEX_MAPPINGS. */
+interface Source {
+  id: string;
+  ownerId: number;
+  visible: boolean;
+  uploadedAt: string;
+  title?: string;
+  description?: string;
+  tags?: string[];
+  category?: string;
+  original: { title: string; description: string; tags: string[]; category: string };
+}
+
+/** The analysed form of a text: the words the memory index would see, joined by spaces. */
+const analyse = (text: string): string => tokenize(text).join(' ');
+
+function toSource(doc: SearchDoc): Source {
+  const source: Source = {
+    id: doc.id,
+    ownerId: doc.ownerId,
+    visible: doc.visible,
+    uploadedAt: doc.uploadedAt,
+    original: { title: doc.title, description: doc.description, tags: [...doc.tags], category: doc.category },
+  };
+  // Invisible files are never returned: their words stay out of the index and out of its statistics.
+  if (doc.visible) {
+    source.title = analyse(doc.title);
+    source.description = analyse(doc.description);
+    source.tags = doc.tags.map(analyse).filter((tag) => tag !== '');
+    source.category = analyse(doc.category);
+  }
+  return source;
+}
+
+function fromSource(source: Source): SearchDoc {
+  const { original } = source;
+  return {
+    id: source.id,
+    title: original.title,
+    description: original.description,
+    tags: [...original.tags],
+    category: original.category,
+    ownerId: source.ownerId,
+    visible: source.visible,
+    uploadedAt: source.uploadedAt,
+  };
+}
+
+/** Only what fromSource reads: the analysed words need not travel back. */
+const SOURCE_FIELDS = ['id', 'ownerId', 'visible', 'uploadedAt', 'original'];
+
+function checkPage(page: SearchPage): void {
+  for (const [name, value] of Object.entries(page)) {
+    if (!(Number.isInteger(value) && value >= 0)) throw new Error(`page.${name} must be a non-negative integer, got ${value}`);
+  }
+}
+
+function checkVersion(version: number): void {
+  // Elasticsearch's external versions are non-negative longs.
+  if (!(Number.isSafeInteger(version) && version >= 0)) throw new Error(`version must be a non-negative integer, got ${version}`);
+}
+
+function errorType(error: unknown): string | undefined {
+  if (!(error instanceof errors.ResponseError)) return undefined;
+  const body: unknown = error.body;
+  if (typeof body !== 'object' || body === null || !('error' in body)) return undefined;
+  const detail: unknown = body.error;
+  return typeof detail === 'object' && detail !== null && 'type' in detail && typeof detail.type === 'string' ? detail.type : undefined;
+}
+
+const isStatus = (error: unknown, status: number): boolean => error instanceof errors.ResponseError && error.statusCode === status;
+
+/** The query of a search: each word scores by its best field (fuzzily), words add up; visible files only. */
+export function searchQuery(words: string[]): estypes.QueryDslQueryContainer {
+  return {
+    bool: {
+      should: words.map((word) => ({
+        multi_match: { query: word, fields: SEARCH_FIELDS, type: 'best_fields', fuzziness: 'AUTO' },
+      })),
+      minimum_should_match: 1,
+      filter: [{ term: { visible: true } }],
+    },
+  };
+}
+
+/** Best first; ties go to the newer upload, then to the smaller id, so pages are stable. */
+export const SEARCH_SORT: estypes.Sort = ['_score', { uploadedAt: 'desc' }, { id: 'asc' }];
+
+/** Last timestamp used in an index name by this process: names stay unique within it. */
+let lastStamp = 0;
+
+function indexStamp(): string {
+  const now = Math.max(Date.now(), lastStamp + 1);
+  lastStamp = now;
+  // 2026-11-20T22:14:19.123Z -> 20261120-221419-123
+  const iso = new Date(now).toISOString();
+  return `${iso.slice(0, 10).replaceAll('-', '')}-${iso.slice(11, 19).replaceAll(':', '')}-${iso.slice(20, 23)}`;
+}
+
+interface Target {
+  /** Index or alias the operations address. */
+  name: string;
+  viaAlias: boolean;
+  refresh: estypes.Refresh;
+  /** Set once a rebuild index is discarded: a write would auto-create an index of that name, with a dynamic mapping. */
+  gone?: string;
+}
+
+function checkTarget(target: Target): void {
+  if (target.gone) throw new Error(target.gone);
+}
+
+/** Writes, reads and searches against `target`, which may change (clear of a rebuild index). */
+function operations(client: Client, target: Target): Pick<SearchIndex, 'upsert' | 'get' | 'search'> {
+  return {
+    async upsert(doc: SearchDoc, version: number): Promise<boolean> {
+      checkTarget(target);
+      checkVersion(version);
+      try {
+        await client.index({
+          index: target.name,
+          id: doc.id,
+          version,
+          version_type: 'external',
+          document: toSource(doc),
+          refresh: target.refresh,
+          // Writing to a missing alias would otherwise auto-create a concrete index of that name with a dynamic mapping.
+          require_alias: target.viaAlias,
+        });
+        return true;
+      } catch (error) {
+        // version_conflict_engine_exception: the index holds this id at this version or a later one.
+        if (isStatus(error, 409)) return false;
+        throw error;
+      }
+    },
+
+    async get(id: string): Promise<{ doc: SearchDoc; version: number } | null> {
+      checkTarget(target);
+      try {
+        const response = await client.get<Source>({ index: target.name, id, _source_includes: SOURCE_FIELDS });
+        if (!response.found || !response._source || response._version === undefined) return null;
+        return { doc: fromSource(response._source), version: response._version };
+      } catch (error) {
+        // A missing document answers 404 with found: false; a missing index is an error.
+        if (isStatus(error, 404) && errorType(error) === undefined) return null;
+        throw error;
+      }
+    },
+
+    async search(text: string, page: SearchPage): Promise<SearchResult> {
+      checkTarget(target);
+      checkPage(page);
+      const words = [...new Set(tokenize(text))].slice(0, MAX_QUERY_WORDS);
+      if (words.length === 0) return { total: 0, hits: [] };
+      // Elasticsearch refuses from + size > max_result_window: pages beyond it come back empty (with the total).
+      const from = Math.min(page.from, MAX_RESULT_WINDOW);
+      const size = Math.min(page.size, MAX_RESULT_WINDOW - from);
+      const response = await client.search<Source>({
+        index: target.name,
+        query: searchQuery(words),
+        sort: SEARCH_SORT,
+        from,
+        size,
+        track_total_hits: true,
+        _source: SOURCE_FIELDS,
+      });
+      const { total } = response.hits;
+      const hits = response.hits.hits.flatMap((hit) => (hit._source ? [fromSource(hit._source)] : []));
+      return { total: typeof total === 'number' ? total : (total?.value ?? 0), hits };
+    },
+  };
+}
+
+/**
+ * The Elasticsearch search index. Reads and writes go through `alias`; at start, a missing alias is
+ * created with a first index `<alias>-<timestamp>` behind it. `clear()` and a rebuild's `publish()`
+ * replace that index with a fresh one (the minimal distribution has no `_delete_by_query`).
+ */
+export async function makeElasticsearchSearchIndex(options: ElasticsearchSearchIndexOptions): Promise<ElasticsearchSearchIndex> {
+  const { node, alias, refreshOnWrite = true, requestTimeoutMs = 30_000, maxRetries = 3 } = options;
+  const settings = {
+    shards: options.shards ?? DEFAULT_INDEX_SETTINGS.shards,
+    replicas: options.replicas ?? DEFAULT_INDEX_SETTINGS.replicas,
+    refreshInterval: options.refreshInterval ?? DEFAULT_INDEX_SETTINGS.refreshInterval,
+  };
+  const client = new Client({ node, requestTimeout: requestTimeoutMs, maxRetries });
+
+  /** Creates a new empty index, behind the alias or not; its name is `<alias>-<timestamp>`. */
+  async function createIndex(behindAlias: boolean, refreshInterval = settings.refreshInterval): Promise<string> {
+    for (let attempt = 0; ; attempt++) {
+      const index = `${alias}-${indexStamp()}`;
+      try {
+        await client.indices.create({
+          index,
+          settings: searchIndexSettings({ ...settings, refreshInterval }),
+          mappings: SEARCH_INDEX_MAPPINGS,
+          ...(behindAlias ? { aliases: { [alias]: {} } } : {}),
+        });
+        return index;
+      } catch (error) {
+        // Another process took the same millisecond: take the next one.
+        if (errorType(error) === 'resource_already_exists_exception' && attempt < 5) continue;
+        throw error;
+      }
+    }
+  }
+
+  async function aliasIndices(): Promise<string[]> {
+    try {
+      return Object.keys(await client.indices.getAlias({ name: alias })).sort();
+    } catch (error) {
+      if (isStatus(error, 404)) return [];
+      throw error;
+    }
+  }
+
+  async function ensureAlias(): Promise<void> {
+    if (await client.indices.existsAlias({ name: alias })) return;
+    if (await client.indices.exists({ index: alias })) {
+      throw new Error(`"${alias}" is a concrete index, not an alias: move its documents or delete it, then restart`);
+    }
+    const mine = await createIndex(true);
+    // Two processes starting at once may both have created an index behind the alias: the oldest stays.
+    const holders = await aliasIndices();
+    if (holders.length <= 1) return;
+    const found = await client.indices.getSettings({ index: holders, name: 'index.creation_date' });
+    const created = (index: string): number => Number(found[index]?.settings?.index?.creation_date ?? Number.MAX_SAFE_INTEGER);
+    const [keeper] = [...holders].sort((a, b) => created(a) - created(b) || (a < b ? -1 : a > b ? 1 : 0));
+    if (keeper !== mine) await client.indices.delete({ index: mine });
+  }
+
+  /**
+   * Points the alias at `index` and deletes what it pointed at, atomically: `remove_index` fails
+   * the whole call if another swap deleted that index first, so two racing swaps never leave two
+   * indices behind the alias.
+   */
+  async function swapAliasTo(index: string): Promise<void> {
+    const previous = (await aliasIndices()).filter((name) => name !== index);
+    try {
+      await client.indices.updateAliases({
+        actions: [{ add: { index, alias } }, ...previous.map((name) => ({ remove_index: { index: name } }))],
+      });
+    } catch (error) {
+      if (errorType(error) === 'index_not_found_exception') {
+        throw new Error(`alias ${alias} changed while ${index} was being published (another clear or rebuild?); nothing was changed`, { cause: error });
+      }
+      throw error;
+    }
+  }
+
+  try {
+    await ensureAlias();
+  } catch (error) {
+    await client.close();
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`Elasticsearch at ${node}: cannot prepare alias ${alias}: ${reason}`, { cause: error });
+  }
+
+  const main: Target = { name: alias, viaAlias: true, refresh: refreshOnWrite };
+
+  async function clearLive(): Promise<void> {
+    const fresh = await createIndex(false);
+    try {
+      await swapAliasTo(fresh);
+    } catch (error) {
+      await client.indices.delete({ index: fresh }, { ignore: [404] });
+      throw error;
+    }
+  }
+
+  return {
+    ...operations(client, main),
+
+    clear: clearLive,
+
+    async close(): Promise<void> {
+      await client.close();
+    },
+
+    async rebuildInto(): Promise<{ index: ElasticsearchRebuild }> {
+      // No periodic refresh while filling: nobody searches the new index before publish() refreshes it.
+      let name = await createIndex(false, '-1');
+      const target: Target = { name, viaAlias: false, refresh: false };
+      let published = false;
+      const rebuild: ElasticsearchRebuild = {
+        ...operations(client, target),
+        get indexName(): string {
+          return name;
+        },
+        async clear(): Promise<void> {
+          if (published) return clearLive();
+          checkTarget(target);
+          const previous = name;
+          name = await createIndex(false, '-1');
+          target.name = name;
+          await client.indices.delete({ index: previous }, { ignore: [404] });
+        },
+        async publish(): Promise<void> {
+          if (published) return;
+          checkTarget(target);
+          await client.indices.putSettings({ index: name, settings: { refresh_interval: settings.refreshInterval } });
+          await client.indices.refresh({ index: name });
+          await swapAliasTo(name);
+          published = true;
+          // It is the live index now: this handle goes through the alias too, like the search index.
+          Object.assign(target, main);
+        },
+        async discard(): Promise<void> {
+          if (published) throw new Error(`${name} is published: it is the live index`);
+          target.gone = `rebuild index ${name} was discarded`;
+          await client.indices.delete({ index: name }, { ignore: [404] });
+        },
+        // The client belongs to the search index that made this rebuild.
+        async close(): Promise<void> {},
+      };
+      return { index: rebuild };
+    },
+
+    async ready(): Promise<void> {
+      const health = await client.cluster.health({ index: alias, wait_for_status: 'yellow', timeout: '2s' });
+      if (health.timed_out || health.status === 'red') {
+        throw new Error(`Elasticsearch index ${alias} is not ready: health ${health.status}${health.timed_out ? ' (timed out)' : ''}`);
+      }
+    },
+
+    indices: aliasIndices,
+  };
+}
