@@ -1,0 +1,600 @@
+import { MongoBulkWriteError, MongoServerError } from 'mongodb';
+import type { Collection, Db, Document } from 'mongodb';
+import type { CloudEvent, StoredEvent } from '@docshare/contracts';
+import { VersionConflict } from './port.ts';
+import type { AppendResult, EventStore } from './port.ts';
+
+/*
+ * The event store on MongoDB, and on FerretDB 1.x standing in for it (docs/mongodb.md). It relies
+ * only on what both servers guarantee: a single-document insert is atomic, and a unique index
+ * lets exactly one of several concurrent inserts of one key through. No transactions, no change
+ * streams, and no update whose atomicity matters: FerretDB 1.x runs `update`/`findAndModify` as
+ * read-then-write, so concurrent `$inc`s lose increments (measured: 200 concurrent `$inc: 1`
+ * moved a counter by 18). Its writes are inserts; its hot reads are lookups by string `_id` (the
+ * only filter FerretDB 1.x hands to SQLite: ~1 µs per stored document scanned, against ~45 µs for
+ * a filter FerretDB evaluates itself; MongoDB uses the `_id` index).
+ *
+ * `events`: the log, and the outbox. ONE document per append, keyed by global position:
+ *   _id           String(position)   the position of the append's first event
+ *   position      that position as a number
+ *   count         events in the append; the next append starts at position + count
+ *   stream        the stream id
+ *   firstVersion  streamversion of the first event; unique with `stream`
+ *   version       the stream's version after the append; unique with `stream`
+ *   events        the CloudEvents as JSON text (FerretDB 1.x refuses nested arrays in
+ *                 documents; JSON text round-trips exactly what the file log would)
+ *   appendedAt    when it was stored
+ * One insert decides the append: it takes the next free position (`_id`) and the stream's next
+ * versions (`stream`+`firstVersion` unique) at once, or neither. A multi-event append is one
+ * document, so no crash and no concurrent writer can leave half of one behind.
+ *
+ * Positions are gap-free: a writer inserts at the position after the newest append it knows of
+ * and, when another writer took that position first, steps over that append and tries again.
+ * So a reader that sees position n sees every position below it: the relay can read the log
+ * from its checkpoint without missing an append still being written.
+ *
+ * `stream_index`: one document per event, keyed "<stream>:<version>", with the event (JSON text),
+ * its position and the version its append reached. Reading a stream and checking its head are
+ * lookups by `_id` there. It is derived from `events`: the writer inserts it after the append and
+ * before acknowledging; were the writer to die in between, the outbox relay (which inserts the
+ * index entries of every append it passes) or the next conflicting append fills it in. Inserting
+ * an entry that exists is a no-op, and every writer of an entry writes the same thing.
+ *
+ * `id_blocks`: `nextId` hands out ids from blocks reserved by inserting `{ _id: "<kind>:<n>" }`:
+ * the unique `_id` gives every block to exactly one store, whichever replica it runs in.
+ */
+
+const EVENTS = 'events';
+const STREAM_INDEX = 'stream_index';
+const ID_BLOCKS = 'id_blocks';
+/** Appends per insertMany of one group commit. */
+const MAX_BATCH = 256;
+/** Lookups issued at once when reading a stream (the window doubles from 1 up to this). */
+const MAX_WINDOW = 64;
+/** Driver limits are int32s. */
+const MAX_LIMIT = 2 ** 31 - 1;
+/** Times a batch may lose the race for a position before its appends fail. */
+const MAX_POSITION_RACES = 1000;
+/** Streams whose newest known append end a store remembers. */
+const KNOWN_ENDS = 10_000;
+
+/** An `events` document: one append. */
+export interface AppendDoc {
+  _id: string;
+  position: number;
+  count: number;
+  stream: string;
+  firstVersion: number;
+  version: number;
+  events: string;
+  appendedAt: Date;
+}
+
+/** A `stream_index` document: one event of a stream. */
+export interface StreamIndexDoc {
+  _id: string;
+  stream: string;
+  version: number;
+  position: number;
+  /** The version the event's append reached: a stream is only "at" a version that ends an append. */
+  last: number;
+  event: string;
+}
+
+interface IdBlockDoc {
+  _id: string;
+  kind: string;
+  block: number;
+  /** The block holds the ids after the previous block's `upTo`, up to this one. */
+  upTo: number;
+  reservedAt: Date;
+}
+
+/** What the outbox relay reads: the log from a checkpoint. */
+export interface MongoOutbox {
+  /**
+   * The appends after `afterPosition` (which must end an append, as every position the relay
+   * checkpoints does), whole and in global order: up to `limit` events, but at least one append
+   * when there is one. Fills in any stream-index entries of theirs that are missing.
+   */
+  readAfter(afterPosition: number, limit: number): Promise<StoredEvent<CloudEvent>[]>;
+  /** Position of the newest event (0 when empty). */
+  lastPosition(): Promise<number>;
+}
+
+export type MongoEventStore = EventStore & {
+  /** Calls `listener` with the new last position after every append batch; returns an unsubscribe. */
+  onAppend(listener: (lastPosition: number) => void): () => void;
+};
+
+export interface MongoEventStoreOptions {
+  /** Ids reserved per `id_blocks` document (default 20). Unused ids of a block are lost on close: gaps are allowed. */
+  idBlockSize?: number;
+  /** Told about recoverable trouble (a throwing listener, a stream index left to the relay). */
+  onWarning?: (message: string) => void;
+}
+
+/** Secondary indexes of `events`. The stream ones are what makes a conflicting append fail. */
+export const EVENT_INDEXES = [
+  { key: { stream: 1, firstVersion: 1 }, name: 'stream_first_version', unique: true },
+  { key: { stream: 1, version: 1 }, name: 'stream_version', unique: true },
+  { key: { position: 1 }, name: 'position', unique: true },
+] as const;
+
+const isDuplicateKey = (error: unknown): boolean => error instanceof MongoServerError && error.code === 11000;
+
+const indexId = (stream: string, version: number): string => `${stream}:${version}`;
+
+/** The first write error of a bulk write, if the error is one. */
+function firstWriteError(error: unknown): { index: number; code: number | undefined } | undefined {
+  if (!(error instanceof MongoBulkWriteError)) return undefined;
+  const [first] = [error.writeErrors].flat();
+  return first ? { index: first.index, code: first.code } : undefined;
+}
+
+/** Creates the missing ones of `indexes` one at a time (FerretDB 1.24 drops the connection on a multi-index createIndexes of existing indexes). */
+async function ensureIndexes<T extends Document>(
+  collection: Collection<T>,
+  indexes: readonly { key: Readonly<Record<string, 1 | -1>>; name: string; unique?: boolean }[],
+): Promise<void> {
+  const existing = new Set<string>();
+  try {
+    for (const index of await collection.indexes()) if (typeof index.name === 'string') existing.add(index.name);
+  } catch (error) {
+    // A collection that does not exist yet has no indexes.
+    if (!(error instanceof MongoServerError && error.code === 26)) throw error;
+  }
+  for (const index of indexes) {
+    if (!existing.has(index.name)) await collection.createIndex({ ...index.key }, { name: index.name, unique: index.unique ?? false });
+  }
+}
+
+function storedEvents(doc: AppendDoc): StoredEvent<CloudEvent>[] {
+  return (JSON.parse(doc.events) as CloudEvent[]).map((event, i) => ({ position: doc.position + i, event }));
+}
+
+function indexDocs(doc: AppendDoc): StreamIndexDoc[] {
+  return (JSON.parse(doc.events) as CloudEvent[]).map((event, i) => ({
+    _id: indexId(doc.stream, doc.firstVersion + i),
+    stream: doc.stream,
+    version: doc.firstVersion + i,
+    position: doc.position + i,
+    last: doc.version,
+    event: JSON.stringify(event),
+  }));
+}
+
+/** Inserts the stream-index entries of `appends`; entries already there are left as they are (they hold the same). */
+async function insertIndexEntries(index: Collection<StreamIndexDoc>, appends: readonly AppendDoc[]): Promise<void> {
+  const docs = appends.flatMap(indexDocs);
+  if (docs.length === 0) return;
+  try {
+    await index.insertMany(docs, { ordered: false });
+  } catch (error) {
+    if (!(error instanceof MongoBulkWriteError) || [error.writeErrors].flat().some((e) => e.code !== 11000)) throw error;
+  }
+}
+
+/**
+ * The appends from position `start` on (which must be where an append begins), whole and in order,
+ * up to `limit` events (at least one append when there is any). One range query: an index scan on
+ * MongoDB, and on FerretDB still cheaper than a lookup per append. Stops at a gap, which only an
+ * append being inserted right now can open (positions are otherwise gap-free).
+ */
+async function readLog(events: Collection<AppendDoc>, start: number, limit: number): Promise<AppendDoc[]> {
+  const docs = await events.find({ position: { $gte: start } }).sort({ position: 1 }).limit(Math.max(1, Math.min(limit, MAX_LIMIT))).toArray();
+  const found: AppendDoc[] = [];
+  let next = start;
+  let taken = 0;
+  for (const doc of docs) {
+    if (doc.position !== next || (taken > 0 && taken + doc.count > limit)) break;
+    found.push(doc);
+    taken += doc.count;
+    next = doc.position + doc.count;
+  }
+  return found;
+}
+
+/** Where the log ends, i.e. the next free position: walks on from `known`, which must be where an append begins or the end. */
+async function logEnd(events: Collection<AppendDoc>, known: number): Promise<number> {
+  let end = known;
+  for (;;) {
+    const doc = await events.findOne({ _id: String(end) }, { projection: { position: 1, count: 1 } });
+    if (!doc) return end;
+    end = doc.position + doc.count;
+  }
+}
+
+/** The next free position, from the newest append (one sort: an index scan on MongoDB, a collection scan on FerretDB; used once per open). */
+async function scanLogEnd(events: Collection<AppendDoc>): Promise<number> {
+  const newest = await events.findOne({}, { sort: { position: -1 }, projection: { position: 1, count: 1 } });
+  return newest ? newest.position + newest.count : 1;
+}
+
+/** The outbox view of `events`, for the relay; needs no open store. */
+export function mongoOutbox(db: Db): MongoOutbox {
+  const events = db.collection<AppendDoc>(EVENTS);
+  const index = db.collection<StreamIndexDoc>(STREAM_INDEX);
+  let end: number | null = null;
+  return {
+    async readAfter(afterPosition, limit) {
+      const start = Math.max(0, afterPosition) + 1;
+      // Idle relays ask this all the time: one lookup answers "nothing new".
+      if (!(await events.findOne({ _id: String(start) }, { projection: { _id: 1 } }))) return [];
+      const appends = await readLog(events, start, Math.max(1, Math.floor(limit)));
+      // The relay passes every append: it repairs the stream index a writer that died left unwritten.
+      await insertIndexEntries(index, appends);
+      const last = appends.at(-1);
+      if (last) end = Math.max(end ?? 0, last.position + last.count);
+      return appends.flatMap(storedEvents);
+    },
+    async lastPosition() {
+      end = await logEnd(events, end ?? (await scanLogEnd(events)));
+      return end - 1;
+    },
+  };
+}
+
+interface PendingAppend {
+  stream: string;
+  expected: number;
+  count: number;
+  json: string;
+  resolve(result: AppendResult): void;
+  reject(error: unknown): void;
+}
+
+interface IdBlock {
+  next: number;
+  /** Highest id of the reserved block. */
+  limit: number;
+  reserving: Promise<void> | null;
+}
+
+/** Opens the event store on `db`, creating its indexes. `close` leaves the client open: its owner closes it. */
+export async function openMongoEventStore(db: Db, options: MongoEventStoreOptions = {}): Promise<MongoEventStore> {
+  const idBlockSize = options.idBlockSize ?? 20;
+  if (!Number.isInteger(idBlockSize) || idBlockSize < 1) throw new Error(`idBlockSize must be a positive integer, got ${idBlockSize}`);
+  const warn = (message: string): void => {
+    try {
+      options.onWarning?.(message);
+    } catch {
+      // A broken warning sink must not break the store.
+    }
+  };
+
+  const events = db.collection<AppendDoc>(EVENTS);
+  const index = db.collection<StreamIndexDoc>(STREAM_INDEX);
+  const idBlocks = db.collection<IdBlockDoc>(ID_BLOCKS);
+  await ensureIndexes(events, EVENT_INDEXES);
+  /** Where this store believes the log ends: always where an append begins or the true end. */
+  let knownEnd = await scanLogEnd(events);
+
+  let closing: Promise<void> | null = null;
+  const assertOpen = (): void => {
+    if (closing) throw new Error('mongo event store is closed');
+  };
+
+  const listeners = new Set<(lastPosition: number) => void>();
+  const notify = (lastPosition: number): void => {
+    for (const listener of listeners) {
+      try {
+        listener(lastPosition);
+      } catch (error) {
+        warn(`mongo event store: onAppend listener threw: ${String(error)}`);
+      }
+    }
+  };
+
+  /**
+   * The stream's version when an append at `expected` conflicted, from `events` itself (an index
+   * scan on MongoDB; a collection scan on FerretDB, but only conflicts pay it). Appends the stream
+   * index lacks get their entries, so the caller's next read sees what it conflicted with.
+   */
+  const conflictVersion = async (stream: string, expected: number): Promise<number> => {
+    const newer = await events.find({ stream, version: { $gt: expected } }).sort({ stream: 1, version: 1 }).toArray();
+    if (newer.length > 0) {
+      await insertIndexEntries(index, newer);
+      return (newer.at(-1) as AppendDoc).version;
+    }
+    const head = await events.findOne({ stream }, { sort: { stream: -1, version: -1 }, projection: { version: 1 } });
+    return head?.version ?? 0;
+  };
+
+  // Group commit: appends whose head check passed queue up; one insertMany stores them all.
+  let queue: PendingAppend[] = [];
+  let flushing: Promise<void> | null = null;
+
+  const flush = async (): Promise<void> => {
+    await Promise.resolve(); // lets appends issued in the same tick join the first batch
+    try {
+      while (queue.length > 0) {
+        const batch = queue.slice(0, MAX_BATCH);
+        queue = queue.slice(MAX_BATCH);
+        await storeBatch(batch);
+      }
+    } finally {
+      flushing = null;
+    }
+  };
+
+  /** Stores `batch` in order, settling every entry: resolved, VersionConflict, or the error that stopped it. */
+  const storeBatch = async (batch: PendingAppend[]): Promise<void> => {
+    const stored: { entry: PendingAppend; doc: AppendDoc }[] = [];
+    let races = 0;
+    let pending = batch;
+    while (pending.length > 0) {
+      let position = knownEnd;
+      const appendedAt = new Date();
+      const docs = pending.map((entry): AppendDoc => {
+        const doc: AppendDoc = {
+          _id: String(position),
+          position,
+          count: entry.count,
+          stream: entry.stream,
+          firstVersion: entry.expected + 1,
+          version: entry.expected + entry.count,
+          events: entry.json,
+          appendedAt,
+        };
+        position += entry.count;
+        return doc;
+      });
+
+      let inserted = docs.length;
+      let failure: unknown = null;
+      try {
+        await events.insertMany(docs, { ordered: true });
+      } catch (error) {
+        const writeError = firstWriteError(error);
+        if (!writeError) {
+          // No per-document report (network trouble, server gone): which appends were stored is
+          // unknown, so none is acknowledged. One stored anyway is a real event: the relay
+          // publishes it and fills in its stream index; its caller only failed to hear of it.
+          for (const entry of pending) entry.reject(error);
+          knownEnd = await scanLogEnd(events).catch(() => knownEnd);
+          break;
+        }
+        inserted = writeError.index;
+        failure = writeError.code === 11000 ? 'duplicate' : error;
+      }
+      for (let i = 0; i < inserted; i++) stored.push({ entry: pending[i] as PendingAppend, doc: docs[i] as AppendDoc });
+      if (inserted > 0) {
+        const last = docs[inserted - 1] as AppendDoc;
+        knownEnd = last.position + last.count;
+      }
+      if (failure === null) break;
+
+      const failed = pending[inserted] as PendingAppend;
+      const rest = pending.slice(inserted + 1);
+      if (failure !== 'duplicate') {
+        failed.reject(failure);
+        pending = rest;
+        continue;
+      }
+      // The duplicate is either the position (another writer appended there first: step over its
+      // append and retry) or the stream's next version (a conflict). FerretDB does not name the
+      // index, so look: the position is taken iff an append sits there.
+      try {
+        const end = await logEnd(events, knownEnd);
+        if (end !== knownEnd) {
+          knownEnd = end;
+          if (++races > MAX_POSITION_RACES) throw new Error(`append batch lost the race for a position ${races} times`);
+          pending = [failed, ...rest];
+        } else {
+          failed.reject(new VersionConflict(failed.stream, failed.expected, await conflictVersion(failed.stream, failed.expected)));
+          pending = rest;
+        }
+      } catch (error) {
+        failed.reject(error);
+        pending = rest;
+      }
+    }
+
+    if (stored.length === 0) return;
+    try {
+      await insertIndexEntries(index, stored.map((s) => s.doc));
+    } catch (error) {
+      // The appends are stored and will be published; the relay writes the missing entries.
+      warn(`mongo event store: stream index not written for ${stored.length} appends, left to the outbox relay: ${String(error)}`);
+    }
+    for (const { entry, doc } of stored) {
+      rememberEnd(doc.stream, doc.version);
+      entry.resolve({ version: doc.version, position: doc.position + doc.count - 1 });
+    }
+    notify(knownEnd - 1);
+  };
+
+  /**
+   * Per stream, a version this store has seen end an append (its own, or the end of a read).
+   * Versions are never removed, so it ends an append for good: an append expecting exactly that
+   * version needs no lookup to know it. Bounded; the oldest entries go first.
+   */
+  const knownEnds = new Map<string, number>();
+  const rememberEnd = (stream: string, version: number): void => {
+    knownEnds.delete(stream);
+    knownEnds.set(stream, version);
+    if (knownEnds.size > KNOWN_ENDS) knownEnds.delete(knownEnds.keys().next().value as string);
+  };
+
+  /** Appends begun before close: close waits for them. */
+  const inFlight = new Set<Promise<unknown>>();
+
+  const append = (streamId: string, expectedVersion: number, appended: readonly CloudEvent[]): Promise<AppendResult> => {
+    try {
+      assertOpen();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const work = appendNow(streamId, expectedVersion, appended);
+    const tracked = work.catch(() => undefined);
+    inFlight.add(tracked);
+    void tracked.then(() => inFlight.delete(tracked));
+    return work;
+  };
+
+  const appendNow = async (streamId: string, expectedVersion: number, appended: readonly CloudEvent[]): Promise<AppendResult> => {
+    validateAppend(streamId, expectedVersion, appended);
+    const json = JSON.stringify(appended);
+    // The stream must be exactly at `expectedVersion`, and that must end an append (a version
+    // inside a multi-event append, or past the head, is refused). Whether anything follows it
+    // the insert itself decides: the unique stream+firstVersion refuses a second append of
+    // `expectedVersion + 1`, also one made between this check and the insert.
+    if (expectedVersion > 0 && knownEnds.get(streamId) !== expectedVersion) {
+      const atExpected = await index.findOne({ _id: indexId(streamId, expectedVersion) }, { projection: { last: 1 } });
+      if (atExpected?.last !== expectedVersion) {
+        throw new VersionConflict(streamId, expectedVersion, await conflictVersion(streamId, expectedVersion));
+      }
+    }
+    return new Promise<AppendResult>((resolve, reject) => {
+      queue.push({ stream: streamId, expected: expectedVersion, count: appended.length, json, resolve, reject });
+      flushing ??= flush();
+    });
+  };
+
+  const blocks = new Map<string, IdBlock>();
+  /** Highest block number known to exist per kind. */
+  const topBlocks = new Map<string, number>();
+
+  const blockDoc = (kind: string, block: number): Promise<IdBlockDoc | null> => idBlocks.findOne({ _id: `${kind}:${block}` });
+
+  /** The newest block of `kind` (blocks are numbered 1, 2, ... without gaps): gallops from the last one known, then bisects. */
+  const topBlock = async (kind: string): Promise<IdBlockDoc | null> => {
+    let low = topBlocks.get(kind) ?? 0;
+    let lowDoc = low === 0 ? null : await blockDoc(kind, low);
+    let step = 1;
+    let high = low + step;
+    let highDoc = await blockDoc(kind, high);
+    while (highDoc) {
+      [low, lowDoc] = [high, highDoc];
+      step *= 2;
+      high = low + step;
+      highDoc = await blockDoc(kind, high);
+    }
+    while (high - low > 1) {
+      const middle = Math.floor((low + high) / 2);
+      const doc = await blockDoc(kind, middle);
+      if (doc) [low, lowDoc] = [middle, doc];
+      else high = middle;
+    }
+    topBlocks.set(kind, low);
+    return lowDoc;
+  };
+
+  /** Reserves the next block of `kind`: the insert of its `_id` succeeds for one store only. */
+  const reserveBlock = async (kind: string, block: IdBlock): Promise<void> => {
+    for (;;) {
+      const top = await topBlock(kind);
+      const number = (top?.block ?? 0) + 1;
+      const from = (top?.upTo ?? 0) + 1;
+      const upTo = from + idBlockSize - 1;
+      try {
+        await idBlocks.insertOne({ _id: `${kind}:${number}`, kind, block: number, upTo, reservedAt: new Date() });
+      } catch (error) {
+        // Another store took this block first: find the new top and go on.
+        if (isDuplicateKey(error)) continue;
+        throw error;
+      }
+      topBlocks.set(kind, number);
+      block.next = from;
+      block.limit = upTo;
+      return;
+    }
+  };
+
+  const nextId = async (kind: string): Promise<number> => {
+    if (typeof kind !== 'string' || kind === '') throw new Error('nextId needs a non-empty kind');
+    assertOpen();
+    let block = blocks.get(kind);
+    if (!block) blocks.set(kind, (block = { next: 1, limit: 0, reserving: null }));
+    for (;;) {
+      if (block.next <= block.limit) return block.next++;
+      assertOpen();
+      const current = block;
+      current.reserving ??= reserveBlock(kind, current).finally(() => {
+        current.reserving = null;
+      });
+      await current.reserving;
+    }
+  };
+
+  /** Events of a stream after `afterVersion`, by `_id`, a widening window of lookups at a time. */
+  const readStream = async (streamId: string, afterVersion = 0): Promise<StoredEvent<CloudEvent>[]> => {
+    assertOpen();
+    const docs: Pick<StreamIndexDoc, 'event' | 'position' | 'version' | 'last'>[] = [];
+    let next = Math.max(0, Math.floor(afterVersion)) + 1;
+    let window = 1;
+    walk: for (;;) {
+      const found = await Promise.all(
+        Array.from({ length: window }, (_, i) =>
+          index.findOne({ _id: indexId(streamId, next + i) }, { projection: { event: 1, position: 1, version: 1, last: 1 } })),
+      );
+      for (const doc of found) {
+        if (!doc) break walk;
+        docs.push(doc);
+        next++;
+      }
+      window = Math.min(window * 2, MAX_WINDOW);
+    }
+    // Index entries of a multi-event append may be caught half written: end at the last whole append.
+    let end = docs.length;
+    while (end > 0 && (docs[end - 1] as StreamIndexDoc).last !== (docs[end - 1] as StreamIndexDoc).version) end--;
+    if (end > 0) rememberEnd(streamId, (docs[end - 1] as StreamIndexDoc).version);
+    return docs.slice(0, end).map((doc) => ({ position: doc.position, event: JSON.parse(doc.event) as CloudEvent }));
+  };
+
+  return {
+    readStream,
+    append,
+    async readAll(afterPosition, limit) {
+      assertOpen();
+      const wanted = Math.floor(limit);
+      if (!(wanted > 0)) return [];
+      const after = Math.max(0, Math.floor(afterPosition));
+      let start = after + 1;
+      if (!(await events.findOne({ _id: String(start) }, { projection: { _id: 1 } }))) {
+        // Either the end of the log, or a position inside a multi-event append: start at that append.
+        const holder = await events.findOne({ position: { $lte: after } }, { sort: { position: -1 }, projection: { position: 1, count: 1 } });
+        if (!holder || holder.position + holder.count <= start) return [];
+        start = holder.position;
+      }
+      const appends = await readLog(events, start, wanted + (after + 1 - start));
+      return appends.flatMap(storedEvents).filter((record) => record.position > after).slice(0, wanted);
+    },
+    async lastPosition() {
+      assertOpen();
+      knownEnd = await logEnd(events, knownEnd);
+      return knownEnd - 1;
+    },
+    nextId,
+    onAppend(listener) {
+      listeners.add(listener);
+      return () => {
+        listeners.delete(listener);
+      };
+    },
+    close() {
+      closing ??= (async () => {
+        while (inFlight.size > 0) await Promise.all(inFlight);
+        while (flushing) await flushing;
+      })();
+      return closing;
+    },
+  };
+}
+
+function validateAppend(streamId: string, expectedVersion: number, events: readonly CloudEvent[]): void {
+  if (typeof streamId !== 'string' || streamId === '') throw new Error('append needs a non-empty streamId');
+  if (!Number.isInteger(expectedVersion) || expectedVersion < 0) {
+    throw new Error(`append to ${streamId}: expectedVersion must be a non-negative integer, got ${expectedVersion}`);
+  }
+  if (!Array.isArray(events) || events.length === 0) throw new Error(`append to ${streamId}: no events given`);
+  events.forEach((event, i) => {
+    if (event?.subject !== streamId) {
+      throw new Error(`append to ${streamId}: event ${i} has subject ${String(event?.subject)}`);
+    }
+    if (event.streamversion !== expectedVersion + i + 1) {
+      throw new Error(`append to ${streamId}: event ${i} has streamversion ${event.streamversion}, expected ${expectedVersion + i + 1}`);
+    }
+  });
+}

@@ -1,0 +1,285 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, describe, it } from 'node:test';
+import type { CloudEvent } from '@docshare/contracts';
+import { eventStoreContract } from '../src/contract.ts';
+import { mongoOutbox, openMongoEventStore } from '../src/mongo-event-store.ts';
+import type { AppendDoc, MongoEventStore, StreamIndexDoc } from '../src/mongo-event-store.ts';
+import { VersionConflict } from '../src/port.ts';
+import { connectTestServer } from './mongo-server.ts';
+
+const server = await connectTestServer();
+after(() => server.cleanup());
+
+const testEvent = (subject: string, streamversion: number, data: unknown = { n: streamversion }): CloudEvent => ({
+  specversion: '1.0',
+  id: randomUUID(),
+  source: '/docshare/test',
+  type: 'docs.test.happened.v1',
+  time: new Date().toISOString(),
+  subject,
+  datacontenttype: 'application/json',
+  data,
+  correlationid: 'c',
+  causationid: 'c',
+  streamversion,
+});
+
+const eventsFor = (subject: string, fromVersion: number, count: number): CloudEvent[] =>
+  Array.from({ length: count }, (_, i) => testEvent(subject, fromVersion + i));
+
+/** Appends one event to `stream`, reading its version and retrying on conflicts, as the command handler does. */
+async function appendWithRetry(store: MongoEventStore, stream: string): Promise<void> {
+  for (;;) {
+    const version = (await store.readStream(stream)).length;
+    try {
+      await store.append(stream, version, [testEvent(stream, version + 1)]);
+      return;
+    } catch (error) {
+      if (!(error instanceof VersionConflict)) throw error;
+    }
+  }
+}
+
+it('reports which MongoDB wire server answered', (t) => {
+  t.diagnostic(`MongoDB wire server: ${server.server}`);
+  assert.ok(server.server.length > 0);
+});
+
+const contractDb = server.freshDb('es_contract');
+eventStoreContract('mongo', () => openMongoEventStore(contractDb));
+
+describe('mongo event store', () => {
+  it('stores one document per append keyed by position, and one stream-index entry per event', async () => {
+    const db = server.freshDb('es_shape');
+    const store = await openMongoEventStore(db);
+    const first = [testEvent('shape', 1, { nested: [[1, 2], [3, [4]]], empty: {}, list: [] })];
+    const more = eventsFor('shape', 2, 3);
+    assert.deepEqual(await store.append('shape', 0, first), { version: 1, position: 1 });
+    assert.deepEqual(await store.append('shape', 1, more), { version: 4, position: 4 });
+
+    const docs = await db.collection<AppendDoc>('events').find({}).sort({ position: 1 }).toArray();
+    assert.deepEqual(docs.map((doc) => ({ ...doc, appendedAt: doc.appendedAt instanceof Date })), [
+      { _id: '1', position: 1, count: 1, stream: 'shape', firstVersion: 1, version: 1, events: JSON.stringify(first), appendedAt: true },
+      { _id: '2', position: 2, count: 3, stream: 'shape', firstVersion: 2, version: 4, events: JSON.stringify(more), appendedAt: true },
+    ]);
+    const entries = await db.collection<StreamIndexDoc>('stream_index').find({}).sort({ version: 1 }).toArray();
+    assert.deepEqual(entries.map((e) => [e._id, e.version, e.position, e.last]), [
+      ['shape:1', 1, 1, 1], ['shape:2', 2, 2, 4], ['shape:3', 3, 3, 4], ['shape:4', 4, 4, 4],
+    ]);
+    assert.deepEqual(JSON.parse(entries[2]!.event), more[1]);
+    // Nested arrays, which FerretDB 1.x refuses inside BSON documents, come back intact.
+    assert.deepEqual((await store.readStream('shape')).map((r) => r.event), [...first, ...more]);
+    assert.deepEqual((await store.readStream('shape', 2)).map((r) => [r.position, r.event.streamversion]), [[3, 3], [4, 4]]);
+
+    const indexes = new Map((await db.collection('events').indexes()).map((index) => [index.name, index]));
+    assert.deepEqual(indexes.get('stream_first_version')?.key, { stream: 1, firstVersion: 1 });
+    assert.equal(indexes.get('stream_first_version')?.unique, true);
+    assert.deepEqual(indexes.get('stream_version')?.key, { stream: 1, version: 1 });
+    assert.equal(indexes.get('stream_version')?.unique, true);
+    assert.equal(indexes.get('position')?.unique, true);
+    await store.close();
+    // Reopening finds its indexes in place (and does not recreate them).
+    await (await openMongoEventStore(db)).close();
+  });
+
+  it('refuses an append at a version inside a multi-event append', async () => {
+    const store = await openMongoEventStore(server.freshDb('es_inside'));
+    await store.append('in', 0, eventsFor('in', 1, 3));
+    await assert.rejects(store.append('in', 2, eventsFor('in', 3, 1)), (error: unknown) => {
+      assert.ok(error instanceof VersionConflict);
+      assert.equal(error.actual, 3);
+      return true;
+    });
+    assert.equal((await store.append('in', 3, eventsFor('in', 4, 1))).version, 4);
+    await store.close();
+  });
+
+  it('recovers from a writer that died between storing an append and indexing it', async () => {
+    const db = server.freshDb('es_repair');
+    const store = await openMongoEventStore(db);
+    await store.append('r', 0, eventsFor('r', 1, 1));
+    // What a writer killed right after its insert leaves behind: the append, no stream-index entries.
+    const orphan = eventsFor('r', 2, 2);
+    await db.collection<AppendDoc>('events').insertOne({
+      _id: '2', position: 2, count: 2, stream: 'r', firstVersion: 2, version: 3, events: JSON.stringify(orphan), appendedAt: new Date(),
+    });
+    assert.equal((await store.readStream('r')).length, 1);
+    assert.equal(await store.lastPosition(), 3);
+
+    // An append at the stale version conflicts, names the real version and fills the index in.
+    await assert.rejects(store.append('r', 1, eventsFor('r', 2, 1)), (error: unknown) => {
+      assert.ok(error instanceof VersionConflict);
+      assert.equal(error.actual, 3);
+      return true;
+    });
+    assert.deepEqual((await store.readStream('r', 1)).map((r) => r.event), orphan);
+    assert.deepEqual(await store.append('r', 3, eventsFor('r', 4, 1)), { version: 4, position: 4 });
+
+    // The relay's read fills the index in too.
+    const other = eventsFor('q', 1, 1);
+    await db.collection<AppendDoc>('events').insertOne({
+      _id: '5', position: 5, count: 1, stream: 'q', firstVersion: 1, version: 1, events: JSON.stringify(other), appendedAt: new Date(),
+    });
+    assert.deepEqual(await store.readStream('q'), []);
+    assert.deepEqual((await mongoOutbox(db).readAfter(4, 10)).map((r) => r.event), other);
+    assert.deepEqual((await store.readStream('q')).map((r) => r.event), other);
+    await store.close();
+  });
+
+  it('numbers positions 1..n without gaps under many concurrent appends, across two replicas', async () => {
+    const db = server.freshDb('es_race');
+    const [a, b] = [await openMongoEventStore(db), await openMongoEventStore(db)];
+    const streams = Array.from({ length: 12 }, (_, i) => `race-${i}`);
+    // Every stream is appended to 6 times by each replica, all at once: conflicts on versions
+    // (same stream) and races for positions (different streams, different replicas).
+    await Promise.all(
+      [a, b].flatMap((store) =>
+        streams.map(async (stream) => {
+          for (let i = 0; i < 6; i++) await appendWithRetry(store, stream);
+        }),
+      ),
+    );
+
+    const total = streams.length * 12;
+    assert.equal(await a.lastPosition(), total);
+    const all = await b.readAll(0, 10_000);
+    assert.deepEqual(all.map((r) => r.position), Array.from({ length: total }, (_, i) => i + 1));
+    for (const stream of streams) {
+      const records = await a.readStream(stream);
+      assert.deepEqual(records.map((r) => r.event.streamversion), Array.from({ length: 12 }, (_, i) => i + 1));
+      for (let i = 1; i < records.length; i++) assert.ok(records[i]!.position > records[i - 1]!.position, `${stream} out of order`);
+    }
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('stores a multi-event append whole or not at all, also when racing a single-event append', async () => {
+    const db = server.freshDb('es_multi');
+    const [a, b] = [await openMongoEventStore(db), await openMongoEventStore(db)];
+    for (let round = 0; round < 20; round++) {
+      const stream = `multi-${round}`;
+      await a.append(stream, 0, [testEvent(stream, 1)]);
+      const results = await Promise.allSettled([a.append(stream, 1, eventsFor(stream, 2, 3)), b.append(stream, 1, eventsFor(stream, 2, 1))]);
+      const won = results.findIndex((r) => r.status === 'fulfilled');
+      assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
+      assert.equal((await a.readStream(stream)).length, won === 0 ? 4 : 2);
+      const loser = results[1 - won] as PromiseRejectedResult;
+      assert.ok(loser.reason instanceof VersionConflict);
+    }
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('never hands out an id twice across replicas and reopens; fresh kinds start at 1', async () => {
+    const db = server.freshDb('es_ids');
+    const seen = new Set<number>();
+    for (let round = 0; round < 3; round++) {
+      const stores = [await openMongoEventStore(db, { idBlockSize: 7 }), await openMongoEventStore(db, { idBlockSize: 3 })];
+      const ids = (await Promise.all(stores.flatMap((store) => Array.from({ length: 25 }, () => store.nextId('files'))))).flat();
+      for (const id of ids) {
+        assert.ok(Number.isSafeInteger(id) && id > 0);
+        assert.ok(!seen.has(id), `id ${id} handed out twice`);
+        seen.add(id);
+      }
+      await Promise.all(stores.map((store) => store.close()));
+    }
+    assert.equal(seen.size, 150);
+    const store = await openMongoEventStore(db);
+    assert.equal(await store.nextId('users'), 1);
+    await store.close();
+  });
+
+  it('tells onAppend listeners the new last position', async () => {
+    const store = await openMongoEventStore(server.freshDb('es_listen'));
+    const calls: number[] = [];
+    const unsubscribe = store.onAppend((position) => calls.push(position));
+    await store.append('l', 0, eventsFor('l', 1, 2));
+    assert.deepEqual(calls, [2]);
+    unsubscribe();
+    await store.append('l', 2, eventsFor('l', 3, 1));
+    assert.deepEqual(calls, [2]);
+    await store.close();
+  });
+
+  it('serves the outbox: whole appends after a checkpoint, in order', async () => {
+    const db = server.freshDb('es_outbox');
+    const store = await openMongoEventStore(db);
+    const outbox = mongoOutbox(db);
+    assert.deepEqual(await outbox.readAfter(0, 10), []);
+    assert.equal(await outbox.lastPosition(), 0);
+    await store.append('o1', 0, eventsFor('o1', 1, 3));
+    await store.append('o2', 0, eventsFor('o2', 1, 1));
+    await store.append('o1', 3, eventsFor('o1', 4, 2));
+    assert.equal(await outbox.lastPosition(), 6);
+
+    // A limit inside an append still returns that whole append; the next one waits.
+    assert.deepEqual((await outbox.readAfter(0, 2)).map((r) => r.position), [1, 2, 3]);
+    const page = await outbox.readAfter(0, 5);
+    assert.deepEqual(page.map((r) => r.position), [1, 2, 3, 4]);
+    assert.deepEqual(page, await store.readAll(0, 4));
+    const rest = await outbox.readAfter(4, 100);
+    assert.deepEqual(rest.map((r) => `${r.event.subject}@${r.event.streamversion}`), ['o1@4', 'o1@5']);
+    assert.deepEqual(await outbox.readAfter(6, 100), []);
+    await store.close();
+  });
+
+  it('readAll starts inside a multi-event append and stops at the end of the log', async () => {
+    const store = await openMongoEventStore(server.freshDb('es_readall'));
+    await store.append('a', 0, eventsFor('a', 1, 4));
+    await store.append('b', 0, eventsFor('b', 1, 1));
+    assert.deepEqual((await store.readAll(2, 10)).map((r) => r.position), [3, 4, 5]);
+    assert.deepEqual((await store.readAll(1, 2)).map((r) => r.position), [2, 3]);
+    assert.deepEqual(await store.readAll(5, 10), []);
+    assert.deepEqual(await store.readAll(99, 10), []);
+    assert.deepEqual(await store.readAll(0, 0), []);
+    await store.close();
+  });
+
+  it('close waits for appends in flight and refuses later ones', async () => {
+    const store = await openMongoEventStore(server.freshDb('es_close'));
+    const inFlight = store.append('c', 0, eventsFor('c', 1, 1));
+    await store.close();
+    assert.deepEqual(await inFlight, { version: 1, position: 1 });
+    await assert.rejects(store.append('c', 1, eventsFor('c', 2, 1)), /closed/);
+    await assert.rejects(store.nextId('files'), /closed/);
+  });
+
+  it('measures append throughput (reported, not asserted)', async (t) => {
+    const store = await openMongoEventStore(server.freshDb('es_speed'));
+    const sequential = 300;
+    let started = performance.now();
+    for (let v = 0; v < sequential; v++) await store.append('seq', v, [testEvent('seq', v + 1)]);
+    const sequentialMs = performance.now() - started;
+
+    // 64 streams appended to at once, each stream one command after another (as the command handler does).
+    const streams = 64;
+    const perStream = 30;
+    started = performance.now();
+    await Promise.all(
+      Array.from({ length: streams }, async (_, s) => {
+        for (let v = 0; v < perStream; v++) await store.append(`par-${s}`, v, [testEvent(`par-${s}`, v + 1)]);
+      }),
+    );
+    const concurrentMs = performance.now() - started;
+
+    // As the command handler does it: read what is new in the stream (usually nothing), then append.
+    const commands = 8;
+    started = performance.now();
+    await Promise.all(
+      Array.from({ length: streams }, async (_, s) => {
+        for (let v = perStream; v < perStream + commands; v++) {
+          assert.deepEqual(await store.readStream(`par-${s}`, v), []);
+          await store.append(`par-${s}`, v, [testEvent(`par-${s}`, v + 1)]);
+        }
+      }),
+    );
+    const commandMs = performance.now() - started;
+    const total = streams * perStream;
+    assert.equal(await store.lastPosition(), sequential + total + streams * commands);
+    const rate = (count: number, ms: number): string => (count / (ms / 1000)).toFixed(0);
+    t.diagnostic(`${server.server}, log of ${sequential + total + streams * commands} events: one stream, one append at a time ` +
+      `${rate(sequential, sequentialMs)} appends/s (${(sequentialMs / sequential).toFixed(2)} ms each); ` +
+      `${streams} streams at once ${rate(total, concurrentMs)} appends/s; ` +
+      `${streams} streams at once, each append after a readStream ${rate(streams * commands, commandMs)} read+appends/s`);
+    await store.close();
+  });
+});

@@ -1,0 +1,2 @@
+export * from './lease.ts';
+export * from './relay.ts';

@@ -1,0 +1,209 @@
+import { MongoServerError } from 'mongodb';
+import type { Db } from 'mongodb';
+import type { CloudEvent, StoredEvent } from '@docshare/contracts';
+import type { EventPublisher } from '@docshare/event-bus';
+import { mongoOutbox } from '@docshare/event-store';
+import { makeLease } from './lease.ts';
+
+/*
+ * The outbox relay: puts every event of the MongoDB event store on the bus, at least once, in
+ * global (so per-stream) order. The events ARE the outbox: `events` is written before a command
+ * is acknowledged, so whatever was acknowledged is in the log; the relay walks the log from its
+ * checkpoint (`outbox_checkpoints`, the position of the last event the bus has durably accepted):
+ *
+ *   hold the lease → read whole appends after the checkpoint → publish → advance the checkpoint
+ *
+ * A failed publish is retried with backoff, never skipped. A relay that dies between a publish and
+ * its checkpoint publishes that batch again after the restart (or its successor does): consumers
+ * see an event twice, which idempotent projections absorb. The checkpoint never moves backwards.
+ *
+ * One relay of many replicas publishes at a time (lease.ts); the others stand by and take over
+ * when its lease lapses or is released. Even two relays publishing at once (a stalled holder) keep
+ * each stream's order as consumers see it: each publishes a prefix of the log in order, so the
+ * first copy of every event comes after the first copy of the event before it.
+ */
+
+const CHECKPOINTS = 'outbox_checkpoints';
+
+interface CheckpointDoc {
+  _id: string;
+  position: number;
+  owner: string;
+  updatedAt: Date;
+}
+
+/** The little of a logger the relay uses (pino's Logger fits). */
+export interface RelayLogger {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+export interface OutboxRelayOptions {
+  db: Db;
+  publisher: EventPublisher;
+  logger: RelayLogger;
+  /** This relay's identity for the lease: unique per process, e.g. `${hostname()}:${process.pid}`. */
+  owner: string;
+  /** Events per publish, about (whole appends; default 256). */
+  batchSize?: number;
+  /** Poll interval when the log has nothing new and nobody called notify (default 50). */
+  idleMs?: number;
+  /** Lease length; a standby checks for a lapsed lease every leaseMs/4 (default 10000). */
+  leaseMs?: number;
+  /** Backoff after a failure: from retryMinMs, doubling, up to retryMaxMs (defaults 100, 5000). */
+  retryMinMs?: number;
+  retryMaxMs?: number;
+  /** Names the lease and the checkpoint: relays of one name share them (default 'outbox'). */
+  name?: string;
+}
+
+export interface OutboxRelay {
+  /** Wakes an idle relay now (call it after an append: low latency without a hot poll). */
+  notify(): void;
+  /** Finishes the batch in hand (publish and checkpoint), then stops and releases the lease. */
+  stop(): Promise<void>;
+  /** Events in the log after the durable checkpoint: appended but not yet known to be published. */
+  lag(): Promise<number>;
+  /** Whether this relay held the lease at its last check. */
+  isLeader(): boolean;
+  /** Events this relay has published (a repeat after a failure counts again). */
+  publishedCount(): number;
+}
+
+/** Starts the relay loop; it runs until `stop`. */
+export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
+  const { db, publisher, logger, owner } = options;
+  const batchSize = options.batchSize ?? 256;
+  const idleMs = options.idleMs ?? 50;
+  const leaseMs = options.leaseMs ?? 10_000;
+  const retryMinMs = options.retryMinMs ?? 100;
+  const retryMaxMs = options.retryMaxMs ?? 5_000;
+  const name = options.name ?? 'outbox';
+  if (!Number.isInteger(batchSize) || batchSize < 1) throw new Error(`batchSize must be a positive integer, got ${batchSize}`);
+
+  const outbox = mongoOutbox(db);
+  const checkpoints = db.collection<CheckpointDoc>(CHECKPOINTS);
+  const lease = makeLease({ db, name: `outbox-relay:${name}`, owner, leaseMs });
+
+  const loadCheckpoint = async (): Promise<number> => (await checkpoints.findOne({ _id: name }))?.position ?? 0;
+
+  /** Moves the durable checkpoint forward to `position` (never back: a stale relay's write is dropped). */
+  const saveCheckpoint = async (position: number): Promise<void> => {
+    try {
+      await checkpoints.updateOne(
+        { _id: name, position: { $lt: position } },
+        { $set: { position, owner, updatedAt: new Date() } },
+        { upsert: true },
+      );
+    } catch (error) {
+      // The checkpoint is already at or past `position`.
+      if (!(error instanceof MongoServerError && error.code === 11000)) throw error;
+    }
+  };
+
+  let stopping = false;
+  let woken = false;
+  let wake: (() => void) | null = null;
+  let published = 0;
+  /** Where this relay, as leader, has published up to; null when it must be (re)read. */
+  let checkpoint: number | null = null;
+  /** Published but not yet saved (the save failed). */
+  let unsaved = false;
+
+  /** Waits `ms`, or less when stopped (or notified, if `notifiable`). */
+  const pause = (ms: number, notifiable: boolean): Promise<void> => {
+    if (stopping || (notifiable && woken)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        wake = null;
+        resolve();
+      }
+      wake = () => {
+        if (stopping || notifiable) done();
+      };
+    });
+  };
+
+  const backoff = (failures: number): number => Math.min(retryMaxMs, retryMinMs * 2 ** Math.min(failures - 1, 30));
+
+  const run = async (): Promise<void> => {
+    let failures = 0;
+    while (!stopping) {
+      try {
+        if (!(await lease.hold())) {
+          if (checkpoint !== null) logger.info({ owner }, 'outbox relay lost the lease; standing by');
+          // The next leader carries on from the durable checkpoint (re-publishing what this one did not save).
+          checkpoint = null;
+          unsaved = false;
+          await pause(Math.max(idleMs, leaseMs / 4), false);
+          continue;
+        }
+        if (checkpoint === null) {
+          checkpoint = await loadCheckpoint();
+          logger.info({ owner, checkpoint }, 'outbox relay holds the lease; publishing');
+        }
+        woken = false;
+        const records: StoredEvent<CloudEvent>[] = await outbox.readAfter(checkpoint, batchSize);
+        if (records.length === 0) {
+          if (unsaved) {
+            await saveCheckpoint(checkpoint);
+            unsaved = false;
+          }
+          await pause(idleMs, true);
+          continue;
+        }
+        // A slow bus must not let the lease lapse mid-publish (a standby would publish the same batch).
+        const keepAlive = setInterval(() => void lease.hold().catch(() => {}), leaseMs / 3);
+        try {
+          await publisher.publish(records);
+        } catch (error) {
+          failures++;
+          logger.warn(
+            { err: error, failures, from: records[0]?.position, count: records.length },
+            'outbox relay could not publish; retrying the same events',
+          );
+          await pause(backoff(failures), false);
+          continue;
+        } finally {
+          clearInterval(keepAlive);
+        }
+        failures = 0;
+        published += records.length;
+        checkpoint = (records.at(-1) as StoredEvent<CloudEvent>).position;
+        unsaved = true;
+        await saveCheckpoint(checkpoint);
+        unsaved = false;
+      } catch (error) {
+        // The database (lease, log or checkpoint): back off and carry on from the checkpoint in hand.
+        failures++;
+        logger.error({ err: error, failures }, 'outbox relay failed; retrying');
+        await pause(backoff(failures), false);
+      }
+    }
+    if (checkpoint !== null && unsaved) await saveCheckpoint(checkpoint).catch(() => {});
+    await lease.release().catch((error: unknown) => logger.warn({ err: error }, 'outbox relay could not release its lease'));
+  };
+
+  const running = run();
+
+  return {
+    notify() {
+      woken = true;
+      wake?.();
+    },
+    async stop() {
+      stopping = true;
+      wake?.();
+      await running;
+    },
+    async lag() {
+      const [last, durable] = await Promise.all([outbox.lastPosition(), loadCheckpoint()]);
+      return Math.max(0, last - durable);
+    },
+    isLeader: () => lease.held(),
+    publishedCount: () => published,
+  };
+}
