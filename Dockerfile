@@ -1,4 +1,5 @@
-# One image for every docshare service. Node 24 runs the TypeScript sources directly
+# One image for every docshare service (compose picks the service with `command`; the default is
+# embedded mode, everything in one process). Node 24 runs the TypeScript sources directly
 # (type stripping), so there is no build step: the runtime stage is the sources plus
 # production dependencies.
 FROM node:24-bookworm-slim AS deps
@@ -16,6 +17,7 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY libs ./libs
 COPY services ./services
+COPY infra ./infra
 RUN mkdir -p /data && chown node:node /data
 USER node
 EXPOSE 8080

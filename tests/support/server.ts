@@ -13,6 +13,16 @@ import path from 'node:path';
 export const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..');
 export const EXTERNAL_BASE_URL = process.env['DOCSHARE_BASE_URL']?.replace(/\/+$/, '') || undefined;
 
+/**
+ * `embedded` (default): a server is `npm start`, one process. `distributed`: a server is a whole
+ * instance of separate service processes on the real servers named in the environment
+ * (infra/stack/instance.ts, run under infra/with-stack.ts), namespaced by its DATA_DIR.
+ */
+export const TARGET = process.env['DOCSHARE_TARGET'] === 'distributed' ? 'distributed' : 'embedded';
+const ENTRY = TARGET === 'distributed' ? 'infra/stack/instance.ts' : 'services/standalone/src/main.ts';
+// A distributed instance takes longer to be ready (five processes, Kafka group joins).
+const READY_TIMEOUT_MS = TARGET === 'distributed' ? 120_000 : 30_000;
+
 /** `skip` option for tests that need a server of their own (restart, kill, special env). */
 export const localOnly: string | false = EXTERNAL_BASE_URL
   ? 'needs a locally spawned server (restart/kill/special env); DOCSHARE_BASE_URL is set'
@@ -48,11 +58,25 @@ const CONFIG_VARS = [
   'MAX_UPLOAD_BYTES', 'JWT_SECRET', 'JWT_TTL_SECONDS', 'DOWNLOAD_URL_TTL_SECONDS',
 ];
 const OUTPUT_LIMIT = 256 * 1024;
-const HEALTH_TIMEOUT_MS = 30_000;
+const HEALTH_TIMEOUT_MS = READY_TIMEOUT_MS;
 
 const live = new Set<ChildProcess>();
+
+/** Sends a signal to the server; in distributed mode to its whole process group (every service). */
+const signalTree = (child: ChildProcess, sig: NodeJS.Signals): void => {
+  if (TARGET === 'distributed' && child.pid !== undefined && sig === 'SIGKILL') {
+    try {
+      process.kill(-child.pid, sig);
+      return;
+    } catch {
+      // the group is gone already
+    }
+  }
+  child.kill(sig);
+};
+
 process.on('exit', () => {
-  for (const child of live) child.kill('SIGKILL');
+  for (const child of live) signalTree(child, 'SIGKILL');
 });
 
 export async function freePort(): Promise<number> {
@@ -124,10 +148,11 @@ export async function startServer(env: ServerEnv = {}): Promise<Server> {
       else childEnv[k] = v;
     }
     out += `\n--- spawn (port ${port}, data ${dataDir}) ---\n`;
-    const c = spawn(process.execPath, ['services/standalone/src/main.ts'], {
+    const c = spawn(process.execPath, [ENTRY], {
       cwd: REPO_ROOT,
       env: childEnv,
       stdio: ['ignore', 'pipe', 'pipe'],
+      detached: TARGET === 'distributed',
     });
     child = c;
     live.add(c);
@@ -160,7 +185,7 @@ export async function startServer(env: ServerEnv = {}): Promise<Server> {
         // not listening yet
       }
       if (Date.now() > deadline) {
-        c.kill('SIGKILL');
+        signalTree(c, 'SIGKILL');
         await exited;
         throw new Error(`server did not answer /healthz with 200 within ${HEALTH_TIMEOUT_MS} ms. Output:\n${out}`);
       }
@@ -174,10 +199,18 @@ export async function startServer(env: ServerEnv = {}): Promise<Server> {
       await exited;
       return;
     }
-    c.kill(sig);
-    const timer = setTimeout(() => c.kill('SIGKILL'), graceMs);
+    signalTree(c, sig);
+    const timer = setTimeout(() => signalTree(c, 'SIGKILL'), graceMs);
     await exited;
     clearTimeout(timer);
+    if (TARGET === 'distributed' && c.pid !== undefined) {
+      // The launcher is gone; make sure none of its services outlive it.
+      try {
+        process.kill(-c.pid, 'SIGKILL');
+      } catch {
+        // nothing left
+      }
+    }
   };
 
   await spawnChild();
@@ -188,10 +221,10 @@ export async function startServer(env: ServerEnv = {}): Promise<Server> {
     port,
     external: false,
     output: () => out,
-    stop: () => signal('SIGTERM', 15_000),
+    stop: () => signal('SIGTERM', 30_000),
     kill: () => signal('SIGKILL', 15_000),
     restart: async (more: ServerEnv = {}) => {
-      await signal('SIGTERM', 15_000);
+      await signal('SIGTERM', 30_000);
       baseEnv = { ...baseEnv, ...more };
       await spawnChild();
     },

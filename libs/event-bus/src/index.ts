@@ -1,2 +1,3 @@
 export * from './port.ts';
 export * from './log-bus.ts';
+export * from './kafka.ts';

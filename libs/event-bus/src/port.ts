@@ -25,3 +25,12 @@ export interface Subscription {
 export interface EventConsumer {
   subscribe(group: string, handler: EventHandler, options?: ConsumerOptions): Promise<Subscription>;
 }
+
+/**
+ * Puts recorded events on the bus: keyed by `subject`, so one entity's events keep their order.
+ * Resolves once the bus has durably accepted every event (Kafka: acks from all in-sync replicas).
+ */
+export interface EventPublisher {
+  publish(records: readonly StoredEvent<CloudEvent>[]): Promise<void>;
+  close(): Promise<void>;
+}

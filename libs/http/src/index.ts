@@ -2,3 +2,4 @@ export * from './errors.ts';
 export * from './middleware.ts';
 export * from './ops.ts';
 export * from './logger.ts';
+export * from './serve.ts';

@@ -8,7 +8,7 @@ import type { BlobStore, BlobStream, ByteRange } from '@docshare/blob-store';
 import type { ClaimStore } from '@docshare/claim-store';
 import { hashPassword, verifyDecoy, verifyPassword, type Tokens, type UrlSigner } from '@docshare/auth';
 import type { Logger } from '@docshare/http';
-import { makeCommandHandler, type CommandMeta, type Decider } from './command-handler.ts';
+import { makeCommandHandler, type CommandMeta, type Decider, type Handled } from './command-handler.ts';
 import { decideFile, evolveFile, initialFileState, type FileCommand, type FileEventBody, type FileFacts, type FileState } from './domain/file.ts';
 import { decideUser, evolveUser, initialUserState, type UserCommand, type UserEventBody, type UserState } from './domain/user.ts';
 import {
@@ -29,6 +29,9 @@ const categoryDecider: Decider<CategoryCommand, CategoryState, CategoryEventBody
 
 /** What the command side keeps about an account, outside the event log (never in an event). */
 interface Account { userId: number; name: string; passwordHash: string }
+/** The last event a command recorded: where it is in the store and in its stream. */
+export interface Recorded { position: number; subject: string; version: number }
+
 interface CategoryClaim { categoryId: number; name: string; description: string; tags: string[]; createdBy: number }
 
 export interface DocsCommandsDeps {
@@ -40,8 +43,8 @@ export interface DocsCommandsDeps {
   logger: Logger;
   publicBaseUrl: string;
   downloadUrlTtlSeconds: number;
-  /** Resolves once the read models reflect `position` (read-your-writes); a no-op where that cannot be known. */
-  afterCommit?: (position: number) => Promise<void>;
+  /** Resolves once the read models reflect the recorded event (read-your-writes), or gives up after a bound. */
+  afterCommit?: (recorded: Recorded) => Promise<void>;
   now?: () => Date;
   passwordCost?: number;
 }
@@ -51,20 +54,21 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   const { events, claims, blobs, tokens, signer, logger } = deps;
   const clock = deps.now ?? (() => new Date());
   const handler = makeCommandHandler(events);
-  const settle = async (position: number | null): Promise<void> => {
-    if (position !== null && deps.afterCommit) await deps.afterCommit(position);
+  const settle = async (result: Handled<unknown> | null): Promise<void> => {
+    const last = result?.events.at(-1);
+    if (!result || result.position === null || !last || !deps.afterCommit) return;
+    await deps.afterCommit({ position: result.position, subject: last.subject, version: last.streamversion });
   };
 
   /** Makes sure the user's stream exists (repairs a registration cut off between its two writes). */
-  const ensureUser = async (account: Account, email: string, meta: CommandMeta): Promise<number | null> => {
+  const ensureUser = async (account: Account, email: string, meta: CommandMeta): Promise<Handled<unknown> | null> => {
     const { state } = await handler.load(userDecider, streamIds.user(account.userId));
     if (state.status === 'registered') return null;
     try {
       const now = clock().toISOString();
-      const result = await handler.handle(userDecider, streamIds.user(account.userId), {
+      return await handler.handle(userDecider, streamIds.user(account.userId), {
         type: 'RegisterUser', user: { userId: account.userId, name: account.name, email, registeredAt: now },
       }, now, meta);
-      return result.position;
     } catch (error) {
       if (error instanceof Error && error.message === 'User already registered') return null;
       throw error;
@@ -145,7 +149,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
           blobKey, uploadedAt: now,
         },
       }, now, meta);
-      await settle(result.position);
+      await settle(result);
     } catch (error) {
       await blobs.remove(blobKey).catch(() => undefined);
       throw error;
@@ -156,7 +160,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   const onFile = async (fileId: number, command: FileCommand, meta: CommandMeta) => {
     const now = command.type === 'UploadFile' ? command.file.uploadedAt : command.now;
     const result = await handler.handle(fileDecider, streamIds.file(fileId), command, now, meta);
-    await settle(result.position);
+    await settle(result);
     return result;
   };
 

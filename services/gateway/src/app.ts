@@ -98,7 +98,11 @@ export const makeGateway = (options: GatewayOptions): Express => {
 
   for (const route of ROUTES) {
     const upstream = options.upstreams[route.upstream];
-    const handlers: RequestHandler[] = [(_req, res, next) => { res.locals.route = route.path; next(); }];
+    const handlers: RequestHandler[] = [(_req, res, next) => {
+      res.locals.route = route.path;
+      if (route.failure) res.locals.failureMessage = route.failure;
+      next();
+    }];
     if (route.auth) handlers.push(requireAuth);
     handlers.push(upstream);
     app[route.method](route.path, ...handlers);

@@ -2,3 +2,4 @@ export * from './app.ts';
 export * from './routes.ts';
 export * from './openapi.ts';
 export * from './rate-limit.ts';
+export * from './proxy.ts';

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { makeTokens, makeUrlSigner } from '@docshare/auth';
+
 import { makeFsBlobStore } from '@docshare/blob-store';
 import { openFileClaimStore } from '@docshare/claim-store';
 import { makeLogBus } from '@docshare/event-bus';
@@ -17,7 +17,7 @@ import { makeSearchApp, indexEvent } from '@docshare/search-projector';
 import { makeStatsApp, statsProjection } from '@docshare/stats-projector';
 import { makeGateway } from '@docshare/gateway';
 import type { EmbeddedConfig } from './config.ts';
-import { loadOrCreateSecret } from './secret.ts';
+import { loadOrCreateSecret, makeTokens, makeUrlSigner } from '@docshare/auth';
 import { lockDataDir } from './data-lock.ts';
 
 export interface Embedded {
@@ -73,7 +73,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     events, claims, blobs, tokens, signer, logger,
     publicBaseUrl: config.publicBaseUrl,
     downloadUrlTtlSeconds: config.downloadUrlTtlSeconds,
-    afterCommit: async (position) => {
+    afterCommit: async ({ position }) => {
       if (!(await bus.waitForGroups(position, READ_YOUR_WRITES_MS))) logger.warn({ position }, 'read models lag behind a command');
     },
   });

@@ -1,0 +1,109 @@
+/**
+ * npm run rebuild -- <stats|files|search|all>
+ *
+ * Replays every event of the event store into a fresh read model (a new MongoDB generation, or a
+ * new Elasticsearch index), swaps it in (generation pointer / alias), then re-applies the events
+ * recorded meanwhile to the live model (idempotent: guards ignore what is already there), and
+ * drops the old generation. The projectors keep running throughout.
+ *
+ * Env: MONGO_URL, MONGO_COMMAND_DB (docshare), MONGO_READ_DB (docshare_read), ELASTICSEARCH_URL,
+ * ELASTICSEARCH_ALIAS (docshare-files).
+ */
+import type { CloudEvent, StoredEvent } from '@docshare/contracts';
+import { openMongoEventStore, type EventStore } from '@docshare/event-store';
+import { envReader } from '@docshare/http';
+import {
+  applyProjection, connectMongo, known, makeGenerationalReadStore, publishGeneration, type Projection,
+} from '@docshare/projection';
+import { makeMongoReadStore } from '@docshare/read-store';
+import { makeElasticsearchSearchIndex, type SearchIndex } from '@docshare/search-index';
+import { filesProjection } from '@docshare/files-projector';
+import { statsProjection } from '@docshare/stats-projector';
+import { indexEvent } from '@docshare/search-projector';
+
+const PAGE = 1_000;
+/**
+ * How far before the rebuild's end the catch-up pass starts. Positions are claimed by the insert
+ * that commits the append, so nothing at or below the end can appear later; the margin is only a
+ * cheap safety net (re-applying is idempotent).
+ */
+const CATCH_UP_MARGIN = 100;
+
+const replay = async (
+  events: EventStore, after: number, handle: (record: StoredEvent<CloudEvent>) => Promise<void>,
+): Promise<{ count: number; last: number }> => {
+  let position = after;
+  let count = 0;
+  for (;;) {
+    const page = await events.readAll(position, PAGE);
+    for (const record of page) await handle(record);
+    count += page.length;
+    const last = page.at(-1);
+    if (!last || page.length < PAGE) return { count, last: last?.position ?? position };
+    position = last.position;
+  }
+};
+
+const env = envReader(process.env);
+const which = process.argv[2] ?? '';
+const models = which === 'all' ? ['stats', 'files', 'search'] : [which];
+if (!models.every((m) => ['stats', 'files', 'search'].includes(m))) {
+  console.error('usage: npm run rebuild -- <stats|files|search|all>');
+  process.exit(2);
+}
+
+const { client, db } = await connectMongo(env.string('MONGO_URL'), env.string('MONGO_COMMAND_DB', 'docshare'));
+const readDb = client.db(env.string('MONGO_READ_DB', 'docshare_read'));
+const events = await openMongoEventStore(db);
+
+const rebuildMongo = async (model: 'stats' | 'files', projection: Projection): Promise<string> => {
+  const began = performance.now();
+  const end = await events.lastPosition();
+  const prefix = `${model}_g${Date.now()}_`;
+  const fresh = makeMongoReadStore(readDb, { prefix });
+  const { count } = await replay(events, 0, (r) => applyProjection(fresh, projection, r));
+  const previous = await publishGeneration(readDb, model, prefix);
+  // Let every reader's pointer cache (1 s) expire, then catch up what the live projector wrote
+  // to the old generation meanwhile.
+  await new Promise((r) => setTimeout(r, 2_500));
+  const live = makeGenerationalReadStore(readDb, model, (p) => makeMongoReadStore(readDb, { prefix: p }), 0);
+  const caughtUp = await replay(events, Math.max(0, end - CATCH_UP_MARGIN), (r) => applyProjection(live, projection, r));
+  if (previous && previous !== prefix) {
+    // clear() drops exactly the collections of that generation (not every name it prefixes:
+    // the default generation `stats_` prefixes the new `stats_g…_` too).
+    const old = makeMongoReadStore(readDb, { prefix: previous });
+    await old.clear();
+    await old.close();
+  }
+  await fresh.close();
+  return `${model}: ${count} events replayed into ${prefix}*, swapped in, ${caughtUp.count} re-applied; ${((performance.now() - began) / 1000).toFixed(1)} s`;
+};
+
+const rebuildSearch = async (): Promise<string> => {
+  const began = performance.now();
+  const index = await makeElasticsearchSearchIndex({
+    node: env.string('ELASTICSEARCH_URL'), alias: env.string('ELASTICSEARCH_ALIAS', 'docshare-files'),
+  });
+  const end = await events.lastPosition();
+  const { index: fresh } = await index.rebuildInto();
+  const apply = (target: SearchIndex) => async (record: StoredEvent<CloudEvent>): Promise<void> => {
+    const event = known(record.event);
+    if (event) await indexEvent(target, event);
+  };
+  const { count } = await replay(events, 0, apply(fresh));
+  await fresh.publish();
+  const caughtUp = await replay(events, Math.max(0, end - CATCH_UP_MARGIN), apply(index));
+  await index.close();
+  return `search: ${count} events replayed into a new index, alias swapped, ${caughtUp.count} re-applied; ${((performance.now() - began) / 1000).toFixed(1)} s`;
+};
+
+try {
+  for (const model of models) {
+    const line = model === 'search' ? await rebuildSearch()
+      : await rebuildMongo(model as 'stats' | 'files', model === 'stats' ? statsProjection : filesProjection);
+    console.log(line);
+  }
+} finally {
+  await events.close();
+  await client.close();
+}

@@ -1,0 +1,75 @@
+/**
+ * One docshare instance in distributed mode on servers that are already running: every service
+ * its own process, all in this process's group (so `kill -9 -<pid>` takes the whole instance
+ * down, as a machine crash would). Server URLs come from the environment (KAFKA_BROKERS,
+ * MONGO_URL, ELASTICSEARCH_URL, MINIO_*, REDIS_URL); the instance's databases, topics, index
+ * alias, bucket, consumer groups and rate-limit keys are namespaced by DATA_DIR, so several
+ * instances share one set of servers and a restart on the same DATA_DIR finds its data again.
+ *
+ * Env: PORT, PUBLIC_BASE_URL, DATA_DIR, RATE_LIMIT_*, MAX_UPLOAD_BYTES, JWT_*, DOWNLOAD_URL_TTL_SECONDS.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
+import { join, resolve } from 'node:path';
+import { loadOrCreateSecret } from '@docshare/auth';
+import { startServices, stopServices } from './services.ts';
+
+const env = process.env;
+const port = Number(env.PORT ?? 8080);
+const dataDir = resolve(env.DATA_DIR ?? './data');
+await mkdir(dataDir, { recursive: true });
+const ns = createHash('sha256').update(dataDir).digest('hex').slice(0, 12);
+
+/** A port nobody listens on now; the internal services take it and the three after it. */
+const freePort = (): Promise<number> => new Promise((ok, fail) => {
+  const probe = createServer();
+  probe.once('error', fail);
+  probe.listen(0, '127.0.0.1', () => {
+    const { port: found } = probe.address() as AddressInfo;
+    probe.close(() => ok(found));
+  });
+});
+const first = await freePort();
+
+const passthrough = ['RATE_LIMIT_POINTS', 'RATE_LIMIT_WINDOW_SECONDS', 'MAX_UPLOAD_BYTES', 'JWT_TTL_SECONDS', 'DOWNLOAD_URL_TTL_SECONDS', 'LOG_LEVEL'];
+const services = await startServices({
+  serverEnv: {},
+  gatewayPort: port,
+  firstServicePort: first,
+  publicBaseUrl: (env.PUBLIC_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+  jwtSecret: env.JWT_SECRET || await loadOrCreateSecret(join(dataDir, 'secrets', 'jwt-secret')),
+  extraEnv: {
+    ...Object.fromEntries(passthrough.filter((k) => env[k] !== undefined).map((k) => [k, env[k] as string])),
+    MONGO_COMMAND_DB: `docshare_${ns}`,
+    MONGO_READ_DB: `docshare_${ns}_read`,
+    KAFKA_EVENTS_TOPIC: `docshare.events.${ns}`,
+    KAFKA_DLQ_TOPIC: `docshare.events.${ns}.dlq`,
+    KAFKA_EVENTS_PARTITIONS: '3',
+    KAFKA_GROUP_SUFFIX: `.${ns}`,
+    ELASTICSEARCH_ALIAS: `docshare-files-${ns}`,
+    MINIO_BUCKET: `docshare-${ns}`,
+    RATE_LIMIT_KEY_PREFIX: `docshare-rl-${ns}`,
+    SPOOL_DIR: join(dataDir, 'spool'),
+  },
+  output: 'inherit',
+});
+console.error(`instance ${ns}: ready on port ${port}`);
+
+let stopping = false;
+const stop = async (code: number): Promise<void> => {
+  if (stopping) return;
+  stopping = true;
+  await stopServices(services);
+  process.exit(code);
+};
+process.once('SIGTERM', () => void stop(0));
+process.once('SIGINT', () => void stop(0));
+for (const service of services) {
+  service.child.once('exit', (code, signal) => {
+    if (!stopping) {
+      console.error(`instance ${ns}: ${service.name} exited (${code ?? signal}); stopping the instance`);
+      void stop(1);
+    }
+  });
+}

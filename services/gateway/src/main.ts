@@ -1,0 +1,54 @@
+import { loadOrCreateSecret, makeTokens } from '@docshare/auth';
+import { closeServer, envReader, exitGracefully, listen, makeLogger, makeOps } from '@docshare/http';
+import { makeRateLimiter } from '@docshare/rate-limit';
+import { makeGateway } from './app.ts';
+import { httpUpstream } from './proxy.ts';
+
+const NAME = 'gateway';
+const logger = makeLogger(NAME);
+const env = envReader(process.env);
+const port = env.int('PORT', 8080);
+const jwtSecret = env.optional('JWT_SECRET') ?? await loadOrCreateSecret(env.string('JWT_SECRET_FILE'));
+const points = env.int('RATE_LIMIT_POINTS', 30, 1);
+const windowSeconds = env.int('RATE_LIMIT_WINDOW_SECONDS', 60, 1);
+const redisUrl = env.optional('REDIS_URL');
+
+const rateLimiter = makeRateLimiter({
+  points, windowSeconds, redis: redisUrl ? { url: redisUrl } : undefined, logger,
+  keyPrefix: env.string('RATE_LIMIT_KEY_PREFIX', 'docshare-rl'),
+});
+const upstreamUrls = {
+  docs: env.string('DOCS_COMMAND_URL', 'http://127.0.0.1:8081'),
+  stats: env.string('STATS_URL', 'http://127.0.0.1:8082'),
+  files: env.string('FILES_URL', 'http://127.0.0.1:8083'),
+  search: env.string('SEARCH_URL', 'http://127.0.0.1:8084'),
+};
+const upstreamReady = (url: string) => async (): Promise<void> => {
+  const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
+  if (!res.ok) throw new Error(`${url} answered ${res.status}`);
+};
+
+// Redis down is degraded, not unready: each replica then limits on its own (docs/minio-redis.md),
+// and taking every gateway out of rotation at once would turn a limiter outage into an API outage.
+const ops = makeOps(NAME, {
+  'docs-command': upstreamReady(upstreamUrls.docs),
+  'stats-projector': upstreamReady(upstreamUrls.stats),
+  'files-projector': upstreamReady(upstreamUrls.files),
+  'search-projector': upstreamReady(upstreamUrls.search),
+}, undefined, { redis: () => rateLimiter.ready() });
+const publicBaseUrl = env.string('PUBLIC_BASE_URL', `http://localhost:${port}`).replace(/\/+$/, '');
+const app = makeGateway({
+  tokens: makeTokens(jwtSecret, env.int('JWT_TTL_SECONDS', 86_400, 1)),
+  limiter: rateLimiter.limiter, rateLimitPoints: points, rateLimitWindowSeconds: windowSeconds,
+  ops, logger, publicBaseUrl,
+  trustProxy: env.optional('TRUST_PROXY'),
+  upstreams: {
+    docs: httpUpstream(upstreamUrls.docs, logger),
+    stats: httpUpstream(upstreamUrls.stats, logger),
+    files: httpUpstream(upstreamUrls.files, logger),
+    search: httpUpstream(upstreamUrls.search, logger),
+  },
+});
+const { server, port: bound } = await listen(app, port, env.string('HOST', '0.0.0.0'));
+logger.info({ port: bound, upstreams: upstreamUrls }, `${NAME} listening`);
+exitGracefully(logger, [() => closeServer(server), () => rateLimiter.close()]);
