@@ -451,10 +451,10 @@ export function makeKafkaBus(options: KafkaBusOptions): KafkaBus {
       try {
         for (const message of batch.messages) {
           if (stopping || !isRunning() || isStale()) break;
+          if ((await processMessage(payload, message)) === 'abandoned') break;
           resolveOffset(message.offset);
           uncommitted = (BigInt(message.offset) + 1n).toString();
           if (Date.now() - lastCommitAt >= commitIntervalMs) await commit();
-          if ((await processMessage(payload, message)) === 'abandoned') break;
           await heartbeat();
         }
       } catch (error) {

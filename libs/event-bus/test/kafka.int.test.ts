@@ -150,8 +150,11 @@ const stream = (subject: string, count: number): CloudEvent[] => Array.from({ le
 
 eventConsumerContract('kafka', makeHarness);
 
+/** A failing assertion must fail the test, not leave it waiting on a broker forever. */
+const limit = { timeout: 30_000 };
+
 describe('Kafka bus', () => {
-  it('writes each event as plain CloudEvent JSON keyed by its subject, with the ce_ headers', () =>
+  it('writes each event as plain CloudEvent JSON keyed by its subject, with the ce_ headers', limit, () =>
     withHarness(async (harness) => {
       const [a, b] = [`file-${randomUUID()}`, `user-${randomUUID()}`];
       const records = await harness.publishRecords([...stream(a, 3), ...stream(b, 3)]);
@@ -179,7 +182,7 @@ describe('Kafka bus', () => {
       }
     }));
 
-  it('dead-letters poison records and exhausted events with their origin, and later events still flow', () =>
+  it('dead-letters poison records and exhausted events with their origin, and later events still flow', limit, () =>
     withHarness(async (harness) => {
       const subject = `file-${randomUUID()}`;
       const producer = client.producer({ allowAutoTopicCreation: false });
@@ -232,7 +235,7 @@ describe('Kafka bus', () => {
       assert.ok(logs.some((entry) => entry.msg.startsWith('poison record')));
     }));
 
-  it('commits an offset only after its handler resolved: a hung handler\'s event goes to the next member', () =>
+  it('commits an offset only after its handler resolved: a hung handler\'s event goes to the next member', limit, () =>
     withHarness(async (harness) => {
       const group = `commit-${randomUUID()}`;
       const subject = `file-${randomUUID()}`;
@@ -247,32 +250,36 @@ describe('Kafka bus', () => {
           firstFinished = true;
         }
       });
-      await harness.publish(stream(subject, 5));
-      await waitFor(() => first.includes(3), 'the handler of v3 to start');
+      try {
+        await harness.publish(stream(subject, 5));
+        await waitFor(() => first.includes(3), 'the handler of v3 to start');
 
-      // One subject, so one partition: v1 and v2 (offsets 0, 1) are committed, v3 (offset 2) is not.
-      const committed = async (): Promise<string[]> => {
-        const [offsets] = await (await admin()).fetchOffsets({ groupId: group, topics: [harness.topic] });
-        return (offsets?.partitions ?? []).map((p) => p.offset).filter((offset) => offset !== '-1');
-      };
-      assert.deepEqual(await committed(), ['2']);
+        // One subject, so one partition: v1 and v2 (offsets 0, 1) are committed, v3 (offset 2) is not.
+        const committed = async (): Promise<string[]> => {
+          const [offsets] = await (await admin()).fetchOffsets({ groupId: group, topics: [harness.topic] });
+          return (offsets?.partitions ?? []).map((p) => p.offset).filter((offset) => offset !== '-1');
+        };
+        assert.deepEqual(await committed(), ['2']);
 
-      const stopping = firstSubscription.stop(); // waits for the hung handler…
-      const second: number[] = [];
-      await harness.subscribe(group, async (record) => void second.push(record.event.streamversion));
-      // …which keeps the first member from rejoining, so the coordinator evicts it after its rebalance timeout.
-      await waitFor(() => second.includes(5), 'the second member to handle the rest');
-      assert.deepEqual(second, [3, 4, 5]);
-      assert.deepEqual(first, [1, 2, 3]);
+        const stopping = firstSubscription.stop(); // waits for the hung handler…
+        const second: number[] = [];
+        await harness.subscribe(group, async (record) => void second.push(record.event.streamversion));
+        // …which keeps the first member from rejoining, so the coordinator evicts it after its rebalance timeout.
+        await waitFor(() => second.includes(5), 'the second member to handle the rest');
+        assert.deepEqual(second, [3, 4, 5]);
+        assert.deepEqual(first, [1, 2, 3]);
 
-      release();
-      await stopping;
-      assert.equal(firstFinished, true);
-      // The evicted member's late commit of v3 is fenced off; the group stays at the second member's position.
-      await waitFor(async () => (await committed()).join() === '5', 'the second member to commit v5');
+        release();
+        await stopping;
+        assert.equal(firstFinished, true);
+        // The evicted member's late commit of v3 is fenced off; the group stays at the second member's position.
+        await waitFor(async () => (await committed()).join() === '5', 'the second member to commit v5');
+      } finally {
+        release(); // else a failed assertion would leave stop(), and the harness, waiting on the hung handler
+      }
     }));
 
-  it('with a commit interval, still commits every handled event by the time stop resolves', async () => {
+  it('with a commit interval, still commits every handled event by the time stop resolves', limit, async () => {
     const harness = await makeHarness();
     const bus = makeKafkaBus({
       brokers,
@@ -299,7 +306,7 @@ describe('Kafka bus', () => {
     }
   });
 
-  it('splits partitions between two subscribers of one group, which together see every event', () =>
+  it('splits partitions between two subscribers of one group, which together see every event', limit, () =>
     withHarness(async (harness) => {
       const group = `split-${randomUUID()}`;
       const seen = [new Set<string>(), new Set<string>()] as const;
@@ -315,7 +322,7 @@ describe('Kafka bus', () => {
       for (const event of events) assert.ok(union.has(event.id));
     }));
 
-  it('gives handlers the docshare_position header as position, else the Kafka offset', () => {
+  it('gives handlers the docshare_position header as position, else the Kafka offset', limit, () => {
     const event = testEvent('file-1', 1);
     const message = toKafkaMessage({ position: 42, event });
     const value = Buffer.from(message.value as string);
@@ -325,13 +332,13 @@ describe('Kafka bus', () => {
     assert.equal(decodeKafkaRecord({ value: Buffer.from(JSON.stringify({ ...event, streamversion: 0 })), headers: {}, offset: '7' }).ok, false);
   });
 
-  it('refuses to publish an event without a subject, and publishes nothing for an empty list', () =>
+  it('refuses to publish an event without a subject, and publishes nothing for an empty list', limit, () =>
     withHarness(async (harness) => {
       await harness.bus.publisher.publish([]);
       await assert.rejects(harness.publish([{ ...testEvent('x', 1), subject: '' }]), /no subject/);
     }));
 
-  it('ensureTopics leaves existing topics alone and reports a partition count that differs', () =>
+  it('ensureTopics leaves existing topics alone and reports a partition count that differs', limit, () =>
     withHarness(async (harness) => {
       const result = await ensureTopics(brokers, [{ topic: harness.topic, numPartitions: 6 }]);
       assert.deepEqual(result, { created: [], existing: [harness.topic], mismatched: [{ topic: harness.topic, planned: 6, actual: 3 }] });
