@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join, resolve } from 'node:path';
 import { loadOrCreateSecret } from '@docshare/auth';
 import { startServices, stopServices } from './services.ts';
@@ -21,22 +21,24 @@ const dataDir = resolve(env.DATA_DIR ?? './data');
 await mkdir(dataDir, { recursive: true });
 const ns = createHash('sha256').update(dataDir).digest('hex').slice(0, 12);
 
-/** A port nobody listens on now; the internal services take it and the three after it. */
-const freePort = (): Promise<number> => new Promise((ok, fail) => {
-  const probe = createServer();
-  probe.once('error', fail);
-  probe.listen(0, '127.0.0.1', () => {
-    const { port: found } = probe.address() as AddressInfo;
-    probe.close(() => ok(found));
-  });
-});
-const first = await freePort();
+/** Ports nobody listens on now, one per internal service (held together so they differ). */
+const freePorts = async (count: number): Promise<number[]> => {
+  const probes = await Promise.all(Array.from({ length: count }, () => new Promise<Server>((ok, fail) => {
+    const probe = createServer();
+    probe.once('error', fail);
+    probe.listen(0, '127.0.0.1', () => ok(probe));
+  })));
+  const ports = probes.map((p) => (p.address() as AddressInfo).port);
+  await Promise.all(probes.map((p) => new Promise((ok) => p.close(ok))));
+  return ports;
+};
+const servicePorts = await freePorts(4);
 
 const passthrough = ['RATE_LIMIT_POINTS', 'RATE_LIMIT_WINDOW_SECONDS', 'MAX_UPLOAD_BYTES', 'JWT_TTL_SECONDS', 'DOWNLOAD_URL_TTL_SECONDS', 'LOG_LEVEL'];
 const services = await startServices({
   serverEnv: {},
   gatewayPort: port,
-  firstServicePort: first,
+  servicePorts,
   publicBaseUrl: (env.PUBLIC_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
   jwtSecret: env.JWT_SECRET || await loadOrCreateSecret(join(dataDir, 'secrets', 'jwt-secret')),
   extraEnv: {

@@ -25,8 +25,10 @@ export interface StackOptions {
   /** Environment of the servers (KAFKA_BROKERS, MONGO_URL, ...), e.g. from stack.env. */
   serverEnv: Record<string, string>;
   gatewayPort: number;
-  /** Ports of the internal services start here (default 18081). */
+  /** Ports of the internal services start here (default 18081)... */
   firstServicePort?: number;
+  /** ...unless given one by one (docs-command, stats, files, search). */
+  servicePorts?: readonly number[];
   publicBaseUrl: string;
   jwtSecret: string;
   /** Extra environment for every service (RATE_LIMIT_*, MAX_UPLOAD_BYTES, ...). */
@@ -86,11 +88,12 @@ const spawnService = (spec: ServiceSpec, port: number, env: Record<string, strin
 /** Starts every service, waits until each is ready, and returns them (gateway last). */
 export const startServices = async (options: StackOptions): Promise<RunningService[]> => {
   const first = options.firstServicePort ?? 18081;
+  const ports = SERVICES.map((_, i) => options.servicePorts?.[i] ?? first + i);
   const urls = {
-    DOCS_COMMAND_URL: `http://127.0.0.1:${first}`,
-    STATS_URL: `http://127.0.0.1:${first + 1}`,
-    FILES_URL: `http://127.0.0.1:${first + 2}`,
-    SEARCH_URL: `http://127.0.0.1:${first + 3}`,
+    DOCS_COMMAND_URL: `http://127.0.0.1:${ports[0]}`,
+    STATS_URL: `http://127.0.0.1:${ports[1]}`,
+    FILES_URL: `http://127.0.0.1:${ports[2]}`,
+    SEARCH_URL: `http://127.0.0.1:${ports[3]}`,
   };
   const env = {
     ...options.serverEnv, ...urls, ...options.extraEnv,
@@ -98,7 +101,7 @@ export const startServices = async (options: StackOptions): Promise<RunningServi
   };
   const running: RunningService[] = [];
   try {
-    const backends = SERVICES.map((spec, i) => spawnService(spec, first + i, env, options.output));
+    const backends = SERVICES.map((spec, i) => spawnService(spec, ports[i] ?? first + i, env, options.output));
     running.push(...backends);
     await Promise.all(backends.map((s) => waitReady(s, options.readyTimeoutMs ?? 90_000)));
     const gateway = spawnService(GATEWAY, options.gatewayPort, env, options.output);

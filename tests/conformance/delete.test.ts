@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { randomWord, type RegisteredUser } from '../support/client.ts';
 import { assertKeys, expectError, expectSuccess } from '../support/expect.ts';
-import { filesContaining } from '../support/datadir.ts';
+import { storedBytesContaining } from '../support/datadir.ts';
 import { useServer } from '../support/fixture.ts';
 import { localOnly } from '../support/server.ts';
 import { eventually } from '../support/wait.ts';
@@ -62,14 +62,14 @@ describe('delete', () => {
     expectError(await c.update(u.token, { id: fileId, title: 'resurrect' }), 404, 'File not found');
   });
 
-  it('removes the bytes from blob storage (under DATA_DIR)', { skip: localOnly }, async () => {
+  it('removes the bytes from blob storage (DATA_DIR, or the MinIO bucket in distributed mode)', { skip: localOnly }, async () => {
     const { c, server } = fx;
     const data = randomBytes(40_000);
     const { fileId } = await c.uploadOk(owner.token, {}, data, 'secret.bin', 'application/octet-stream');
-    const before = await filesContaining(server.dataDir, data);
-    assert.ok(before.length >= 1, 'the uploaded bytes are stored as a file under DATA_DIR');
+    const before = await storedBytesContaining(server, data);
+    assert.ok(before.length >= 1, 'the uploaded bytes are in blob storage');
     expectSuccess(await c.del(owner.token, fileId), 200);
-    await eventually(async () => assert.deepEqual(await filesContaining(server.dataDir, data), [], 'no file under DATA_DIR may still hold the bytes'));
+    await eventually(async () => assert.deepEqual(await storedBytesContaining(server, data), [], 'no blob may still hold the bytes'));
   });
 
   it('deleting again → 404 "File not found"', async () => {

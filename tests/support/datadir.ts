@@ -32,3 +32,36 @@ export async function filesContaining(dir: string, needle: Uint8Array | string):
   }
   return hits;
 }
+
+/**
+ * Where a server keeps file bytes that still contain `needle`: files under DATA_DIR (embedded),
+ * or objects in the instance's MinIO bucket (distributed; the bucket is named from DATA_DIR as
+ * infra/stack/instance.ts names it).
+ */
+export async function storedBytesContaining(server: { dataDir: string }, needle: Uint8Array): Promise<string[]> {
+  if (process.env['DOCSHARE_TARGET'] !== 'distributed') return filesContaining(server.dataDir, needle);
+  const { createHash } = await import('node:crypto');
+  const { Client } = await import('minio');
+  const endpoint = new URL(process.env['MINIO_ENDPOINT'] ?? '');
+  const client = new Client({
+    endPoint: endpoint.hostname, port: Number(endpoint.port || 80), useSSL: endpoint.protocol === 'https:',
+    accessKey: process.env['MINIO_ACCESS_KEY'] ?? '', secretKey: process.env['MINIO_SECRET_KEY'] ?? '',
+  });
+  const bucket = `docshare-${createHash('sha256').update(path.resolve(server.dataDir)).digest('hex').slice(0, 12)}`;
+  const names: string[] = [];
+  for await (const item of client.listObjectsV2(bucket, '', true)) {
+    if (item.name) names.push(item.name);
+  }
+  const n = Buffer.from(needle);
+  const hits: string[] = [];
+  for (const name of names) {
+    const chunks: Buffer[] = [];
+    try {
+      for await (const chunk of await client.getObject(bucket, name)) chunks.push(chunk as Buffer);
+    } catch {
+      continue;
+    }
+    if (Buffer.concat(chunks).indexOf(n) !== -1) hits.push(`${bucket}/${name}`);
+  }
+  return hits;
+}

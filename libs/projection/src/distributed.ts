@@ -1,11 +1,8 @@
 import { hostname } from 'node:os';
 import { MongoClient, type Db } from 'mongodb';
-import { ensureTopics, makeKafkaBus } from '@docshare/event-bus';
+import { DEAD_LETTER_TOPIC, EVENTS_TOPIC, ensureTopics, makeKafkaBus, topicPlan } from '@docshare/event-bus';
 import { envReader, type Logger } from '@docshare/http';
 
-/** Topic names shared by the relay and every projector. */
-export const EVENTS_TOPIC = 'docshare.events';
-export const DEAD_LETTER_TOPIC = 'docshare.events.dlq';
 /** The consumer groups whose progress read-your-writes waits on. */
 export const PROJECTOR_GROUPS = ['stats-projector', 'files-projector', 'search-projector'] as const;
 
@@ -41,9 +38,8 @@ export const connectMongo = async (url: string, dbName: string): Promise<{ clien
  * with their explicit partition counts: whichever service starts first creates them.
  */
 export const connectKafka = async (config: CommonConfig, clientId: string, logger: Logger) => {
-  await ensureTopics(config.kafkaBrokers, [
-    { topic: config.eventsTopic, numPartitions: config.eventsPartitions, configs: { 'retention.ms': '-1' } },
-    { topic: config.deadLetterTopic, numPartitions: 1 },
-  ]);
+  await ensureTopics(config.kafkaBrokers, topicPlan({
+    eventsTopic: config.eventsTopic, deadLetterTopic: config.deadLetterTopic, eventsPartitions: config.eventsPartitions,
+  }));
   return makeKafkaBus({ brokers: config.kafkaBrokers, clientId, topic: config.eventsTopic, deadLetterTopic: config.deadLetterTopic, logger });
 };
