@@ -209,4 +209,24 @@ export const blobStoreContract = (name: string, make: () => Promise<BlobStore>) 
         assert.deepEqual(await read(key), Buffer.from('two!'));
       });
     });
+
+    describe('keys', () => {
+      it('rejects keys that are not plain server-made names', async () => {
+        const bad = ['../x', 'a/b', '', '.hidden', '..', 'a\\b', 'a\0b', 'x'.repeat(201), '-lead', 'sp ace'];
+        for (const key of bad) {
+          const body = Readable.from([Buffer.from('x')]);
+          await assert.rejects(store.put(key, body, 1, 'text/plain'), TypeError, `put ${JSON.stringify(key)}`);
+          assert.ok(body.destroyed, 'a rejected body is released');
+          await assert.rejects(store.get(key), TypeError);
+          await assert.rejects(store.stat(key), TypeError);
+          await assert.rejects(store.remove(key), TypeError);
+        }
+        // The longest and most punctuated valid keys do work.
+        for (const key of ['A'.repeat(200), 'a', 'a.b_c-d', '0..1']) {
+          used.push(key);
+          await store.put(key, Readable.from([Buffer.from('ok')]), 2, 'text/plain');
+          assert.deepEqual(await store.stat(key), { size: 2, contentType: 'text/plain' });
+        }
+      });
+    });
   });

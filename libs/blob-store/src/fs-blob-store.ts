@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { RangeNotSatisfiable } from './port.ts';
 import type { BlobInfo, BlobStore, BlobStream, ByteRange } from './port.ts';
+import { checkKey, checkRange, checkSize, toBytes, tooLong, tooShort } from './validate.ts';
 
 /*
  * On-disk layout, under `dir`:
@@ -18,7 +19,6 @@ import type { BlobInfo, BlobStore, BlobStream, ByteRange } from './port.ts';
  * is kept to catch a damaged file instead of serving it.
  */
 
-const KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 const MAGIC = Buffer.from('DSB1', 'latin1');
 const PREFIX_LEN = MAGIC.length + 4;
 // A sane cap so a damaged length field cannot make us allocate gigabytes.
@@ -49,9 +49,7 @@ export async function makeFsBlobStore(dir: string): Promise<BlobStore> {
       let handle: FileHandle | undefined;
       try {
         const { shardDir, file } = pathOf(key);
-        if (!Number.isSafeInteger(size) || size < 0) {
-          throw new TypeError(`blob size must be a non-negative integer, got ${size}`);
-        }
+        checkSize(size);
         if (typeof contentType !== 'string') throw new TypeError('blob content type must be a string');
         const header = encodeHeader(size, contentType);
         tmp = join(tmpDir, randomUUID());
@@ -64,11 +62,11 @@ export async function makeFsBlobStore(dir: string): Promise<BlobStore> {
         for await (const raw of body) {
           const chunk = toBytes(raw);
           count += chunk.length;
-          if (count > size) throw new Error(`blob ${key}: body is longer than the declared ${size} bytes`);
+          if (count > size) throw tooLong(key, size);
           await writeFully(handle, chunk, position);
           position += chunk.length;
         }
-        if (count !== size) throw new Error(`blob ${key}: body has ${count} bytes, declared ${size}`);
+        if (count !== size) throw tooShort(key, count, size);
         await handle.sync();
         await handle.close();
         handle = undefined;
@@ -135,18 +133,6 @@ export async function makeFsBlobStore(dir: string): Promise<BlobStore> {
   };
 }
 
-function checkKey(key: string): void {
-  // Keys are made by the server; anything else (slashes, "..", empty) is a bug or an attack.
-  if (typeof key !== 'string' || !KEY.test(key)) throw new TypeError(`invalid blob key: ${JSON.stringify(key)}`);
-}
-
-function checkRange(range: ByteRange): void {
-  const { start, end } = range;
-  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 0 || end < start) {
-    throw new RangeError(`invalid byte range ${start}-${end}`);
-  }
-}
-
 function encodeHeader(size: number, contentType: string): Buffer {
   const json = Buffer.from(JSON.stringify({ size, contentType }), 'utf8');
   if (json.length > MAX_HEADER_JSON) throw new TypeError('blob content type is too long');
@@ -186,12 +172,6 @@ async function writeFully(handle: FileHandle, bytes: Uint8Array, position: numbe
     const { bytesWritten } = await handle.write(bytes, done, bytes.length - done, position + done);
     done += bytesWritten;
   }
-}
-
-function toBytes(chunk: unknown): Uint8Array {
-  if (chunk instanceof Uint8Array) return chunk;
-  if (typeof chunk === 'string') return Buffer.from(chunk, 'utf8');
-  throw new TypeError('blob body must yield bytes or strings');
 }
 
 async function openIfExists(file: string): Promise<FileHandle | null> {

@@ -4,6 +4,7 @@ import type { Readable } from 'node:stream';
 import { Client } from 'minio';
 import { RangeNotSatisfiable } from './port.ts';
 import type { BlobInfo, BlobStore, BlobStream, ByteRange } from './port.ts';
+import { checkKey, checkRange, checkSize, toBytes, tooLong, tooShort } from './validate.ts';
 
 /*
  * One bucket, one object per blob, named by the blob key itself (keys are server-made and already
@@ -23,7 +24,6 @@ import type { BlobInfo, BlobStore, BlobStream, ByteRange } from './port.ts';
  * part (≤ partSize) plus the stream's own buffering.
  */
 
-const KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 // Header-safe: visible ASCII and spaces, bounded.
 const CONTENT_TYPE = /^[\x20-\x7e]{1,1024}$/;
 const MIN_PART = 5 * 1024 * 1024;
@@ -134,9 +134,7 @@ export async function makeMinioBlobStore(options: MinioBlobStoreOptions): Promis
     async put(key: string, body: Readable, size: number, contentType: string): Promise<void> {
       try {
         checkKey(key);
-        if (!Number.isSafeInteger(size) || size < 0) {
-          throw new TypeError(`blob size must be a non-negative integer, got ${size}`);
-        }
+        checkSize(size);
         if (typeof contentType !== 'string' || !CONTENT_TYPE.test(contentType)) {
           throw new TypeError(`blob content type must be 1-1024 printable ASCII characters, got ${JSON.stringify(contentType)}`);
         }
@@ -235,29 +233,6 @@ async function ensureBucket(client: Client, bucket: string, region: string | und
     if (await client.bucketExists(bucket).catch(() => false)) return;
     throw err;
   }
-}
-
-function checkKey(key: string): void {
-  // Same rule as the fs adapter: keys are made by the server; anything else is a bug or an attack.
-  if (typeof key !== 'string' || !KEY.test(key)) throw new TypeError(`invalid blob key: ${JSON.stringify(key)}`);
-}
-
-function checkRange(range: ByteRange): void {
-  const { start, end } = range;
-  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 0 || end < start) {
-    throw new RangeError(`invalid byte range ${start}-${end}`);
-  }
-}
-
-const tooLong = (key: string, size: number): Error => new Error(`blob ${key}: body is longer than the declared ${size} bytes`);
-const tooShort = (key: string, count: number, size: number): Error =>
-  new Error(`blob ${key}: body has ${count} bytes, declared ${size}`);
-
-function toBytes(chunk: unknown): Buffer {
-  if (Buffer.isBuffer(chunk)) return chunk;
-  if (chunk instanceof Uint8Array) return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-  if (typeof chunk === 'string') return Buffer.from(chunk, 'utf8');
-  throw new TypeError('blob body must yield bytes or strings');
 }
 
 function codeOf(err: unknown): unknown {

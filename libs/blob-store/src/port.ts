@@ -22,7 +22,11 @@ export class RangeNotSatisfiable extends Error {
   }
 }
 
-/** File bytes, streamed in with a known size and out whole or by range. */
+/**
+ * File bytes, streamed in with a known size and out whole or by range. Keys are names the server
+ * makes: 1 to 200 of `A-Z a-z 0-9 . _ -`, starting with a letter or digit. Every method refuses
+ * any other key with a TypeError (a refused put still releases its body).
+ */
 export interface BlobStore {
   /**
    * Streams `body` to `key`. Resolves once the bytes are durable; rejects (storing nothing under

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
+import { testEvent } from '@docshare/contracts/testing';
 import type { ConsumerOptions, EventConsumer, EventHandler, Subscription } from './port.ts';
 
 /** An EventConsumer under test plus a way to record events it should then deliver. */
@@ -43,19 +44,7 @@ function eventSource() {
         for (const subject of subjects) {
           const streamversion = (versions.get(subject) ?? 0) + 1;
           versions.set(subject, streamversion);
-          events.push({
-            specversion: '1.0',
-            id: randomUUID(),
-            source: '/docshare/contract-test',
-            type: 'docs.contract.tested.v1',
-            time: new Date().toISOString(),
-            subject,
-            datacontenttype: 'application/json',
-            data: { n: streamversion },
-            correlationid: randomUUID(),
-            causationid: randomUUID(),
-            streamversion,
-          });
+          events.push(testEvent(subject, streamversion));
         }
       }
       return events;

@@ -8,6 +8,7 @@ import { after, describe, it } from 'node:test';
 import { Kafka, logLevel } from 'kafkajs';
 import type { Admin, IHeaders, KafkaMessage } from 'kafkajs';
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
+import { testEvent, testEvents } from '@docshare/contracts/testing';
 import { eventConsumerContract } from '../src/contract.ts';
 import type { ConsumerHarness } from '../src/contract.ts';
 import { decodeKafkaRecord, ensureTopics, makeKafkaBus, parseBrokers, toKafkaMessage } from '../src/kafka.ts';
@@ -132,22 +133,6 @@ async function readRaw(topic: string, enough: (messages: KafkaMessage[]) => bool
 
 const text = (headers: IHeaders | undefined, name: string): string | undefined => headers?.[name]?.toString();
 
-const testEvent = (subject: string, streamversion: number): CloudEvent => ({
-  specversion: '1.0',
-  id: randomUUID(),
-  source: '/docshare/kafka-test',
-  type: 'docs.kafka.tested.v1',
-  time: new Date().toISOString(),
-  subject,
-  datacontenttype: 'application/json',
-  data: { n: streamversion },
-  correlationid: randomUUID(),
-  causationid: randomUUID(),
-  streamversion,
-});
-
-const stream = (subject: string, count: number): CloudEvent[] => Array.from({ length: count }, (_, i) => testEvent(subject, i + 1));
-
 eventConsumerContract('kafka', makeHarness);
 
 /** A failing assertion must fail the test, not leave it waiting on a broker forever. */
@@ -157,7 +142,7 @@ describe('Kafka bus', () => {
   it('writes each event as plain CloudEvent JSON keyed by its subject, with the ce_ headers', limit, () =>
     withHarness(async (harness) => {
       const [a, b] = [`file-${randomUUID()}`, `user-${randomUUID()}`];
-      const records = await harness.publishRecords([...stream(a, 3), ...stream(b, 3)]);
+      const records = await harness.publishRecords([...testEvents(a, 1, 3), ...testEvents(b, 1, 3)]);
 
       const raw = await readRaw(harness.topic, (messages) => messages.length >= records.length);
       assert.equal(raw.length, records.length);
@@ -199,7 +184,7 @@ describe('Kafka bus', () => {
       } finally {
         await producer.disconnect();
       }
-      const events = stream(subject, 3);
+      const events = testEvents(subject, 1, 3);
       await harness.publish(events);
 
       const handled: number[] = [];
@@ -251,7 +236,7 @@ describe('Kafka bus', () => {
         }
       });
       try {
-        await harness.publish(stream(subject, 5));
+        await harness.publish(testEvents(subject, 1, 5));
         await waitFor(() => first.includes(3), 'the handler of v3 to start');
 
         // One subject, so one partition: v1 and v2 (offsets 0, 1) are committed, v3 (offset 2) is not.
@@ -292,7 +277,7 @@ describe('Kafka bus', () => {
     try {
       const group = `interval-${randomUUID()}`;
       const subject = `file-${randomUUID()}`;
-      await harness.publish(stream(subject, 4));
+      await harness.publish(testEvents(subject, 1, 4));
       const first: number[] = [];
       const subscription = await bus.consumer.subscribe(group, async (record) => void first.push(record.event.streamversion));
       await waitFor(() => first.length === 4, 'the first four events');
@@ -313,7 +298,7 @@ describe('Kafka bus', () => {
       await harness.subscribe(group, async (record) => void seen[0].add(record.event.id));
       await harness.subscribe(group, async (record) => void seen[1].add(record.event.id));
       // 30 subjects miss none of the 3 partitions (each misses one with probability (2/3)^30).
-      const events = Array.from({ length: 30 }, () => stream(`file-${randomUUID()}`, 2)).flat();
+      const events = Array.from({ length: 30 }, () => testEvents(`file-${randomUUID()}`, 1, 2)).flat();
       await harness.publish(events);
 
       await waitFor(() => events.every((event) => seen[0].has(event.id) || seen[1].has(event.id)), 'every event');

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
+import { testEvents } from '@docshare/contracts/testing';
 import { openFileEventLog } from '@docshare/event-store';
 import type { FileEventLog } from '@docshare/event-store';
 import { eventConsumerContract } from '../src/contract.ts';
@@ -38,25 +38,10 @@ async function waitFor(predicate: () => boolean, what: string, timeoutMs = 5000)
   }
 }
 
-const testEvent = (subject: string, streamversion: number): CloudEvent => ({
-  specversion: '1.0',
-  id: randomUUID(),
-  source: '/docshare/test',
-  type: 'docs.test.happened.v1',
-  time: new Date().toISOString(),
-  subject,
-  datacontenttype: 'application/json',
-  data: { n: streamversion },
-  correlationid: 'c',
-  causationid: 'c',
-  streamversion,
-});
-
 /** Appends `count` more events to `stream`; returns the position of the last one. */
 async function appendTo(log: FileEventLog, stream: string, count: number): Promise<number> {
   const version = (await log.readStream(stream)).length;
-  const events = Array.from({ length: count }, (_, i) => testEvent(stream, version + i + 1));
-  return (await log.append(stream, version, events)).position;
+  return (await log.append(stream, version, testEvents(stream, version + 1, count))).position;
 }
 
 async function withBus(test: (log: FileEventLog, bus: LogBus) => Promise<void>, options?: LogBusOptions): Promise<void> {

@@ -2,28 +2,12 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
+import { testEvent, testEvents } from '@docshare/contracts/testing';
 import { VersionConflict } from './port.ts';
 import type { EventStore } from './port.ts';
 
 // Every stream and id kind gets a random suffix so the suite can run against a shared server.
 const freshId = (label: string): string => `contract-${label}-${randomUUID()}`;
-
-const testEvent = (subject: string, streamversion: number, data: unknown = { n: streamversion }): CloudEvent => ({
-  specversion: '1.0',
-  id: randomUUID(),
-  source: '/docshare/contract-test',
-  type: 'docs.contract.tested.v1',
-  time: new Date().toISOString(),
-  subject,
-  datacontenttype: 'application/json',
-  data,
-  correlationid: randomUUID(),
-  causationid: randomUUID(),
-  streamversion,
-});
-
-const eventsFor = (subject: string, fromVersion: number, count: number): CloudEvent[] =>
-  Array.from({ length: count }, (_, i) => testEvent(subject, fromVersion + i));
 
 const isConflict = (streamId: string, expected: number, actual: number) => (error: unknown): boolean => {
   assert.ok(error instanceof VersionConflict, `expected VersionConflict, got ${String(error)}`);
@@ -48,9 +32,9 @@ export const eventStoreContract = (name: string, make: () => Promise<EventStore>
     it('reads back an appended stream unchanged, in order', () =>
       withStore(async (store) => {
         const stream = freshId('roundtrip');
-        const first = eventsFor(stream, 1, 2);
+        const first = testEvents(stream, 1, 2);
         first[0] = testEvent(stream, 1, { nested: { list: [1, 'two', null], flag: true }, text: 'é ✓ "quoted"\nline' });
-        const second = eventsFor(stream, 3, 1);
+        const second = testEvents(stream, 3, 1);
 
         assert.equal((await store.append(stream, 0, first)).version, 2);
         const result = await store.append(stream, 2, second);
@@ -65,7 +49,7 @@ export const eventStoreContract = (name: string, make: () => Promise<EventStore>
     it('readStream returns only the events after afterVersion', () =>
       withStore(async (store) => {
         const stream = freshId('after');
-        const events = eventsFor(stream, 1, 4);
+        const events = testEvents(stream, 1, 4);
         await store.append(stream, 0, events);
 
         assert.deepEqual((await store.readStream(stream, 2)).map((record) => record.event), events.slice(2));
@@ -90,21 +74,21 @@ export const eventStoreContract = (name: string, make: () => Promise<EventStore>
     it('an append at the wrong expected version throws VersionConflict and appends nothing', () =>
       withStore(async (store) => {
         const stream = freshId('conflict');
-        const original = eventsFor(stream, 1, 2);
+        const original = testEvents(stream, 1, 2);
         await store.append(stream, 0, original);
 
-        await assert.rejects(store.append(stream, 1, eventsFor(stream, 2, 2)), isConflict(stream, 1, 2));
-        await assert.rejects(store.append(stream, 3, eventsFor(stream, 4, 1)), isConflict(stream, 3, 2));
+        await assert.rejects(store.append(stream, 1, testEvents(stream, 2, 2)), isConflict(stream, 1, 2));
+        await assert.rejects(store.append(stream, 3, testEvents(stream, 4, 1)), isConflict(stream, 3, 2));
 
         assert.deepEqual((await store.readStream(stream)).map((record) => record.event), original);
-        assert.equal((await store.append(stream, 2, eventsFor(stream, 3, 1))).version, 3);
+        assert.equal((await store.append(stream, 2, testEvents(stream, 3, 1))).version, 3);
       }));
 
     it('of two concurrent appends at the same expected version exactly one wins', () =>
       withStore(async (store) => {
         const stream = freshId('race');
         await store.append(stream, 0, [testEvent(stream, 1)]);
-        const contenders = [eventsFor(stream, 2, 2), eventsFor(stream, 2, 1)];
+        const contenders = [testEvents(stream, 2, 2), testEvents(stream, 2, 1)];
 
         const results = await Promise.allSettled(contenders.map((events) => store.append(stream, 1, events)));
 
@@ -132,7 +116,7 @@ export const eventStoreContract = (name: string, make: () => Promise<EventStore>
         const before = await store.lastPosition();
         const a1 = testEvent(a, 1);
         const b1 = testEvent(b, 1);
-        const a2 = eventsFor(a, 2, 2);
+        const a2 = testEvents(a, 2, 2);
         const positions = [
           (await store.append(a, 0, [a1])).position,
           (await store.append(b, 0, [b1])).position,
@@ -154,7 +138,7 @@ export const eventStoreContract = (name: string, make: () => Promise<EventStore>
       withStore(async (store) => {
         const stream = freshId('limit');
         const before = await store.lastPosition();
-        await store.append(stream, 0, eventsFor(stream, 1, 5));
+        await store.append(stream, 0, testEvents(stream, 1, 5));
 
         const page = await store.readAll(before, 2);
         assert.equal(page.length, 2);
@@ -165,7 +149,7 @@ export const eventStoreContract = (name: string, make: () => Promise<EventStore>
     it('lastPosition is the position of the newest event', () =>
       withStore(async (store) => {
         const stream = freshId('last');
-        const events = eventsFor(stream, 1, 3);
+        const events = testEvents(stream, 1, 3);
         const { position } = await store.append(stream, 0, events);
 
         assert.ok((await store.lastPosition()) >= position);

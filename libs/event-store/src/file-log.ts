@@ -4,6 +4,8 @@ import { crc32 } from 'node:zlib';
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
 import { VersionConflict } from './port.ts';
 import type { AppendResult, EventStore } from './port.ts';
+import { appendListeners, safeWarning } from './append-listeners.ts';
+import { validateAppend } from './validate.ts';
 
 /** The embedded event store, plus a hook the in-process bus uses to wake up on new events. */
 export type FileEventLog = EventStore & {
@@ -72,13 +74,7 @@ export async function openFileEventLog(dir: string, options: FileEventLogOptions
 }
 
 async function openLog(file: string, options: FileEventLogOptions): Promise<FileEventLog> {
-  const warn = (message: string): void => {
-    try {
-      options.onWarning?.(message);
-    } catch {
-      // A broken warning sink must not break the log.
-    }
-  };
+  const warn = safeWarning(options);
   const idBlockSize = options.idBlockSize ?? 100;
   if (!Number.isInteger(idBlockSize) || idBlockSize < 1) throw new Error(`idBlockSize must be a positive integer, got ${idBlockSize}`);
 
@@ -103,7 +99,7 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
   const idBlocks = new Map<string, IdBlock>();
   for (const [kind, upTo] of reservedIds) idBlocks.set(kind, { next: upTo + 1, limit: upTo, reserving: null });
 
-  const listeners = new Set<(lastPosition: number) => void>();
+  const listeners = appendListeners(`event log ${file}`, warn);
   let queue: PendingWrite[] = [];
   let flushing: Promise<void> | null = null;
   let failure: Error | null = null;
@@ -139,19 +135,9 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
       const before = all.length;
       for (const entry of batch) entry.commit();
       for (const entry of batch) entry.resolve();
-      if (all.length > before) notify(all.length);
+      if (all.length > before) listeners.notify(all.length);
     }
     flushing = null;
-  };
-
-  const notify = (lastPosition: number): void => {
-    for (const listener of listeners) {
-      try {
-        listener(lastPosition);
-      } catch (error) {
-        warn(`event log ${file}: onAppend listener threw: ${String(error)}`);
-      }
-    }
   };
 
   const append = async (streamId: string, expectedVersion: number, events: readonly CloudEvent[]): Promise<AppendResult> => {
@@ -217,12 +203,7 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
       return all.length;
     },
     nextId,
-    onAppend(listener) {
-      listeners.add(listener);
-      return () => {
-        listeners.delete(listener);
-      };
-    },
+    onAppend: listeners.onAppend,
     close() {
       closing ??= (async () => {
         while (flushing) await flushing;
@@ -232,22 +213,6 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
       return closing;
     },
   };
-}
-
-function validateAppend(streamId: string, expectedVersion: number, events: readonly CloudEvent[]): void {
-  if (typeof streamId !== 'string' || streamId === '') throw new Error('append needs a non-empty streamId');
-  if (!Number.isInteger(expectedVersion) || expectedVersion < 0) {
-    throw new Error(`append to ${streamId}: expectedVersion must be a non-negative integer, got ${expectedVersion}`);
-  }
-  if (!Array.isArray(events) || events.length === 0) throw new Error(`append to ${streamId}: no events given`);
-  events.forEach((event, i) => {
-    if (event?.subject !== streamId) {
-      throw new Error(`append to ${streamId}: event ${i} has subject ${String(event?.subject)}`);
-    }
-    if (event.streamversion !== expectedVersion + i + 1) {
-      throw new Error(`append to ${streamId}: event ${i} has streamversion ${event.streamversion}, expected ${expectedVersion + i + 1}`);
-    }
-  });
 }
 
 function encodeLine(payload: string): Buffer {

@@ -3,6 +3,8 @@ import type { Collection, Db, Document } from 'mongodb';
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
 import { VersionConflict } from './port.ts';
 import type { AppendResult, EventStore } from './port.ts';
+import { appendListeners, safeWarning } from './append-listeners.ts';
+import { validateAppend } from './validate.ts';
 
 /*
  * The event store on MongoDB, and on FerretDB 1.x standing in for it (docs/mongodb.md). It relies
@@ -255,13 +257,7 @@ interface IdBlock {
 export async function openMongoEventStore(db: Db, options: MongoEventStoreOptions = {}): Promise<MongoEventStore> {
   const idBlockSize = options.idBlockSize ?? 20;
   if (!Number.isInteger(idBlockSize) || idBlockSize < 1) throw new Error(`idBlockSize must be a positive integer, got ${idBlockSize}`);
-  const warn = (message: string): void => {
-    try {
-      options.onWarning?.(message);
-    } catch {
-      // A broken warning sink must not break the store.
-    }
-  };
+  const warn = safeWarning(options);
 
   const events = db.collection<AppendDoc>(EVENTS);
   const index = db.collection<StreamIndexDoc>(STREAM_INDEX);
@@ -275,16 +271,7 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
     if (closing) throw new Error('mongo event store is closed');
   };
 
-  const listeners = new Set<(lastPosition: number) => void>();
-  const notify = (lastPosition: number): void => {
-    for (const listener of listeners) {
-      try {
-        listener(lastPosition);
-      } catch (error) {
-        warn(`mongo event store: onAppend listener threw: ${String(error)}`);
-      }
-    }
-  };
+  const listeners = appendListeners('mongo event store', warn);
 
   /**
    * The stream's version when an append at `expected` conflicted, from `events` itself (an index
@@ -402,7 +389,7 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
       rememberEnd(doc.stream, doc.version);
       entry.resolve({ version: doc.version, position: doc.position + doc.count - 1 });
     }
-    notify(knownEnd - 1);
+    listeners.notify(knownEnd - 1);
   };
 
   /**
@@ -567,12 +554,7 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
       return knownEnd - 1;
     },
     nextId,
-    onAppend(listener) {
-      listeners.add(listener);
-      return () => {
-        listeners.delete(listener);
-      };
-    },
+    onAppend: listeners.onAppend,
     close() {
       closing ??= (async () => {
         while (inFlight.size > 0) await Promise.all(inFlight);
@@ -581,20 +563,4 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
       return closing;
     },
   };
-}
-
-function validateAppend(streamId: string, expectedVersion: number, events: readonly CloudEvent[]): void {
-  if (typeof streamId !== 'string' || streamId === '') throw new Error('append needs a non-empty streamId');
-  if (!Number.isInteger(expectedVersion) || expectedVersion < 0) {
-    throw new Error(`append to ${streamId}: expectedVersion must be a non-negative integer, got ${expectedVersion}`);
-  }
-  if (!Array.isArray(events) || events.length === 0) throw new Error(`append to ${streamId}: no events given`);
-  events.forEach((event, i) => {
-    if (event?.subject !== streamId) {
-      throw new Error(`append to ${streamId}: event ${i} has subject ${String(event?.subject)}`);
-    }
-    if (event.streamversion !== expectedVersion + i + 1) {
-      throw new Error(`append to ${streamId}: event ${i} has streamversion ${event.streamversion}, expected ${expectedVersion + i + 1}`);
-    }
-  });
 }

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import type { CloudEvent } from '@docshare/contracts';
+import { testEvent, testEvents } from '@docshare/contracts/testing';
 import { eventStoreContract } from '../src/contract.ts';
 import { openFileEventLog } from '../src/file-log.ts';
 import type { AppendFile, FileEventLog } from '../src/file-log.ts';
@@ -21,23 +20,6 @@ async function tempDir(): Promise<string> {
 }
 
 const logFile = (dir: string): string => path.join(dir, 'events.log');
-
-const testEvent = (subject: string, streamversion: number): CloudEvent => ({
-  specversion: '1.0',
-  id: randomUUID(),
-  source: '/docshare/test',
-  type: 'docs.test.happened.v1',
-  time: new Date().toISOString(),
-  subject,
-  datacontenttype: 'application/json',
-  data: { n: streamversion },
-  correlationid: 'c',
-  causationid: 'c',
-  streamversion,
-});
-
-const eventsFor = (subject: string, fromVersion: number, count: number): CloudEvent[] =>
-  Array.from({ length: count }, (_, i) => testEvent(subject, fromVersion + i));
 
 async function waitFor(predicate: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -68,8 +50,8 @@ describe('file event log', () => {
   it('keeps every event and stream version across a reopen', async () => {
     const dir = await tempDir();
     const log = await openFileEventLog(dir);
-    const a = eventsFor('a', 1, 3);
-    const b = eventsFor('b', 1, 2);
+    const a = testEvents('a', 1, 3);
+    const b = testEvents('b', 1, 2);
     await Promise.all([log.append('a', 0, a.slice(0, 2)), log.append('b', 0, b)]);
     await log.append('a', 2, a.slice(2));
     const before = await log.readAll(0, 100);
@@ -79,8 +61,8 @@ describe('file event log', () => {
     assert.deepEqual(await reopened.readAll(0, 100), before);
     assert.deepEqual((await reopened.readStream('a')).map((r) => r.event), a);
     assert.equal(await reopened.lastPosition(), 5);
-    await assert.rejects(reopened.append('a', 2, eventsFor('a', 3, 1)), { name: 'VersionConflict' });
-    assert.deepEqual(await reopened.append('a', 3, eventsFor('a', 4, 1)), { version: 4, position: 6 });
+    await assert.rejects(reopened.append('a', 2, testEvents('a', 3, 1)), { name: 'VersionConflict' });
+    assert.deepEqual(await reopened.append('a', 3, testEvents('a', 4, 1)), { version: 4, position: 6 });
     await assertConsistent(reopened);
     await reopened.close();
   });
@@ -103,7 +85,7 @@ describe('file event log', () => {
   it('truncates a torn last line with a warning and stays usable', async () => {
     const dir = await tempDir();
     const log = await openFileEventLog(dir);
-    const events = eventsFor('torn', 1, 3);
+    const events = testEvents('torn', 1, 3);
     await log.append('torn', 0, events);
     await log.close();
     const intact = await readFile(logFile(dir));
@@ -115,7 +97,7 @@ describe('file event log', () => {
     assert.match(warnings[0]!, /torn/);
     assert.deepEqual(await readFile(logFile(dir)), intact);
     assert.deepEqual((await reopened.readStream('torn')).map((r) => r.event), events);
-    await reopened.append('torn', 3, eventsFor('torn', 4, 1));
+    await reopened.append('torn', 3, testEvents('torn', 4, 1));
     await reopened.close();
 
     const again = await openFileEventLog(dir, { onWarning: (message) => warnings.push(message) });
@@ -128,8 +110,8 @@ describe('file event log', () => {
   it('truncates a complete last line whose checksum does not match', async () => {
     const dir = await tempDir();
     const log = await openFileEventLog(dir);
-    await log.append('crc', 0, eventsFor('crc', 1, 1));
-    await log.append('crc', 1, eventsFor('crc', 2, 1));
+    await log.append('crc', 0, testEvents('crc', 1, 1));
+    await log.append('crc', 1, testEvents('crc', 2, 1));
     await log.close();
     const lines = (await readFile(logFile(dir), 'utf8')).split('\n');
     lines[1] = lines[1]!.replace('"n":2', '"n":3');
@@ -139,14 +121,14 @@ describe('file event log', () => {
     const reopened = await openFileEventLog(dir, { onWarning: (message) => warnings.push(message) });
     assert.match(warnings.join(), /corrupt last line 2 \(checksum mismatch\)/);
     assert.equal(await reopened.lastPosition(), 1);
-    await reopened.append('crc', 1, eventsFor('crc', 2, 1));
+    await reopened.append('crc', 1, testEvents('crc', 2, 1));
     await reopened.close();
   });
 
   it('refuses to open a log that is corrupt before its last line, naming file and line', async () => {
     const dir = await tempDir();
     const log = await openFileEventLog(dir);
-    for (let v = 0; v < 3; v++) await log.append('bad', v, eventsFor('bad', v + 1, 1));
+    for (let v = 0; v < 3; v++) await log.append('bad', v, testEvents('bad', v + 1, 1));
     await log.close();
     const lines = (await readFile(logFile(dir), 'utf8')).split('\n');
     lines[1] = lines[1]!.replace('"n":2', '"n":9');
@@ -181,13 +163,13 @@ describe('file event log', () => {
     const log = await openFileEventLog(dir);
     const calls: number[] = [];
     const unsubscribe = log.onAppend((lastPosition) => calls.push(lastPosition));
-    const pending = log.append('listen', 0, eventsFor('listen', 1, 2));
+    const pending = log.append('listen', 0, testEvents('listen', 1, 2));
     assert.deepEqual(calls, []);
     assert.equal(await log.lastPosition(), 0, 'an append is invisible until durable');
     await pending;
     assert.deepEqual(calls, [2]);
     unsubscribe();
-    await log.append('listen', 2, eventsFor('listen', 3, 1));
+    await log.append('listen', 2, testEvents('listen', 3, 1));
     assert.deepEqual(calls, [2]);
     await log.close();
   });
@@ -195,10 +177,10 @@ describe('file event log', () => {
   it('close waits for in-flight appends; later appends and ids are refused', async () => {
     const dir = await tempDir();
     const log = await openFileEventLog(dir);
-    const inFlight = log.append('closing', 0, eventsFor('closing', 1, 1));
+    const inFlight = log.append('closing', 0, testEvents('closing', 1, 1));
     await log.close();
     assert.deepEqual(await inFlight, { version: 1, position: 1 });
-    await assert.rejects(log.append('closing', 1, eventsFor('closing', 2, 1)), /closed/);
+    await assert.rejects(log.append('closing', 1, testEvents('closing', 2, 1)), /closed/);
     await assert.rejects(log.nextId('files'), /closed/);
     const reopened = await openFileEventLog(dir);
     assert.equal(await reopened.lastPosition(), 1);
@@ -225,15 +207,15 @@ describe('file event log', () => {
         close: async () => {},
       }),
     });
-    await log.append('ok', 0, eventsFor('ok', 1, 1));
+    await log.append('ok', 0, testEvents('ok', 1, 1));
     failWrites = true;
-    const results = await Promise.allSettled([log.append('ok', 1, eventsFor('ok', 2, 1)), log.nextId('files')]);
+    const results = await Promise.allSettled([log.append('ok', 1, testEvents('ok', 2, 1)), log.nextId('files')]);
     for (const result of results) {
       assert.equal(result.status, 'rejected');
       assert.match(String((result as PromiseRejectedResult).reason), /failed to write/);
     }
     failWrites = false;
-    await assert.rejects(log.append('other', 0, eventsFor('other', 1, 1)), /failed to write/);
+    await assert.rejects(log.append('other', 0, testEvents('other', 1, 1)), /failed to write/);
     assert.equal(await log.lastPosition(), 1, 'nothing unwritten becomes visible');
     assert.equal((await log.readStream('ok')).length, 1);
     await log.close();

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { after, describe, it } from 'node:test';
-import type { CloudEvent } from '@docshare/contracts';
+import { testEvent, testEvents } from '@docshare/contracts/testing';
 import { eventStoreContract } from '../src/contract.ts';
 import { mongoOutbox, openMongoEventStore } from '../src/mongo-event-store.ts';
 import type { AppendDoc, MongoEventStore, StreamIndexDoc } from '../src/mongo-event-store.ts';
@@ -10,23 +9,6 @@ import { connectTestServer } from './mongo-server.ts';
 
 const server = await connectTestServer();
 after(() => server.cleanup());
-
-const testEvent = (subject: string, streamversion: number, data: unknown = { n: streamversion }): CloudEvent => ({
-  specversion: '1.0',
-  id: randomUUID(),
-  source: '/docshare/test',
-  type: 'docs.test.happened.v1',
-  time: new Date().toISOString(),
-  subject,
-  datacontenttype: 'application/json',
-  data,
-  correlationid: 'c',
-  causationid: 'c',
-  streamversion,
-});
-
-const eventsFor = (subject: string, fromVersion: number, count: number): CloudEvent[] =>
-  Array.from({ length: count }, (_, i) => testEvent(subject, fromVersion + i));
 
 /** Appends one event to `stream`, reading its version and retrying on conflicts, as the command handler does. */
 async function appendWithRetry(store: MongoEventStore, stream: string): Promise<void> {
@@ -54,7 +36,7 @@ describe('mongo event store', () => {
     const db = server.freshDb('es_shape');
     const store = await openMongoEventStore(db);
     const first = [testEvent('shape', 1, { nested: [[1, 2], [3, [4]]], empty: {}, list: [] })];
-    const more = eventsFor('shape', 2, 3);
+    const more = testEvents('shape', 2, 3);
     assert.deepEqual(await store.append('shape', 0, first), { version: 1, position: 1 });
     assert.deepEqual(await store.append('shape', 1, more), { version: 4, position: 4 });
 
@@ -85,22 +67,22 @@ describe('mongo event store', () => {
 
   it('refuses an append at a version inside a multi-event append', async () => {
     const store = await openMongoEventStore(server.freshDb('es_inside'));
-    await store.append('in', 0, eventsFor('in', 1, 3));
-    await assert.rejects(store.append('in', 2, eventsFor('in', 3, 1)), (error: unknown) => {
+    await store.append('in', 0, testEvents('in', 1, 3));
+    await assert.rejects(store.append('in', 2, testEvents('in', 3, 1)), (error: unknown) => {
       assert.ok(error instanceof VersionConflict);
       assert.equal(error.actual, 3);
       return true;
     });
-    assert.equal((await store.append('in', 3, eventsFor('in', 4, 1))).version, 4);
+    assert.equal((await store.append('in', 3, testEvents('in', 4, 1))).version, 4);
     await store.close();
   });
 
   it('recovers from a writer that died between storing an append and indexing it', async () => {
     const db = server.freshDb('es_repair');
     const store = await openMongoEventStore(db);
-    await store.append('r', 0, eventsFor('r', 1, 1));
+    await store.append('r', 0, testEvents('r', 1, 1));
     // What a writer killed right after its insert leaves behind: the append, no stream-index entries.
-    const orphan = eventsFor('r', 2, 2);
+    const orphan = testEvents('r', 2, 2);
     await db.collection<AppendDoc>('events').insertOne({
       _id: '2', position: 2, count: 2, stream: 'r', firstVersion: 2, version: 3, events: JSON.stringify(orphan), appendedAt: new Date(),
     });
@@ -108,16 +90,16 @@ describe('mongo event store', () => {
     assert.equal(await store.lastPosition(), 3);
 
     // An append at the stale version conflicts, names the real version and fills the index in.
-    await assert.rejects(store.append('r', 1, eventsFor('r', 2, 1)), (error: unknown) => {
+    await assert.rejects(store.append('r', 1, testEvents('r', 2, 1)), (error: unknown) => {
       assert.ok(error instanceof VersionConflict);
       assert.equal(error.actual, 3);
       return true;
     });
     assert.deepEqual((await store.readStream('r', 1)).map((r) => r.event), orphan);
-    assert.deepEqual(await store.append('r', 3, eventsFor('r', 4, 1)), { version: 4, position: 4 });
+    assert.deepEqual(await store.append('r', 3, testEvents('r', 4, 1)), { version: 4, position: 4 });
 
     // The relay's read fills the index in too.
-    const other = eventsFor('q', 1, 1);
+    const other = testEvents('q', 1, 1);
     await db.collection<AppendDoc>('events').insertOne({
       _id: '5', position: 5, count: 1, stream: 'q', firstVersion: 1, version: 1, events: JSON.stringify(other), appendedAt: new Date(),
     });
@@ -159,7 +141,7 @@ describe('mongo event store', () => {
     for (let round = 0; round < 20; round++) {
       const stream = `multi-${round}`;
       await a.append(stream, 0, [testEvent(stream, 1)]);
-      const results = await Promise.allSettled([a.append(stream, 1, eventsFor(stream, 2, 3)), b.append(stream, 1, eventsFor(stream, 2, 1))]);
+      const results = await Promise.allSettled([a.append(stream, 1, testEvents(stream, 2, 3)), b.append(stream, 1, testEvents(stream, 2, 1))]);
       const won = results.findIndex((r) => r.status === 'fulfilled');
       assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
       assert.equal((await a.readStream(stream)).length, won === 0 ? 4 : 2);
@@ -192,10 +174,10 @@ describe('mongo event store', () => {
     const store = await openMongoEventStore(server.freshDb('es_listen'));
     const calls: number[] = [];
     const unsubscribe = store.onAppend((position) => calls.push(position));
-    await store.append('l', 0, eventsFor('l', 1, 2));
+    await store.append('l', 0, testEvents('l', 1, 2));
     assert.deepEqual(calls, [2]);
     unsubscribe();
-    await store.append('l', 2, eventsFor('l', 3, 1));
+    await store.append('l', 2, testEvents('l', 3, 1));
     assert.deepEqual(calls, [2]);
     await store.close();
   });
@@ -206,9 +188,9 @@ describe('mongo event store', () => {
     const outbox = mongoOutbox(db);
     assert.deepEqual(await outbox.readAfter(0, 10), []);
     assert.equal(await outbox.lastPosition(), 0);
-    await store.append('o1', 0, eventsFor('o1', 1, 3));
-    await store.append('o2', 0, eventsFor('o2', 1, 1));
-    await store.append('o1', 3, eventsFor('o1', 4, 2));
+    await store.append('o1', 0, testEvents('o1', 1, 3));
+    await store.append('o2', 0, testEvents('o2', 1, 1));
+    await store.append('o1', 3, testEvents('o1', 4, 2));
     assert.equal(await outbox.lastPosition(), 6);
 
     // A limit inside an append still returns that whole append; the next one waits.
@@ -224,8 +206,8 @@ describe('mongo event store', () => {
 
   it('readAll starts inside a multi-event append and stops at the end of the log', async () => {
     const store = await openMongoEventStore(server.freshDb('es_readall'));
-    await store.append('a', 0, eventsFor('a', 1, 4));
-    await store.append('b', 0, eventsFor('b', 1, 1));
+    await store.append('a', 0, testEvents('a', 1, 4));
+    await store.append('b', 0, testEvents('b', 1, 1));
     assert.deepEqual((await store.readAll(2, 10)).map((r) => r.position), [3, 4, 5]);
     assert.deepEqual((await store.readAll(1, 2)).map((r) => r.position), [2, 3]);
     assert.deepEqual(await store.readAll(5, 10), []);
@@ -236,10 +218,10 @@ describe('mongo event store', () => {
 
   it('close waits for appends in flight and refuses later ones', async () => {
     const store = await openMongoEventStore(server.freshDb('es_close'));
-    const inFlight = store.append('c', 0, eventsFor('c', 1, 1));
+    const inFlight = store.append('c', 0, testEvents('c', 1, 1));
     await store.close();
     assert.deepEqual(await inFlight, { version: 1, position: 1 });
-    await assert.rejects(store.append('c', 1, eventsFor('c', 2, 1)), /closed/);
+    await assert.rejects(store.append('c', 1, testEvents('c', 2, 1)), /closed/);
     await assert.rejects(store.nextId('files'), /closed/);
   });
 

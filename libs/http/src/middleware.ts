@@ -61,3 +61,17 @@ export const pageOf = (source: Record<string, unknown>, defaults = { perPage: 20
     perPage: parse(source.per_page, defaults.perPage, M.invalidPerPage, defaults.max),
   };
 };
+
+/** One JSON log line per request, with the request and correlation ids the gateway set. */
+export const requestLog = (logger: { info(obj: object, msg: string): void }, skip: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics'])): RequestHandler =>
+  (req, res, next) => {
+    if (skip.has(req.path)) return next();
+    const started = performance.now();
+    res.on('finish', () => {
+      logger.info({
+        requestId: req.get(REQUEST_ID_HEADER), correlationId: req.get(CORRELATION_HEADER), method: req.method,
+        path: req.path, status: res.statusCode, ms: Math.round(performance.now() - started),
+      }, 'request');
+    });
+    next();
+  };

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
+import { testEvent } from '@docshare/contracts/testing';
 import type { EventPublisher } from '@docshare/event-bus';
 import { openMongoEventStore } from '@docshare/event-store';
 import type { MongoEventStore } from '@docshare/event-store';
@@ -20,20 +20,6 @@ void pinoFits;
 
 const server = await connectTestServer();
 after(() => server.cleanup());
-
-const testEvent = (subject: string, streamversion: number): CloudEvent => ({
-  specversion: '1.0',
-  id: randomUUID(),
-  source: '/docshare/test',
-  type: 'docs.test.happened.v1',
-  time: new Date().toISOString(),
-  subject,
-  datacontenttype: 'application/json',
-  data: { n: streamversion },
-  correlationid: 'c',
-  causationid: 'c',
-  streamversion,
-});
 
 /** Counts over every publisher sharing it: publishes in flight (and the most at once), events received. */
 class Tracker {

@@ -1,7 +1,7 @@
 import express, { type Express } from 'express';
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
 import type { EventConsumer } from '@docshare/event-bus';
-import { closeServer, counter, exitGracefully, listen, makeOps, type Logger, type ReadinessCheck } from '@docshare/http';
+import { closeServer, counter, exitGracefully, listen, makeOps, requestLog, type Logger, type ReadinessCheck } from '@docshare/http';
 import { runProjector } from './runner.ts';
 import type { Progress } from './progress.ts';
 
@@ -37,6 +37,7 @@ export const startProjectorService = async (options: ProjectorServiceOptions): P
   app.disable('x-powered-by');
   app.use(ops.httpMetrics);
   app.use(ops.router);
+  app.use(requestLog(logger));
   app.use(options.queryApp);
 
   const projector = await runProjector(options.consumer, options.group ?? name, async (record) => {

@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import type { Doc, ReadStore } from './port.ts';
+import type { Doc, ReadStore, Update } from './port.ts';
 
 /**
  * The behaviour every ReadStore adapter must share (memory, MongoDB, FerretDB). Each test uses
@@ -248,6 +248,46 @@ export function readStoreContract(name: string, make: () => Promise<ReadStore>):
       assert.deepEqual(found, { _id: 'f', tags: ['x', 'y'], meta: { pages: 3 } });
       (found['tags'] as string[]).length = 0;
       assert.deepEqual(await store.get(files, 'f'), { _id: 'f', tags: ['x', 'y'], meta: { pages: 3 } });
+    });
+
+    it('refuses updates Mongo would refuse, leaving the document untouched', async () => {
+      const docs = fresh('refused');
+      await store.apply(docs, 'd', { set: { n: 'text', x: 1, z: null } }, { stream: 's', version: 1 });
+      const refused: Update[] = [
+        { set: { x: 2 }, inc: { x: 1 } },
+        { set: { x: 2 }, setOnInsert: { x: 1 } },
+        { set: { 'a.b': 1 } },
+        { set: { $where: 1 } },
+        { set: { _id: 'other' } },
+        { set: { _seen: {} } },
+        { inc: { n: 1 } },
+        { inc: { z: 1 } },
+        { inc: { x: Number.NaN } },
+      ];
+      for (const update of refused) {
+        await assert.rejects(store.apply(docs, 'd', update, { stream: 's', version: 2 }), Error, JSON.stringify(update));
+      }
+      await assert.rejects(store.apply(docs, 'd', { set: { x: 2 } }, { stream: 'file.1', version: 2 }));
+      await assert.rejects(store.apply(docs, 'd', { set: { x: 2 } }, { stream: 's', version: Number.NaN }));
+      for (const collection of [docs, fresh('missing')]) {
+        await assert.rejects(store.find(collection, {}, { skip: -1 }));
+        await assert.rejects(store.find(collection, {}, { limit: 1.5 }));
+      }
+      assert.deepEqual(await store.get(docs, 'd'), { _id: 'd', n: 'text', x: 1, z: null });
+      // Nothing was recorded as seen by the refused updates.
+      assert.equal(await store.apply(docs, 'd', { set: { x: 2 } }, { stream: 's', version: 2 }), true);
+    });
+
+    it('stores a top-level undefined as null and matches arrays by element', async () => {
+      const docs = fresh('values');
+      await store.apply(docs, 'u', { set: { gone: undefined }, setOnInsert: { also: undefined } }, { stream: 's', version: 1 });
+      assert.deepEqual(await store.get(docs, 'u'), { _id: 'u', gone: null, also: null });
+      await store.apply(docs, 'a', { set: { tags: ['x', 'y'] } }, { stream: 's', version: 2 });
+      await store.apply(docs, 'b', { set: { tags: ['y', null] } }, { stream: 's', version: 3 });
+      await store.apply(docs, 'c', { set: { tags: [] } }, { stream: 's', version: 4 });
+      const sort: [string, 1][] = [['_id', 1]];
+      assert.deepEqual(ids(await store.find(docs, { tags: 'y' }, { sort })), ['a', 'b']);
+      assert.deepEqual(ids(await store.find(docs, { tags: null }, { sort })), ['b', 'u']);
     });
 
     it('clear empties every collection and forgets the guards', async () => {

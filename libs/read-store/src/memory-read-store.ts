@@ -1,4 +1,5 @@
 import type { Doc, Filter, FindOptions, Guard, ReadStore, Scalar, Update } from './port.ts';
+import { checkCount, checkUpdate } from './validate.ts';
 
 interface Stored {
   id: string;
@@ -21,20 +22,11 @@ interface Collection {
   indexes: Map<string, FieldIndex>;
 }
 
-const RESERVED = new Set(['_id', '_seen']);
-
 /** Above 1/SCAN_RATIO of a collection, scanning it beats gathering and re-ordering index candidates. */
 const SCAN_RATIO = 4;
 
 /** Above this many wanted documents (skip + limit), a full sort beats keeping a sorted top list. */
 const TOP_LIMIT = 1000;
-
-/** Rejects names Mongo would read as paths or operators, so embedded mode cannot accept what production refuses. */
-function checkName(kind: string, name: string): void {
-  if (name === '' || name.includes('.') || name.startsWith('$')) {
-    throw new Error(`invalid ${kind} name ${JSON.stringify(name)}: must be non-empty, without '.' and not start with '$'`);
-  }
-}
 
 function copy<T>(value: T): T {
   return value !== null && typeof value === 'object' ? structuredClone(value) : value;
@@ -134,13 +126,6 @@ function toDoc(stored: Stored): Doc {
   return Object.fromEntries(entries) as Doc;
 }
 
-function checkCount(kind: string, value: number | undefined): number | undefined {
-  if (value !== undefined && !(Number.isInteger(value) && value >= 0)) {
-    throw new Error(`${kind} must be a non-negative integer, got ${value}`);
-  }
-  return value;
-}
-
 /** The in-memory read-model store of embedded mode: same semantics as the Mongo adapter, rebuilt from the log at start. */
 export function makeMemoryReadStore(): ReadStore {
   const collections = new Map<string, Collection>();
@@ -225,22 +210,7 @@ export function makeMemoryReadStore(): ReadStore {
 
   return {
     async apply(collectionName: string, id: string, update: Update, guard: Guard): Promise<boolean> {
-      checkName('stream', guard.stream);
-      if (!Number.isFinite(guard.version)) throw new Error(`guard version must be a finite number, got ${guard.version}`);
-      const operators = [update.setOnInsert ?? {}, update.set ?? {}, update.inc ?? {}];
-      const touched = new Set<string>();
-      for (const fields of operators) {
-        for (const name of Object.keys(fields)) {
-          checkName('field', name);
-          if (RESERVED.has(name)) throw new Error(`field ${name} is reserved`);
-          // Mongo refuses one path in two operators; refusing here keeps embedded mode honest.
-          if (touched.has(name)) throw new Error(`field ${name} appears in more than one operator`);
-          touched.add(name);
-        }
-      }
-      for (const [name, by] of Object.entries(update.inc ?? {})) {
-        if (typeof by !== 'number' || !Number.isFinite(by)) throw new Error(`inc of ${name} must be a finite number`);
-      }
+      checkUpdate(update, guard);
 
       const collection = collectionOf(collectionName, true) as Collection;
       const existing = collection.docs.get(id);

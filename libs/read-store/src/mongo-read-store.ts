@@ -1,6 +1,7 @@
 import { MongoServerError } from 'mongodb';
 import type { Collection, Db, Document, Filter as MongoFilter, Sort, UpdateFilter } from 'mongodb';
 import type { Doc, Filter, FindOptions, Guard, ReadStore, Update } from './port.ts';
+import { checkCount, checkName, checkUpdate } from './validate.ts';
 
 /*
  * Read models on MongoDB (or FerretDB 1.x). Read-model collection `c` is the collection
@@ -62,7 +63,6 @@ export interface MongoReadStoreOptions {
 }
 
 const REGISTRY = 'read_store_collections';
-const RESERVED = new Set(['_id', '_seen']);
 
 interface RegistryDoc {
   _id: string;
@@ -71,20 +71,6 @@ interface RegistryDoc {
 }
 
 type StoredDoc = Document & { _id: string };
-
-/** Rejects names Mongo would read as paths or operators (the memory store refuses the same). */
-function checkName(kind: string, name: string): void {
-  if (typeof name !== 'string' || name === '' || name.includes('.') || name.startsWith('$')) {
-    throw new Error(`invalid ${kind} name ${JSON.stringify(name)}: must be non-empty, without '.' and not start with '$'`);
-  }
-}
-
-function checkCount(kind: string, value: number | undefined): number | undefined {
-  if (value !== undefined && !(Number.isInteger(value) && value >= 0)) {
-    throw new Error(`${kind} must be a non-negative integer, got ${value}`);
-  }
-  return value;
-}
 
 function toMongoFilter(filter: Filter): MongoFilter<StoredDoc> {
   const query: Record<string, unknown> = {};
@@ -176,23 +162,7 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
     async apply(collection: string, id: string, update: Update, guard: Guard): Promise<boolean> {
       const target = collectionOf(collection);
       if (typeof id !== 'string') throw new Error('document id must be a string');
-      checkName('stream', guard.stream);
-      if (typeof guard.version !== 'number' || !Number.isFinite(guard.version)) {
-        throw new Error(`guard version must be a finite number, got ${guard.version}`);
-      }
-      const touched = new Set<string>();
-      for (const fields of [update.setOnInsert ?? {}, update.set ?? {}, update.inc ?? {}]) {
-        for (const name of Object.keys(fields)) {
-          checkName('field', name);
-          if (RESERVED.has(name)) throw new Error(`field ${name} is reserved`);
-          // Mongo refuses one path in two operators; refusing it up front names the field.
-          if (touched.has(name)) throw new Error(`field ${name} appears in more than one operator`);
-          touched.add(name);
-        }
-      }
-      for (const [name, by] of Object.entries(update.inc ?? {})) {
-        if (typeof by !== 'number' || !Number.isFinite(by)) throw new Error(`inc of ${name} must be a finite number`);
-      }
+      checkUpdate(update, guard);
 
       const seen = `_seen.${guard.stream}`;
       const set: Record<string, unknown> = { [seen]: guard.version };

@@ -1,16 +1,25 @@
-/** Which event an update comes from: a document applies it only if it has not yet seen `stream` at `version` or later. */
+/**
+ * Which event an update comes from: a document applies it only if it has not yet seen `stream` at
+ * `version` or later. A `stream` that is empty, holds '.' or starts with '$', or a non-finite
+ * `version`, is refused.
+ */
 export interface Guard { stream: string; version: number }
 
 export type Scalar = string | number | boolean | null;
 
-/** A MongoDB-shaped update of top-level fields. */
+/**
+ * A MongoDB-shaped update of top-level fields. Refused (nothing written, the guard not recorded)
+ * as Mongo would refuse it: a field name that is empty, holds '.' or starts with '$'; `_id` or
+ * `_seen`; one field in two operators; an `inc` by a non-finite number or of a non-numeric field
+ * (null included; a missing field counts from 0). A top-level `undefined` is stored as null.
+ */
 export interface Update {
   set?: Record<string, unknown>;
   inc?: Record<string, number>;
   setOnInsert?: Record<string, unknown>;
 }
 
-/** Equality on top-level fields, or `{ in: [...] }`. */
+/** Equality on top-level fields, or `{ in: [...] }`: a missing field equals null, an array matches by any element. */
 export type Filter = Record<string, Scalar | { in: Scalar[] }>;
 
 export interface FindOptions {

@@ -6,6 +6,7 @@ import { makeMongoReadStore } from '../src/mongo-read-store.ts';
 import type { Filter, FindOptions, Scalar, Update } from '../src/port.ts';
 // One helper for every MongoDB integration suite: connects to MONGO_URL or fails the file.
 import { connectTestServer } from '../../event-store/test/mongo-server.ts';
+import { seededRandom } from './seeded-random.ts';
 
 const server = await connectTestServer();
 after(() => server.cleanup());
@@ -88,54 +89,17 @@ describe('mongo read store', () => {
     assert.deepEqual(await store.get('stats', 'u'), { _id: 'u', name: 'Ann', downloads: 30 });
   });
 
-  it('refuses what the memory store refuses, leaving the document untouched', async () => {
+  // The rest of what both stores refuse is in the contract; the memory store does not check filter field names.
+  it('refuses a filter on a dotted path', async () => {
     const store = makeMongoReadStore(server.freshDb('rs_refuse'));
-    await store.apply('c', 'd', { set: { n: 'text', x: 1, z: null } }, { stream: 's', version: 1 });
-    const refused: Update[] = [
-      { set: { x: 2 }, inc: { x: 1 } },
-      { set: { x: 2 }, setOnInsert: { x: 1 } },
-      { set: { 'a.b': 1 } },
-      { set: { $where: 1 } },
-      { set: { _id: 'other' } },
-      { set: { _seen: {} } },
-      { inc: { n: 1 } },
-      { inc: { z: 1 } },
-      { inc: { x: Number.NaN } },
-    ];
-    for (const update of refused) {
-      await assert.rejects(store.apply('c', 'd', update, { stream: 's', version: 2 }), Error, JSON.stringify(update));
-    }
-    await assert.rejects(store.apply('c', 'd', { set: { x: 2 } }, { stream: 'file.1', version: 2 }));
-    await assert.rejects(store.apply('c', 'd', { set: { x: 2 } }, { stream: 's', version: Number.NaN }));
-    await assert.rejects(store.find('c', {}, { skip: -1 }));
-    await assert.rejects(store.find('c', {}, { limit: 1.5 }));
+    await store.apply('c', 'd', { set: { n: 'text' } }, { stream: 's', version: 1 });
     await assert.rejects(store.find('c', { 'a.b': 1 }));
-    assert.deepEqual(await store.get('c', 'd'), { _id: 'd', n: 'text', x: 1, z: null });
-    assert.equal(await store.apply('c', 'd', { set: { x: 2 } }, { stream: 's', version: 2 }), true);
-  });
-
-  it('stores a top-level undefined as null and matches arrays by element', async () => {
-    const store = makeMongoReadStore(server.freshDb('rs_values'));
-    await store.apply('c', 'u', { set: { gone: undefined }, setOnInsert: { also: undefined } }, { stream: 's', version: 1 });
-    assert.deepEqual(await store.get('c', 'u'), { _id: 'u', gone: null, also: null });
-    await store.apply('c', 'a', { set: { tags: ['x', 'y'] } }, { stream: 's', version: 2 });
-    await store.apply('c', 'b', { set: { tags: ['y', null] } }, { stream: 's', version: 3 });
-    await store.apply('c', 'c', { set: { tags: [] } }, { stream: 's', version: 4 });
-    const sort: FindOptions['sort'] = [['_id', 1]];
-    assert.deepEqual((await store.find('c', { tags: 'y' }, { sort })).map((d) => d._id), ['a', 'b']);
-    assert.deepEqual((await store.find('c', { tags: null }, { sort })).map((d) => d._id), ['b', 'u']);
   });
 
   it('finds and counts what the memory store finds, across random writes', async () => {
     const mongo = makeMongoReadStore(server.freshDb('rs_parity'));
     const memory = makeMemoryReadStore();
-    let seed = 7;
-    const random = (n: number): number => {
-      seed = (seed + 0x6d2b79f5) | 0;
-      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
-    };
+    const random = seededRandom(7);
     const scalars: Scalar[] = [1, 2, '1', 'a', null, true, false];
     const values: unknown[] = [...scalars, ['a', 1], [null], { a: 1 }];
     const fields = ['f', 'g'];

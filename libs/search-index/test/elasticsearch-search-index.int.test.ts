@@ -13,7 +13,8 @@ import { makeElasticsearchSearchIndex } from '../src/elasticsearch-search-index.
 import type { ElasticsearchSearchIndex, ElasticsearchSearchIndexOptions } from '../src/elasticsearch-search-index.ts';
 import { MAX_QUERY_WORDS, MAX_RESULT_WINDOW } from '../src/elasticsearch-mapping.ts';
 import { makeMemorySearchIndex } from '../src/memory-search-index.ts';
-import type { SearchDoc, SearchIndex, SearchResult } from '../src/port.ts';
+import type { SearchIndex } from '../src/port.ts';
+import { file, fill, ids, page, relevanceSuite } from './relevance.ts';
 
 const url = process.env.ELASTICSEARCH_URL;
 if (!url) {
@@ -83,24 +84,8 @@ searchIndexContract('elasticsearch (refreshOnWrite: true)', () => make());
 // wait_for: the write returns after the next periodic refresh (a short interval keeps the suite quick).
 searchIndexContract('elasticsearch (refreshOnWrite: wait_for)', () => make({ refreshOnWrite: 'wait_for', refreshInterval: '100ms' }));
 
-let counter = 0;
-const file = (over: Partial<SearchDoc> = {}): SearchDoc => ({
-  id: `f${++counter}-${randomBytes(3).toString('hex')}`,
-  title: 'Plain document',
-  description: 'Nothing special',
-  tags: ['misc'],
-  category: 'General',
-  ownerId: 1,
-  visible: true,
-  uploadedAt: '2024-05-01T10:00:00.000Z',
-  ...over,
-});
-const ids = (result: SearchResult): string[] => result.hits.map((hit) => hit.id);
-const page = { from: 0, size: 50 };
-
-async function fill(index: SearchIndex, docs: SearchDoc[]): Promise<void> {
-  for (const doc of docs) assert.equal(await index.upsert(doc, 1), true);
-}
+// Each test on a fresh index behind its own alias, refreshed on every write.
+relevanceSuite('elasticsearch', () => make());
 
 describe('elasticsearch search index', () => {
   it('keeps its documents in one concrete index <alias>-<timestamp> behind the alias', async () => {
@@ -265,19 +250,6 @@ describe('elasticsearch search index', () => {
     assert.deepEqual(await indicesOf(alias), [fresh]);
   });
 
-  it('folds diacritics in documents and queries', async () => {
-    const index = await make();
-    const accented = file({ title: 'Le café de Zoë' });
-    const plain = file({ title: 'Resume writing', description: 'a resume' });
-    await fill(index, [accented, plain]);
-    assert.deepEqual(ids(await index.search('cafe zoe', page)), [accented.id]);
-    assert.deepEqual(ids(await index.search('CAFÉ', page)), [accented.id]);
-    assert.deepEqual(ids(await index.search('résumé', page)), [plain.id]);
-    // Returned as written.
-    assert.equal((await index.get(accented.id))?.doc.title, 'Le café de Zoë');
-    assert.equal((await index.search('cafe', page)).hits[0]?.title, 'Le café de Zoë');
-  });
-
   it('splits words on anything but letters and digits, like the memory index', async () => {
     const index = await make();
     const doc = file({ title: 'report_v2.pdf', tags: ["don't", 'ﬁles'] });
@@ -285,52 +257,6 @@ describe('elasticsearch search index', () => {
     for (const query of ['report', 'v2', 'pdf', 'don', 'files']) {
       assert.deepEqual(ids(await index.search(query, page)), [doc.id], query);
     }
-  });
-
-  it('ranks title over tags over category over description', async () => {
-    const index = await make();
-    const w = 'quokka';
-    const docs = [file({ description: `about ${w}` }), file({ category: w }), file({ tags: [w] }), file({ title: w })];
-    await fill(index, docs);
-    assert.deepEqual(ids(await index.search(w, page)), docs.map((doc) => doc.id).reverse());
-  });
-
-  it('ranks a document matching both words above ones matching one, and an exact match above a typo', async () => {
-    const index = await make();
-    const first = file({ title: 'Linear notes' });
-    const both = file({ title: 'Linear topology notes' });
-    const second = file({ title: 'Topology notes' });
-    const near = file({ title: 'Notes on parsers', uploadedAt: '2025-01-01T00:00:00.000Z' });
-    const exact = file({ title: 'Notes on parses' });
-    await fill(index, [first, both, second, near, exact]);
-    const result = await index.search('linear topology', page);
-    assert.equal(result.total, 3);
-    assert.equal(ids(result)[0], both.id);
-    assert.deepEqual(ids(await index.search('parses', page)), [exact.id, near.id]);
-  });
-
-  it('applies AUTO fuzziness: exact up to 2 letters, 1 edit up to 5, 2 beyond', async () => {
-    const index = await make();
-    await fill(index, [file({ title: 'ox lamp lantern' })]);
-    const found = async (text: string): Promise<boolean> => (await index.search(text, page)).total === 1;
-    assert.equal(await found('ox'), true);
-    assert.equal(await found('ix'), false);
-    assert.equal(await found('lamb'), true);
-    assert.equal(await found('lumb'), false);
-    assert.equal(await found('lanturn'), true);
-    assert.equal(await found('lnatren'), true);
-    assert.equal(await found('lxntxrx'), false);
-  });
-
-  it('breaks ties by newer uploadedAt, then by id', async () => {
-    const index = await make();
-    const docs = [
-      file({ id: 'b', title: 'twin', uploadedAt: '2024-01-01T00:00:00.000Z' }),
-      file({ id: 'a', title: 'twin', uploadedAt: '2024-01-01T00:00:00.000Z' }),
-      file({ id: 'c', title: 'twin', uploadedAt: '2024-02-01T00:00:00.000Z' }),
-    ];
-    await fill(index, docs);
-    assert.deepEqual(ids(await index.search('twin', page)), ['c', 'a', 'b']);
   });
 
   it(`answers pages beyond ${MAX_RESULT_WINDOW} (max_result_window) empty, with the total, instead of failing`, async () => {

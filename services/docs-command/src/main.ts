@@ -6,7 +6,7 @@ import { makeTokens, makeUrlSigner } from '@docshare/auth';
 import { makeMinioBlobStore } from '@docshare/blob-store';
 import { openMongoClaimStore } from '@docshare/claim-store';
 import { openMongoEventStore } from '@docshare/event-store';
-import { closeServer, counter, envReader, exitGracefully, listen, makeLogger, makeOps } from '@docshare/http';
+import { closeServer, counter, envReader, exitGracefully, listen, makeLogger, makeOps, requestLog } from '@docshare/http';
 import { startOutboxRelay } from '@docshare/outbox';
 import {
   commonConfig, connectKafka, connectMongo, makeMongoProgress, PROJECTOR_GROUPS, waitForProjections,
@@ -58,6 +58,7 @@ const app = express();
 app.disable('x-powered-by');
 app.use(ops.httpMetrics);
 app.use(ops.router);
+app.use(requestLog(logger));
 app.use(makeDocsCommandApp({
   commands, logger, publicBaseUrl: config.publicBaseUrl,
   spoolDir: env.string('SPOOL_DIR', join(tmpdir(), 'docshare-spool')),

@@ -1,0 +1,37 @@
+import type { ByteRange } from './port.ts';
+
+/** What a blob key must look like: a plain name, usable as a file name and as an object name. */
+const KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
+
+export function checkKey(key: string): void {
+  // Keys are made by the server; anything else (slashes, "..", empty) is a bug or an attack.
+  if (typeof key !== 'string' || !KEY.test(key)) throw new TypeError(`invalid blob key: ${JSON.stringify(key)}`);
+}
+
+export function checkSize(size: number): void {
+  if (!Number.isSafeInteger(size) || size < 0) {
+    throw new TypeError(`blob size must be a non-negative integer, got ${size}`);
+  }
+}
+
+export function checkRange(range: ByteRange): void {
+  const { start, end } = range;
+  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 0 || end < start) {
+    throw new RangeError(`invalid byte range ${start}-${end}`);
+  }
+}
+
+/** A chunk of a put's body as bytes; a body may yield only bytes or strings. */
+export function toBytes(chunk: unknown): Buffer {
+  if (Buffer.isBuffer(chunk)) return chunk;
+  if (chunk instanceof Uint8Array) return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  if (typeof chunk === 'string') return Buffer.from(chunk, 'utf8');
+  throw new TypeError('blob body must yield bytes or strings');
+}
+
+/** The body of a put of `key` carried more than its declared `size`. */
+export const tooLong = (key: string, size: number): Error => new Error(`blob ${key}: body is longer than the declared ${size} bytes`);
+
+/** The body of a put of `key` ended after `count` of its declared `size` bytes. */
+export const tooShort = (key: string, count: number, size: number): Error =>
+  new Error(`blob ${key}: body has ${count} bytes, declared ${size}`);
