@@ -10,13 +10,14 @@
  * ELASTICSEARCH_ALIAS (docshare-files).
  */
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
-import { openMongoEventStore, type EventStore } from '@docshare/event-store';
+import { type EventStore } from '@docshare/event-store';
+import { openMongoEventStore } from '@docshare/event-store/mongo';
 import { envReader } from '@docshare/http';
-import {
-  applyProjection, connectMongo, known, makeGenerationalReadStore, publishGeneration, type Projection,
-} from '@docshare/projection';
-import { makeMongoReadStore } from '@docshare/read-store';
-import { makeElasticsearchSearchIndex, type SearchIndex } from '@docshare/search-index';
+import { applyProjection, known, makeGenerationalReadStore, publishGeneration, type Projection } from '@docshare/projection';
+import { connectMongo } from '@docshare/projection/distributed';
+import { makeMongoReadStore } from '@docshare/read-store/mongo';
+import { type SearchIndex } from '@docshare/search-index';
+import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
 import { filesProjection } from '@docshare/files-projector';
 import { statsProjection } from '@docshare/stats-projector';
 import { indexEvent } from '@docshare/search-projector';

@@ -7,7 +7,7 @@
  * (publish() called → handler entered) with a joined, idle subscriber.
  */
 import { randomUUID } from 'node:crypto';
-import { ensureTopics, makeKafkaBus, parseBrokers } from '@docshare/event-bus';
+import { ensureTopics, makeKafkaBus, parseBrokers } from '@docshare/event-bus/kafka';
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
 import { Kafka, logLevel } from 'kafkajs';
 

@@ -9,8 +9,8 @@
  * (topicPlan / docshareTopics) and call ensureTopics(brokers, plan) at start.
  */
 import { fileURLToPath } from 'node:url';
-import { DEAD_LETTER_TOPIC, EVENTS_TOPIC, docshareTopics, ensureTopics, parseBrokers, topicPlan } from '@docshare/event-bus';
-import type { TopicSpec } from '@docshare/event-bus';
+import { DEAD_LETTER_TOPIC, EVENTS_TOPIC, docshareTopics, ensureTopics, parseBrokers, topicPlan } from '@docshare/event-bus/kafka';
+import type { TopicSpec } from '@docshare/event-bus/kafka';
 import { Kafka, logLevel } from 'kafkajs';
 
 export { DEAD_LETTER_TOPIC, EVENTS_TOPIC, docshareTopics, topicPlan };

@@ -1,3 +1,3 @@
+// Real-server adapters have their own entry point (@docshare/claim-store/mongo) so embedded mode never loads their drivers.
 export * from './port.ts';
 export { openFileClaimStore } from './file-claim-store.ts';
-export { openMongoClaimStore } from './mongo-claim-store.ts';

@@ -1,3 +1,3 @@
+// Real-server adapters have their own entry point (@docshare/event-bus/kafka) so embedded mode never loads their drivers.
 export * from './port.ts';
 export * from './log-bus.ts';
-export * from './kafka.ts';

@@ -1,4 +1,3 @@
+// Real-server adapters have their own entry point (@docshare/event-store/mongo) so embedded mode never loads their drivers.
 export * from './port.ts';
 export * from './file-log.ts';
-export { EVENT_INDEXES, mongoOutbox, openMongoEventStore } from './mongo-event-store.ts';
-export type { AppendDoc, MongoEventStore, MongoEventStoreOptions, MongoOutbox, StreamIndexDoc } from './mongo-event-store.ts';

@@ -2,7 +2,7 @@ import { MongoServerError } from 'mongodb';
 import type { Db } from 'mongodb';
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
 import type { EventPublisher } from '@docshare/event-bus';
-import { mongoOutbox } from '@docshare/event-store';
+import { mongoOutbox } from '@docshare/event-store/mongo';
 import { makeLease } from './lease.ts';
 
 /*

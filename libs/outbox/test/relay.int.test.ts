@@ -6,8 +6,8 @@ import type { Logger } from 'pino';
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
 import { testEvent } from '@docshare/contracts/testing';
 import type { EventPublisher } from '@docshare/event-bus';
-import { openMongoEventStore } from '@docshare/event-store';
-import type { MongoEventStore } from '@docshare/event-store';
+import { openMongoEventStore } from '@docshare/event-store/mongo';
+import type { MongoEventStore } from '@docshare/event-store/mongo';
 // One helper for every MongoDB integration suite: connects to MONGO_URL or fails the file.
 import { connectTestServer } from '../../event-store/test/mongo-server.ts';
 import { makeLease } from '../src/lease.ts';

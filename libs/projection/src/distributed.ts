@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { MongoClient, type Db } from 'mongodb';
-import { DEAD_LETTER_TOPIC, EVENTS_TOPIC, ensureTopics, makeKafkaBus, topicPlan } from '@docshare/event-bus';
+import { DEAD_LETTER_TOPIC, EVENTS_TOPIC, ensureTopics, makeKafkaBus, topicPlan } from '@docshare/event-bus/kafka';
 import { envReader, type Logger } from '@docshare/http';
 
 /** The consumer groups whose progress read-your-writes waits on. */

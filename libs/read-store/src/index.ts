@@ -1,4 +1,3 @@
+// Real-server adapters have their own entry point (@docshare/read-store/mongo) so embedded mode never loads their drivers.
 export * from './port.ts';
 export { makeMemoryReadStore } from './memory-read-store.ts';
-export { DOCSHARE_READ_MODEL_INDEXES, makeMongoReadStore } from './mongo-read-store.ts';
-export type { MongoReadStoreOptions, ReadModelIndex } from './mongo-read-store.ts';

@@ -1,6 +1,3 @@
+// Real-server adapters have their own entry point (@docshare/search-index/elasticsearch) so embedded mode never loads their drivers.
 export * from './port.ts';
 export { makeMemorySearchIndex } from './memory-search-index.ts';
-export { makeElasticsearchSearchIndex } from './elasticsearch-search-index.ts';
-export type {
-  ElasticsearchRebuild, ElasticsearchSearchIndex, ElasticsearchSearchIndexOptions,
-} from './elasticsearch-search-index.ts';

@@ -3,14 +3,13 @@ import { hostname } from 'node:os';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeTokens, makeUrlSigner } from '@docshare/auth';
-import { makeMinioBlobStore } from '@docshare/blob-store';
-import { openMongoClaimStore } from '@docshare/claim-store';
-import { openMongoEventStore } from '@docshare/event-store';
+import { makeMinioBlobStore } from '@docshare/blob-store/minio';
+import { openMongoClaimStore } from '@docshare/claim-store/mongo';
+import { openMongoEventStore } from '@docshare/event-store/mongo';
 import { closeServer, counter, envReader, exitGracefully, listen, makeLogger, makeOps, requestLog } from '@docshare/http';
 import { startOutboxRelay } from '@docshare/outbox';
-import {
-  commonConfig, connectKafka, connectMongo, makeMongoProgress, PROJECTOR_GROUPS, waitForProjections,
-} from '@docshare/projection';
+import { makeMongoProgress, waitForProjections } from '@docshare/projection';
+import { commonConfig, connectKafka, connectMongo, PROJECTOR_GROUPS } from '@docshare/projection/distributed';
 import { makeDocsCommands } from './commands.ts';
 import { makeDocsCommandApp } from './app.ts';
 

@@ -1,8 +1,7 @@
 import { makeLogger, envReader } from '@docshare/http';
-import { makeElasticsearchSearchIndex } from '@docshare/search-index';
-import {
-  commonConfig, connectKafka, connectMongo, known, makeMongoProgress, startProjectorService,
-} from '@docshare/projection';
+import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
+import { known, makeMongoProgress, startProjectorService } from '@docshare/projection';
+import { commonConfig, connectKafka, connectMongo } from '@docshare/projection/distributed';
 import { indexEvent } from './projection.ts';
 import { makeSearchApp } from './app.ts';
 

@@ -1,9 +1,7 @@
 import { makeLogger, envReader } from '@docshare/http';
-import { makeMongoReadStore } from '@docshare/read-store';
-import {
-  applyProjection, commonConfig, connectKafka, connectMongo, makeGenerationalReadStore, makeMongoProgress,
-  startProjectorService,
-} from '@docshare/projection';
+import { makeMongoReadStore } from '@docshare/read-store/mongo';
+import { applyProjection, makeGenerationalReadStore, makeMongoProgress, startProjectorService } from '@docshare/projection';
+import { commonConfig, connectKafka, connectMongo } from '@docshare/projection/distributed';
 import { statsProjection } from './projection.ts';
 import { makeStatsApp } from './app.ts';
 
