@@ -9,11 +9,11 @@ interface Pointer { _id: string; prefix: string; since: Date }
  * live projector move to the rebuilt model together, without a window where it is empty.
  * The pointer is re-read at most every `refreshMs`.
  */
-export const makeGenerationalReadStore = (
-  db: Db, model: string, open: (prefix: string) => ReadStore, refreshMs = 1_000,
-): ReadStore & { prefix(): Promise<string> } => {
+export const makeGenerationalReadStore = <S extends ReadStore>(
+  db: Db, model: string, open: (prefix: string) => S, refreshMs = 1_000,
+): ReadStore & { prefix(): Promise<string>; current(): Promise<S> } => {
   const pointers = db.collection<Pointer>('read_model_generations');
-  const stores = new Map<string, ReadStore>();
+  const stores = new Map<string, S>();
   let cached: { prefix: string; at: number } | undefined;
   const prefix = async (): Promise<string> => {
     if (cached && Date.now() - cached.at < refreshMs) return cached.prefix;
@@ -21,7 +21,7 @@ export const makeGenerationalReadStore = (
     cached = { prefix: pointer?.prefix ?? `${model}_`, at: Date.now() };
     return cached.prefix;
   };
-  const store = async (): Promise<ReadStore> => {
+  const store = async (): Promise<S> => {
     const p = await prefix();
     let s = stores.get(p);
     if (!s) {
@@ -32,6 +32,7 @@ export const makeGenerationalReadStore = (
   };
   return {
     prefix,
+    current: store,
     apply: async (collection, id, update, guard) => (await store()).apply(collection, id, update, guard),
     get: async (collection, id) => (await store()).get(collection, id),
     find: async (collection, filter, options) => (await store()).find(collection, filter, options),

@@ -94,7 +94,10 @@ function toDoc(stored: StoredDoc): Doc {
 }
 
 /** A ReadStore on `db`. `close` leaves the client open: its owner closes it. */
-export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}): ReadStore {
+/** A MongoDB read store; `ensureIndexes` creates the configured indexes now (services call it at start). */
+export type MongoReadStore = ReadStore & { ensureIndexes(): Promise<void> };
+
+export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}): MongoReadStore {
   const prefix = options.prefix ?? '';
   const indexes = options.indexes ?? DOCSHARE_READ_MODEL_INDEXES;
   if (typeof prefix !== 'string' || prefix.includes('$') || prefix.includes('\u0000')) {
@@ -159,6 +162,9 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
   };
 
   return {
+    ensureIndexes: async () => {
+      for (const collection of Object.keys(indexes)) await prepare(collection);
+    },
     async apply(collection: string, id: string, update: Update, guard: Guard): Promise<boolean> {
       const target = collectionOf(collection);
       if (typeof id !== 'string') throw new Error('document id must be a string');

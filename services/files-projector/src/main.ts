@@ -12,6 +12,8 @@ const port = envReader(process.env).int('PORT', 8083);
 
 const { client, db } = await connectMongo(config.mongoUrl, config.readDb);
 const store = makeGenerationalReadStore(db, 'files', (prefix) => makeMongoReadStore(db, { prefix }));
+// Indexes at start, not on the first write.
+await (await store.current()).ensureIndexes();
 const bus = await connectKafka(config, NAME, logger);
 
 await startProjectorService({
