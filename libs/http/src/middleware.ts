@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import express, { type RequestHandler, type Request } from 'express';
+import express, { type RequestHandler, type Request, type Response } from 'express';
 import { invalid, unauthorized, M } from '@docshare/contracts';
 
 /** The header the gateway sets to the authenticated user's id; any client-sent value is removed first. */
@@ -62,16 +62,24 @@ export const pageOf = (source: Record<string, unknown>, defaults = { perPage: 20
   };
 };
 
-/** One JSON log line per request, with the request and correlation ids the gateway set. */
-export const requestLog = (logger: { info(obj: object, msg: string): void }, skip: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics'])): RequestHandler =>
-  (req, res, next) => {
-    if (skip.has(req.path)) return next();
-    const started = performance.now();
-    res.on('finish', () => {
-      logger.info({
-        requestId: req.get(REQUEST_ID_HEADER), correlationId: req.get(CORRELATION_HEADER), method: req.method,
-        path: req.path, status: res.statusCode, ms: Math.round(performance.now() - started),
-      }, 'request');
-    });
-    next();
-  };
+/** The operational endpoints every service answers (decisions §13): never logged per request. */
+export const OPS_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
+
+/**
+ * One JSON log line per request, with the request and correlation ids the gateway set, plus
+ * whatever `fields` adds once the response is finished.
+ */
+export const requestLog = (
+  logger: { info(obj: object, msg: string): void },
+  fields: (req: Request, res: Response) => object = () => ({}),
+): RequestHandler => (req, res, next) => {
+  if (OPS_PATHS.has(req.path)) return next();
+  const started = performance.now();
+  res.on('finish', () => {
+    logger.info({
+      requestId: req.get(REQUEST_ID_HEADER), correlationId: req.get(CORRELATION_HEADER), method: req.method,
+      path: req.path, status: res.statusCode, ms: Math.round(performance.now() - started), ...fields(req, res),
+    }, 'request');
+  });
+  next();
+};

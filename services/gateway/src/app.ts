@@ -3,13 +3,12 @@ import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { M } from '@docshare/contracts';
 import { tokenFrom, type Tokens } from '@docshare/auth';
 import {
-  CORRELATION_HEADER, IDENTITY_HEADER, REQUEST_ID_HEADER, errorHandler, requestId, sendError, type Logger, type Ops,
+  CORRELATION_HEADER, IDENTITY_HEADER, OPS_PATHS, REQUEST_ID_HEADER, errorHandler, requestId, requestLog, sendError,
+  type Logger, type Ops,
 } from '@docshare/http';
 import { ROUTES, type Upstream } from './routes.ts';
 import { rateLimit } from './rate-limit.ts';
 import { openApiDocument } from './openapi.ts';
-
-const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** How the caller authenticated: decided once per request, before rate limiting and routing. */
 type Auth = { state: 'missing' } | { state: 'invalid' } | { state: 'valid'; userId: number };
@@ -43,18 +42,10 @@ export const makeGateway = (options: GatewayOptions): Express => {
 
   app.use(requestId());
   app.use(ops.httpMetrics);
-  app.use((req, res, next) => {
-    if (OPS_PATHS.has(req.path)) return next();
-    const started = performance.now();
-    res.on('finish', () => {
-      logger.info({
-        requestId: res.locals.requestId, method: req.method, route: res.locals.route ?? 'unmatched', status: res.statusCode,
-        ms: Math.round(performance.now() - started), userId: (res.locals.auth as Auth | undefined)?.state === 'valid'
-          ? (res.locals.auth as { userId: number }).userId : undefined,
-      }, 'request');
-    });
-    next();
-  });
+  app.use(requestLog(logger, (_req, res) => {
+    const auth = res.locals.auth as Auth | undefined;
+    return { route: res.locals.route ?? 'unmatched', userId: auth?.state === 'valid' ? auth.userId : undefined };
+  }));
 
   app.use((req, res, next) => {
     delete req.headers[IDENTITY_HEADER];

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
@@ -7,7 +7,7 @@ import { makeFsBlobStore } from '@docshare/blob-store';
 import { openFileClaimStore } from '@docshare/claim-store';
 import { makeLogBus } from '@docshare/event-bus';
 import { openFileEventLog } from '@docshare/event-store';
-import { makeLogger, makeOps, type Logger } from '@docshare/http';
+import { closeServer, listen, makeLogger, makeOps, type Logger } from '@docshare/http';
 import { applyProjection, known, runProjector, type RunningProjector } from '@docshare/projection';
 import { makeMemoryReadStore } from '@docshare/read-store';
 import { makeMemorySearchIndex } from '@docshare/search-index';
@@ -94,14 +94,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     },
   });
 
-  const server = createServer({ requestTimeout: 0 }, gateway);
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : config.port;
+  const { server, port } = await listen(gateway, config.port, config.host);
   logger.info({
     port, publicBaseUrl: config.publicBaseUrl, dataDir: config.dataDir, events: replayTo, replayedMs,
     startMs: Math.round(performance.now() - started),
@@ -110,10 +103,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
+      await closeServer(server);
       await Promise.all(projectors.map((p) => p.stop()));
       await Promise.all([events.close(), claims.close(), statsStore.close(), filesStore.close(), searchIndex.close()]);
       await unlock();

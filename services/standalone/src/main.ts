@@ -1,4 +1,4 @@
-import { makeLogger } from '@docshare/http';
+import { exitGracefully, makeLogger } from '@docshare/http';
 import { embeddedConfig } from './config.ts';
 import { startEmbedded } from './embedded.ts';
 
@@ -12,17 +12,7 @@ process.on('unhandledRejection', (reason) => {
 
 try {
   const app = await startEmbedded(config, logger);
-  const shutdown = (signal: string): void => {
-    logger.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 15_000);
-    force.unref();
-    app.stop().then(() => process.exit(0), (err: unknown) => {
-      logger.error({ err }, 'shutdown failed');
-      process.exit(1);
-    });
-  };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  exitGracefully(logger, [app.stop], 15_000);
 } catch (err) {
   logger.fatal({ err }, 'docshare failed to start');
   process.exit(1);
