@@ -70,6 +70,19 @@ describe('view page', () => {
     await eventually(async () => assert.equal(await views(u.token), 3));
   });
 
+  it('HEAD answers like GET but counts no view', async () => {
+    const { c } = fx;
+    const u = await c.register();
+    const { fileId } = await c.uploadOk(u.token);
+    const head = await c.raw('HEAD', `/docs/${fileId}`);
+    assert.equal(head.status, 200);
+    assert.match(head.headers.get('content-type') ?? '', /^text\/html/);
+    assert.equal((await c.raw('HEAD', '/docs/99999999')).status, 404);
+    assert.equal((await c.view(fileId)).status, 200);
+    await eventually(async () => assert.equal(await views(u.token), 1));
+    assert.equal(await views(u.token), 1, 'the HEAD was not counted');
+  });
+
   it('404 for unknown, malformed, deleted and disabled files, counting no view', async () => {
     const { c } = fx;
     const u = await c.register();

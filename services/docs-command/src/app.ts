@@ -133,7 +133,8 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     };
     if (fileId === null) return sendPage(404, renderNotFoundPage());
     try {
-      const file = await commands.view(fileId, metaOf(req));
+      // A HEAD (link checkers, crawlers) answers like GET but is not a view.
+      const file = req.method === 'HEAD' ? await commands.peek(fileId) : await commands.view(fileId, metaOf(req));
       const nonce = randomBytes(16).toString('base64');
       sendPage(200, renderFilePage(file, options.publicBaseUrl, nonce), nonce);
     } catch (error) {

@@ -225,6 +225,13 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     return { saleId };
   };
 
+  /** The file a public page would show, without counting a view (HEAD requests). */
+  const peek = async (fileId: number): Promise<FileFacts> => {
+    const { state } = await handler.load(fileDecider, streamIds.file(fileId));
+    if (state.status !== 'active' || !state.file.enabled) throw notFound(M.fileNotFound);
+    return state.file;
+  };
+
   /** Counts a view of the public page and returns the file shown. */
   const view = async (fileId: number, meta: CommandMeta): Promise<FileFacts> => {
     const result = await onFile(fileId, { type: 'ViewFile', fileId, now: clock().toISOString() }, meta);
@@ -232,7 +239,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     return result.state.file;
   };
 
-  return { register, login, upload, remove, authorizeDownload, openContent, blobSize, comment, update, purchase, view };
+  return { register, login, upload, remove, authorizeDownload, openContent, blobSize, comment, update, purchase, view, peek };
 };
 
 export type DocsCommands = ReturnType<typeof makeDocsCommands>;
