@@ -216,6 +216,17 @@ describe('download', () => {
     // Also without any token: the method is checked before authentication.
     expectError(await c.json('POST', '/api/V1/docs/api-download'), 405, 'Invalid request method');
   });
+
+  it('HEAD → 405 too (a GET that counts a download must not run for a link checker), counting nothing', async () => {
+    const { c } = fx;
+    const u = await c.register();
+    const { fileId } = await c.uploadOk(u.token);
+    const head = await c.raw('HEAD', `/api/V1/docs/api-download?file_id=${fileId}`, { headers: { 'X-Authorization': `Bearer ${u.token}` } });
+    assert.equal(head.status, 405);
+    assert.equal(head.headers.get('allow'), 'GET');
+    const stats = await c.stats(u.token);
+    assert.equal(stats.body.data.total_downloads, 0);
+  });
 });
 
 describe('DOWNLOAD_URL_TTL_SECONDS', { skip: localOnly }, () => {

@@ -45,7 +45,12 @@ interface BodyParserError { type?: string; status?: number }
  */
 export const errorHandler = (logger: Logger): ErrorRequestHandler => (error, req, res, _next) => {
   if (error instanceof DocshareError) {
-    if (error.kind === 'unavailable') logger.warn({ err: error, requestId: res.locals.requestId }, 'unavailable');
+    if (error.kind === 'unavailable') {
+      logger.warn({ err: error, requestId: res.locals.requestId }, 'unavailable');
+      // A backend failure answers with the route's own message where the spec names one.
+      const message = typeof res.locals.failureMessage === 'string' ? res.locals.failureMessage : error.message;
+      return sendError(res, statusOf(error.kind), message);
+    }
     sendError(res, statusOf(error.kind), error.message);
     return;
   }

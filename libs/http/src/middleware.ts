@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import express, { type RequestHandler, type Request, type Response } from 'express';
-import { invalid, unauthorized, M } from '@docshare/contracts';
+import { invalid, unauthorized, LIMITS, M } from '@docshare/contracts';
 
 /** The header the gateway sets to the authenticated user's id; any client-sent value is removed first. */
 export const IDENTITY_HEADER = 'x-docshare-user-id';
@@ -49,7 +49,7 @@ export const bodyOf = (req: Request): Record<string, unknown> =>
   req.body !== null && typeof req.body === 'object' ? (req.body as Record<string, unknown>) : {};
 
 /** A page request from `page` / `per_page` (query or body). */
-export const pageOf = (source: Record<string, unknown>, defaults = { perPage: 20, max: 100 }): { page: number; perPage: number } => {
+export const pageOf = (source: Record<string, unknown>, defaults = { perPage: LIMITS.perPageDefault, max: LIMITS.perPageMax }): { page: number; perPage: number } => {
   const parse = (value: unknown, fallback: number, message: string, max: number): number => {
     if (value === undefined || value === '') return fallback;
     const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d{1,9}$/.test(value.trim()) ? Number(value) : NaN;

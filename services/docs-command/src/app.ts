@@ -145,20 +145,10 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
 
   app.get('/files/:fileId/content', async (req, res) => {
     const fileId = positiveId(req.params.fileId);
-    if (fileId === null) throw new DocshareError('not_found', M.fileNotFound);
-    const size = await commands.blobSize(fileId);
-    let range: ByteRange | undefined;
-    if (size !== null) {
-      const parsed = parseRange(req.get('range'), size);
-      if (parsed === 'unsatisfiable') {
-        res.set('Content-Range', `bytes */${size}`);
-        throw new DocshareError('range_not_satisfiable', M.rangeNotSatisfiable);
-      }
-      range = parsed;
-    }
     let opened;
     try {
-      opened = await commands.openContent(fileId, req.query.expires, req.query.signature, range);
+      opened = fileId === null ? null
+        : await commands.openContent(fileId, req.query.expires, req.query.signature, (size) => parseRange(req.get('range'), size));
     } catch (error) {
       if (error instanceof RangeNotSatisfiable) {
         res.set('Content-Range', `bytes */${error.size}`);

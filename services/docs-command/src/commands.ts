@@ -1,10 +1,10 @@
 import { createReadStream } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import {
-  conflict, notFound, unauthorized, M, streamIds, type CategoryCreated, type FileChanges,
+  conflict, DocshareError, notFound, unauthorized, M, streamIds, type CategoryCreated, type FileChanges,
 } from '@docshare/contracts';
-import type { EventStore } from '@docshare/event-store';
-import type { BlobStore, BlobStream, ByteRange } from '@docshare/blob-store';
+import { VersionConflict, type EventStore } from '@docshare/event-store';
+import { RangeNotSatisfiable, type BlobStore, type BlobStream, type ByteRange } from '@docshare/blob-store';
 import type { ClaimStore } from '@docshare/claim-store';
 import { hashPassword, verifyDecoy, verifyPassword, type Tokens, type UrlSigner } from '@docshare/auth';
 import type { Logger } from '@docshare/http';
@@ -54,10 +54,19 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   const { events, claims, blobs, tokens, signer, logger } = deps;
   const clock = deps.now ?? (() => new Date());
   const handler = makeCommandHandler(events);
+  /**
+   * Waits for the read models to show what a command recorded. The command is already durable, so
+   * a failure here is logged, never answered as an error: a client retrying an acknowledged-as-failed
+   * command would record it twice.
+   */
   const settle = async (result: Handled<unknown> | null): Promise<void> => {
     const last = result?.events.at(-1);
     if (!result || result.position === null || !last || !deps.afterCommit) return;
-    await deps.afterCommit({ position: result.position, subject: last.subject, version: last.streamversion });
+    try {
+      await deps.afterCommit({ position: result.position, subject: last.subject, version: last.streamversion });
+    } catch (err) {
+      logger.warn({ err, subject: last.subject, version: last.streamversion }, 'could not wait for the read models');
+    }
   };
 
   /** Makes sure the user's stream exists (repairs a registration cut off between its two writes). */
@@ -118,7 +127,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     const now = clock().toISOString();
     const category: CategoryCreated = { ...claim, createdAt: now };
     try {
-      await handler.handle(categoryDecider, streamIds.category(claim.categoryId), { type: 'CreateCategory', category }, now, meta);
+      await settle(await handler.handle(categoryDecider, streamIds.category(claim.categoryId), { type: 'CreateCategory', category }, now, meta));
     } catch (error) {
       const raced = await categoryById(claim.categoryId);
       if (raced) return raced;
@@ -140,7 +149,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     await blobs.put(blobKey, createReadStream(file.path), file.size, file.contentType);
     const now = clock().toISOString();
     try {
-      const result = await handler.handle(fileDecider, streamIds.file(fileId), {
+      await onFile(fileId, {
         type: 'UploadFile',
         file: {
           fileId, ownerId: actorId, ownerName: owner.name, title: metadata.title, description: metadata.description,
@@ -148,10 +157,11 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
           videoUrl: metadata.videoUrl, originalFileName: file.fileName, contentType: file.contentType, size: file.size,
           blobKey, uploadedAt: now,
         },
-      }, now, meta);
-      await settle(result);
+      }, meta);
     } catch (error) {
-      await blobs.remove(blobKey).catch(() => undefined);
+      // Only a refused append is known not to have recorded the file; after any other failure the
+      // event may be stored, and its bytes must stay (an unreferenced blob is garbage, not loss).
+      if (error instanceof DocshareError || error instanceof VersionConflict) await blobs.remove(blobKey).catch(() => undefined);
       throw error;
     }
     return { fileId, categoryId: category.categoryId, categoryName: category.name };
@@ -178,6 +188,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   const authorizeDownload = async (actorId: number, fileId: number, meta: CommandMeta) => {
     const now = clock();
     const result = await onFile(fileId, { type: 'AuthorizeDownload', fileId, actorId, now: now.toISOString() }, meta);
+    // The decider refused anything but an active file, so the state is active here.
     if (result.state.status !== 'active') throw notFound(M.fileNotFound);
     const expiresAt = Math.floor(now.getTime() / 1000) + deps.downloadUrlTtlSeconds;
     const path = contentPath(fileId);
@@ -187,21 +198,23 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     };
   };
 
-  /** The bytes behind a signed link; null when the link is bad or expired. */
+  /**
+   * The bytes behind a signed link; null when the link is bad or expired (checked before anything
+   * about the file is looked at). `rangeFor` picks the range from the file's size; a range past the
+   * end throws RangeNotSatisfiable.
+   */
   const openContent = async (
-    fileId: number, expires: unknown, signature: unknown, range: ByteRange | undefined,
+    fileId: number, expires: unknown, signature: unknown,
+    rangeFor: (size: number) => ByteRange | 'unsatisfiable' | undefined,
   ): Promise<{ file: FileFacts; blob: BlobStream } | null> => {
     if (!signer.verify(contentPath(fileId), expires, signature, Math.floor(clock().getTime() / 1000))) return null;
     const { state } = await handler.load(fileDecider, streamIds.file(fileId));
     if (state.status !== 'active') throw notFound(M.fileNotFound);
+    const range = rangeFor(state.file.size);
+    if (range === 'unsatisfiable') throw new RangeNotSatisfiable(state.file.size);
     const blob = await blobs.get(state.file.blobKey, range);
     if (!blob) throw notFound(M.fileNotFound);
     return { file: state.file, blob };
-  };
-
-  const blobSize = async (fileId: number): Promise<number | null> => {
-    const { state } = await handler.load(fileDecider, streamIds.file(fileId));
-    return state.status === 'active' ? state.file.size : null;
   };
 
   const comment = async (actorId: number, fileId: number, text: string, meta: CommandMeta) => {
@@ -239,7 +252,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     return result.state.file;
   };
 
-  return { register, login, upload, remove, authorizeDownload, openContent, blobSize, comment, update, purchase, view, peek };
+  return { register, login, upload, remove, authorizeDownload, openContent, comment, update, purchase, view, peek };
 };
 
 export type DocsCommands = ReturnType<typeof makeDocsCommands>;

@@ -96,18 +96,24 @@ export const readUploadForm = async (req: Request, spoolDir: string, maxBytes: n
     }));
   });
 
+  let parseError: unknown;
   try {
-    await new Promise<void>((resolve, reject) => {
-      parser.on('close', resolve);
-      parser.on('error', reject);
-      req.on('aborted', () => reject(new Error('request aborted')));
-      req.pipe(parser);
-    });
-    await Promise.all(writes);
+    // pipeline destroys the parser (and so the file part's stream) when the request aborts.
+    await pipeline(req, parser);
   } catch (error) {
+    parseError = error;
+  }
+  // Every spool write settles before anything is removed: no open descriptor on an unlinked file.
+  const written = await Promise.allSettled(writes);
+  const writeFailure = written.find((w): w is PromiseRejectedResult => w.status === 'rejected');
+  if (parseError !== undefined || writeFailure) {
     await discard();
     if (fileTooLarge) throw tooLarge(M.fileTooLarge);
-    throw invalid(error instanceof Error && /aborted/.test(error.message) ? 'Request aborted' : M.fileRequired);
+    const aborted = req.destroyed || (parseError instanceof Error && /abort|premature/i.test(parseError.message));
+    if (aborted) throw invalid('Request aborted');
+    // A multipart body busboy cannot read is the client's; a spool write failure (disk full) is ours.
+    if (writeFailure && parseError === undefined) throw writeFailure.reason;
+    throw invalid(M.fileRequired);
   }
   if (fileTooLarge) {
     await discard();

@@ -87,7 +87,13 @@ export const makeGateway = (options: GatewayOptions): Express => {
     res.json(spec);
   });
 
+  const methodNotAllowed = (allow: string): RequestHandler => (_req, res) => {
+    res.setHeader('Allow', allow);
+    sendError(res, 405, M.invalidMethod);
+  };
   for (const route of ROUTES) {
+    // Express answers HEAD with the GET handler; a GET that records must not be triggered by one.
+    if (route.recordsOnGet) app.head(route.path, methodNotAllowed('GET'));
     const upstream = options.upstreams[route.upstream];
     const handlers: RequestHandler[] = [(_req, res, next) => {
       res.locals.route = route.path;
@@ -100,16 +106,11 @@ export const makeGateway = (options: GatewayOptions): Express => {
   }
 
   const methodsByPath = new Map<string, string[]>();
-  for (const route of [...ROUTES, { path: '/api/V1/openapi.json', method: 'get' }]) {
-    methodsByPath.set(route.path, [...(methodsByPath.get(route.path) ?? []), route.method.toUpperCase()]);
+  for (const route of [...ROUTES, { path: '/api/V1/openapi.json', method: 'get', recordsOnGet: false }]) {
+    const methods = [route.method.toUpperCase(), ...(route.method === 'get' && !route.recordsOnGet ? ['HEAD'] : [])];
+    methodsByPath.set(route.path, [...(methodsByPath.get(route.path) ?? []), ...methods]);
   }
-  for (const [path, methods] of methodsByPath) {
-    const allow = [...methods, ...(methods.includes('GET') ? ['HEAD'] : [])].join(', ');
-    app.all(path, (_req, res) => {
-      res.setHeader('Allow', allow);
-      sendError(res, 405, M.invalidMethod);
-    });
-  }
+  for (const [path, methods] of methodsByPath) app.all(path, methodNotAllowed(methods.join(', ')));
 
   app.use((_req, res) => sendError(res, 404, M.notFound));
   app.use(errorHandler(logger));

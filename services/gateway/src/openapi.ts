@@ -1,4 +1,4 @@
-import { LICENSES, M } from '@docshare/contracts';
+import { LICENSES, LIMITS, M } from '@docshare/contracts';
 import { ROUTES, type Route } from './routes.ts';
 
 type Schema = Record<string, unknown>;
@@ -16,7 +16,7 @@ const bearer = [{ XAuthorization: [] }, { BearerAuth: [] }];
 
 const pagingQuery = [
   { name: 'page', in: 'query', required: false, schema: { type: 'integer', minimum: 1 } },
-  { name: 'per_page', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100 } },
+  { name: 'per_page', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: LIMITS.perPageMax } },
 ];
 
 /** Request and success bodies of each operation; errors share one envelope. */

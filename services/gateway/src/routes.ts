@@ -1,3 +1,5 @@
+import { M } from '@docshare/contracts';
+
 /** The services behind the gateway. */
 export type Upstream = 'docs' | 'stats' | 'files' | 'search';
 
@@ -14,6 +16,8 @@ export interface Route {
   operationId: string;
   /** The message when the service behind the route fails or cannot be reached (the spec names three). */
   failure?: string;
+  /** A GET that records something (a download): HEAD must not reach it. */
+  recordsOnGet?: boolean;
 }
 
 /** Every route of api-spec.md and decisions.md, and which service answers it. */
@@ -21,14 +25,14 @@ export const ROUTES: readonly Route[] = [
   { method: 'post', path: '/api/V1/users/api-register', upstream: 'docs', auth: false, operationId: 'register', summary: 'Register a user; returns a JWT' },
   { method: 'post', path: '/api/V1/users/api-login', upstream: 'docs', auth: false, operationId: 'login', summary: 'Log in; returns a JWT' },
   { method: 'post', path: '/api/V1/docs/api-upload', upstream: 'docs', auth: true, operationId: 'upload', summary: 'Upload a file with its metadata' },
-  { method: 'get', path: '/api/V1/docs/api-download', upstream: 'docs', auth: true, operationId: 'download', summary: 'Authorise a download: counts it and returns a signed download_url' },
-  { method: 'delete', path: '/api/V1/docs/api-delete', upstream: 'docs', auth: true, operationId: 'deleteFile', summary: 'Delete one of your files', failure: 'Error during deletion' },
+  { method: 'get', path: '/api/V1/docs/api-download', upstream: 'docs', auth: true, operationId: 'download', summary: 'Authorise a download: counts it and returns a signed download_url', recordsOnGet: true },
+  { method: 'delete', path: '/api/V1/docs/api-delete', upstream: 'docs', auth: true, operationId: 'deleteFile', summary: 'Delete one of your files', failure: M.deletionFailed },
   { method: 'post', path: '/api/V1/docs/api-comment', upstream: 'docs', auth: true, operationId: 'postComment', summary: 'Comment on a file' },
   { method: 'post', path: '/api/V1/docs/api-update', upstream: 'docs', auth: true, operationId: 'updateFile', summary: 'Change one of your files: sale, price, enabled, title, description, tags' },
   { method: 'post', path: '/api/V1/docs/api-purchase', upstream: 'docs', auth: true, operationId: 'purchase', summary: 'Record the purchase of a file that is for sale' },
   { method: 'get', path: '/api/V1/docs/api-categories', upstream: 'files', auth: true, operationId: 'listCategories', summary: 'List categories' },
-  { method: 'post', path: '/api/V1/stats/api-search', upstream: 'search', auth: true, operationId: 'search', summary: 'Search files', failure: 'Error during search' },
-  { method: 'post', path: '/api/V1/stats/api-stats', upstream: 'stats', auth: true, operationId: 'stats', summary: "The authenticated user's statistics", failure: 'Error fetching user stats' },
+  { method: 'post', path: '/api/V1/stats/api-search', upstream: 'search', auth: true, operationId: 'search', summary: 'Search files', failure: M.searchFailed },
+  { method: 'post', path: '/api/V1/stats/api-stats', upstream: 'stats', auth: true, operationId: 'stats', summary: "The authenticated user's statistics", failure: M.statsFailed },
   { method: 'get', path: '/api/V1/users/api-files', upstream: 'files', auth: true, operationId: 'listFiles', summary: 'Files of a user' },
   { method: 'post', path: '/api/V1/users/api-comments', upstream: 'files', auth: true, operationId: 'listComments', summary: 'Comments received on your files' },
   { method: 'get', path: '/docs/:fileId', upstream: 'docs', auth: false, operationId: 'viewPage', summary: 'Public HTML page of a file; counts a view' },
