@@ -18,7 +18,7 @@ COPY package.json ./
 COPY libs ./libs
 COPY services ./services
 COPY infra ./infra
-RUN mkdir -p /data && chown node:node /data
+RUN mkdir -p /data /var/spool/docshare && chown node:node /data /var/spool/docshare
 USER node
 EXPOSE 8080
 VOLUME ["/data"]

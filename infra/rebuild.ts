@@ -10,17 +10,16 @@
  * ELASTICSEARCH_ALIAS (docshare-files).
  */
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
-import { type EventStore } from '@docshare/event-store';
+import type { EventStore } from '@docshare/event-store';
 import { openMongoEventStore } from '@docshare/event-store/mongo';
 import { envReader } from '@docshare/http';
-import { applyProjection, known, makeGenerationalReadStore, publishGeneration, type Projection } from '@docshare/projection';
+import { applyProjection, publishGeneration, type Projection } from '@docshare/projection';
 import { connectMongo } from '@docshare/projection/distributed';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
-import { type SearchIndex } from '@docshare/search-index';
 import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
 import { filesProjection } from '@docshare/files-projector';
 import { statsProjection } from '@docshare/stats-projector';
-import { indexEvent } from '@docshare/search-projector';
+import { searchHandler } from '@docshare/search-projector';
 
 const PAGE = 1_000;
 /**
@@ -61,18 +60,26 @@ const rebuildMongo = async (model: 'stats' | 'files', projection: Projection): P
   const began = performance.now();
   const end = await events.lastPosition();
   const prefix = `${model}_g${Date.now()}_`;
-  const fresh = makeMongoReadStore(readDb, { prefix });
+  // The same indexes as the projector's live generation (stats: none; files: the listing indexes).
+  const fresh = makeMongoReadStore(readDb, { prefix, ...(model === 'stats' ? { indexes: {} } : {}) });
+  await fresh.ensureIndexes();
   const { count } = await replay(events, 0, (r) => applyProjection(fresh, projection, r));
   const previous = await publishGeneration(readDb, model, prefix);
   // Let every reader's pointer cache (1 s) expire, then catch up what the live projector wrote
   // to the old generation meanwhile.
-  await new Promise((r) => setTimeout(r, 2_500));
-  const live = makeGenerationalReadStore(readDb, model, (p) => makeMongoReadStore(readDb, { prefix: p }), 0);
-  const caughtUp = await replay(events, Math.max(0, end - CATCH_UP_MARGIN), (r) => applyProjection(live, projection, r));
+  const settleAndCatchUp = async (): Promise<number> => {
+    await new Promise((r) => setTimeout(r, 2_500));
+    return (await replay(events, Math.max(0, end - CATCH_UP_MARGIN), (r) => applyProjection(fresh, projection, r))).count;
+  };
+  let caughtUp = { count: await settleAndCatchUp() };
   if (previous && previous !== prefix) {
     // clear() drops exactly the collections of that generation (not every name it prefixes:
     // the default generation `stats_` prefixes the new `stats_g…_` too).
-    const old = makeMongoReadStore(readDb, { prefix: previous });
+    const old = makeMongoReadStore(readDb, { prefix: previous, indexes: {} });
+    await old.clear();
+    // A projector write that was already under way against the old generation when the pointer
+    // flipped may land after the first catch-up: catch up once more, and drop what it recreated.
+    caughtUp = { count: caughtUp.count + await settleAndCatchUp() };
     await old.clear();
     await old.close();
   }
@@ -87,13 +94,9 @@ const rebuildSearch = async (): Promise<string> => {
   });
   const end = await events.lastPosition();
   const { index: fresh } = await index.rebuildInto();
-  const apply = (target: SearchIndex) => async (record: StoredEvent<CloudEvent>): Promise<void> => {
-    const event = known(record.event);
-    if (event) await indexEvent(target, event);
-  };
-  const { count } = await replay(events, 0, apply(fresh));
+  const { count } = await replay(events, 0, searchHandler(fresh));
   await fresh.publish();
-  const caughtUp = await replay(events, Math.max(0, end - CATCH_UP_MARGIN), apply(index));
+  const caughtUp = await replay(events, Math.max(0, end - CATCH_UP_MARGIN), searchHandler(index));
   await index.close();
   return `search: ${count} events replayed into a new index, alias swapped, ${caughtUp.count} re-applied; ${((performance.now() - began) / 1000).toFixed(1)} s`;
 };

@@ -106,7 +106,18 @@ if (!stack) {
   console.error('with-stack: no test stack: no explicit URLs, no container runtime, and the local servers did not start. Failing, not skipping.');
   process.exit(1);
 }
-console.error(`with-stack: real servers from ${stack.source}: ${KEYS.filter((k) => !k.includes('SECRET')).map((k) => `${k}=${stack.env[k]}`).join(' ')}`);
+/** A URL without its credentials, for the log. */
+const shown = (value: string | undefined): string => {
+  try {
+    const url = new URL(value ?? '');
+    url.username = '';
+    url.password = '';
+    return url.toString();
+  } catch {
+    return value ?? '';
+  }
+};
+console.error(`with-stack: real servers from ${stack.source}: ${KEYS.filter((k) => !k.includes('SECRET') && !k.includes('ACCESS')).map((k) => `${k}=${shown(stack.env[k])}`).join(' ')}`);
 const [bin = '', ...args] = command;
 const child = spawn(bin, args, { stdio: 'inherit', env: { ...process.env, ...stack.env, DOCSHARE_STACK_SOURCE: stack.source } });
 const forward = (signal: NodeJS.Signals) => () => child.kill(signal);

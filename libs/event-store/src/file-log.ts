@@ -84,9 +84,12 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
 
   await mkdir(path.dirname(file), { recursive: true });
   const existing = await readIfExists(file);
+  /** Bytes of the file known to be durable: where a failed write is cut back to. */
+  let durableLength = 0;
   if (existing !== null) {
     const goodLength = loadLog(existing, file, warn, { all, streams, reservedIds });
     if (goodLength < existing.length) await truncateDurably(file, goodLength);
+    durableLength = goodLength;
   }
   const handle = await (options.openAppendFile ?? openAppendFile)(file);
   if (existing === null) await syncDirectory(path.dirname(file));
@@ -122,14 +125,20 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
     while (queue.length > 0) {
       const batch = queue;
       queue = [];
+      const bytes = batch.length === 1 ? batch[0]!.bytes : Buffer.concat(batch.map((entry) => entry.bytes));
       try {
-        await handle.write(batch.length === 1 ? batch[0]!.bytes : Buffer.concat(batch.map((entry) => entry.bytes)));
+        await handle.write(bytes);
         await handle.sync();
+        durableLength += bytes.length;
       } catch (error) {
-        // The file may now hold some of these bytes; only a reopen can tell memory what is really there.
         failure = new Error(`event log ${file} failed to write and accepts no more writes until reopened`, { cause: error });
         for (const entry of [...batch, ...queue]) entry.reject(failure);
         queue = [];
+        // Bytes written but not made durable must go: otherwise a reopen would revive appends whose
+        // callers were told they failed. If even that fails, the next open's checks still apply.
+        await truncateDurably(file, durableLength).catch((truncateError: unknown) => {
+          warn(`event log ${file}: could not cut a failed write back (${String(truncateError)})`);
+        });
         break;
       }
       const before = all.length;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -219,6 +219,32 @@ describe('file event log', () => {
     assert.equal(await log.lastPosition(), 1, 'nothing unwritten becomes visible');
     assert.equal((await log.readStream('ok')).length, 1);
     await log.close();
+  });
+
+  it('cuts back a write whose fsync failed, so a reopen does not revive an append reported as failed', async () => {
+    const dir = await tempDir();
+    let failSync = false;
+    const log = await openFileEventLog(dir, {
+      openAppendFile: async (file): Promise<AppendFile> => {
+        const handle = await open(file, 'a');
+        return {
+          write: async (data: Uint8Array) => { await handle.write(data); },
+          sync: async () => {
+            if (failSync) throw new Error('EIO: i/o error');
+            await handle.datasync();
+          },
+          close: () => handle.close(),
+        };
+      },
+    });
+    await log.append('kept', 0, testEvents('kept', 1, 1));
+    failSync = true;
+    await assert.rejects(log.append('lost', 0, testEvents('lost', 1, 1)), /failed to write/);
+    await log.close();
+    const reopened = await openFileEventLog(dir);
+    assert.equal(await reopened.lastPosition(), 1);
+    assert.deepEqual(await reopened.readStream('lost'), []);
+    await reopened.close();
   });
 
   it('opens a log of 10,000 events in well under a second', async () => {

@@ -62,7 +62,9 @@ export const makeOps = (
   const httpMetrics: RequestHandler = (req, res, next) => {
     const end = duration.startTimer({ service, method: req.method });
     res.on('finish', () => {
-      const route = typeof res.locals.route === 'string' ? res.locals.route : 'unmatched';
+      // The gateway names its route; a service's own router knows the matched path.
+      const matched = (req.route as { path?: unknown } | undefined)?.path;
+      const route = typeof res.locals.route === 'string' ? res.locals.route : typeof matched === 'string' ? matched : 'unmatched';
       end({ route, status: String(res.statusCode) });
     });
     next();

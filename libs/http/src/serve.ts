@@ -3,8 +3,11 @@ import type { Logger } from 'pino';
 
 /** Starts an HTTP server and resolves once it listens; returns it and the bound port. */
 export const listen = async (handler: RequestListener, port: number, host: string): Promise<{ server: Server; port: number }> => {
+  // No total request timeout (large uploads and downloads take long), but a connection idle for
+  // two minutes (a stalled client trickling nothing) is closed.
   const server = createServer({ requestTimeout: 0 }, handler);
   server.keepAliveTimeout = 65_000;
+  server.timeout = 120_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());
@@ -13,11 +16,28 @@ export const listen = async (handler: RequestListener, port: number, host: strin
   return { server, port: typeof address === 'object' && address !== null ? address.port : port };
 };
 
-/** Stops accepting connections and resolves once in-flight requests have finished. */
-export const closeServer = (server: Server): Promise<void> => new Promise((resolve) => {
-  server.close(() => resolve());
+/**
+ * Stops accepting connections and resolves once in-flight requests have finished. Keep-alive
+ * connections (the gateway's pool to every service) are closed as soon as they fall idle, and
+ * whatever is still open after `drainMs` is closed outright.
+ */
+export const closeServer = (server: Server, drainMs = 10_000): Promise<void> => new Promise((resolve) => {
+  const sweep = setInterval(() => server.closeIdleConnections(), 100);
+  const deadline = setTimeout(() => server.closeAllConnections(), drainMs);
+  server.close(() => {
+    clearInterval(sweep);
+    clearTimeout(deadline);
+    resolve();
+  });
   server.closeIdleConnections();
 });
+
+/** Express `trust proxy` from an environment value: `true`/`false`, a hop count, or addresses/subnets. */
+export const trustProxyOf = (raw: string | undefined): boolean | number | string | undefined => {
+  if (raw === undefined || raw === '') return undefined;
+  if (raw === 'true' || raw === 'false') return raw === 'true';
+  return /^\d+$/.test(raw) ? Number(raw) : raw;
+};
 
 /**
  * Graceful SIGTERM/SIGINT: runs `steps` in order (stop accepting, finish in-flight work, commit

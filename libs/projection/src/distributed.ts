@@ -26,9 +26,15 @@ export const commonConfig = (env: NodeJS.ProcessEnv) => {
 
 export type CommonConfig = ReturnType<typeof commonConfig>;
 
-/** A connected MongoDB client with the read-model database. */
+/** A connected MongoDB client and one of its databases. */
 export const connectMongo = async (url: string, dbName: string): Promise<{ client: MongoClient; db: Db }> => {
-  const client = new MongoClient(url, { appName: `docshare-${hostname()}`, serverSelectionTimeoutMS: 10_000 });
+  // An acknowledged append or claim must survive a mongod crash: journaled, and on a replica set
+  // on a majority. A write concern in MONGO_URL itself wins.
+  const explicit = /[?&](w|journal|wtimeoutMS)=/i.test(url);
+  const client = new MongoClient(url, {
+    appName: `docshare-${hostname()}`, serverSelectionTimeoutMS: 10_000,
+    ...(explicit ? {} : { writeConcern: { w: 'majority', journal: true } }),
+  });
   await client.connect();
   return { client, db: client.db(dbName) };
 };

@@ -38,11 +38,53 @@ export interface RunningProjector {
   stop(): Promise<void>;
 }
 
+const TRANSIENT_NAMES = new Set([
+  'MongoNetworkError', 'MongoNetworkTimeoutError', 'MongoServerSelectionError', 'MongoNotConnectedError',
+  'MongoTopologyClosedError', 'PoolClearedError', 'PoolClearedOnNetworkError', 'MongoWriteConcernError',
+  'ConnectionError', 'TimeoutError', 'NoLivingConnectionsError',
+]);
+const TRANSIENT_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/**
+ * True for failures of a dependency that pass (a server restarting, a network blip, an overloaded
+ * Elasticsearch), as opposed to an event this code cannot apply.
+ */
+export const isTransient = (error: unknown): boolean => {
+  if (typeof error !== 'object' || error === null) return false;
+  const e = error as { name?: unknown; code?: unknown; meta?: { statusCode?: unknown }; errorLabels?: unknown; cause?: unknown };
+  if (typeof e.name === 'string' && TRANSIENT_NAMES.has(e.name)) return true;
+  if (typeof e.code === 'string' && TRANSIENT_CODES.has(e.code)) return true;
+  const status = e.meta?.statusCode;
+  if (e.name === 'ResponseError' && typeof status === 'number' && (status === 429 || status >= 500)) return true;
+  if (Array.isArray(e.errorLabels) && e.errorLabels.includes('RetryableWriteError')) return true;
+  return e.cause !== undefined && e.cause !== error && isTransient(e.cause);
+};
+
+/**
+ * `handle`, retried in place while it fails transiently (capped backoff, forever): a dependency
+ * that is down for a while must delay the projection, not send its events to the dead-letter topic.
+ * Other failures go to the bus, which redelivers and finally dead-letters.
+ */
+export const retryTransient = (
+  handle: (record: StoredEvent<CloudEvent>) => Promise<void>, logger: Logger, maxDelayMs = 5_000,
+) => async (record: StoredEvent<CloudEvent>): Promise<void> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await handle(record);
+    } catch (error) {
+      if (!isTransient(error)) throw error;
+      const delay = Math.min(maxDelayMs, 100 * 2 ** Math.min(attempt, 10)) * (0.5 + Math.random() / 2);
+      logger.warn({ err: error, attempt, eventId: record.event.id, subject: record.event.subject }, 'dependency unavailable; retrying');
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+};
+
 /** Subscribes `handle` as consumer group `group`: every event, at least once, acknowledged after `handle` resolves. */
 export const runProjector = async (
   consumer: EventConsumer, group: string, handle: (record: StoredEvent<CloudEvent>) => Promise<void>, logger: Logger,
 ): Promise<RunningProjector> => {
-  const subscription = await consumer.subscribe(group, handle, {
+  const subscription = await consumer.subscribe(group, retryTransient(handle, logger), {
     onDeadLetter: (record, error) => {
       logger.error({ err: error, group, eventId: record.event.id, type: record.event.type, subject: record.event.subject,
         correlationId: record.event.correlationid }, 'event dead-lettered after repeated failures');

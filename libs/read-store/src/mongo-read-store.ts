@@ -184,8 +184,20 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
 
       await prepare(collection);
       return serialized(`${fullName(collection)}\u0000${id}`, async () => {
+        const upsert = async () => {
+          try {
+            return await target.updateOne(filter, mongoUpdate as UpdateFilter<StoredDoc>, { upsert: true });
+          } catch (error) {
+            // Another writer (a replica) may have inserted the document between our match and our
+            // insert: then it exists and the update must be tried once more as a plain match.
+            if (error instanceof MongoServerError && error.code === 11000) {
+              return await target.updateOne(filter, mongoUpdate as UpdateFilter<StoredDoc>, { upsert: true });
+            }
+            throw error;
+          }
+        };
         try {
-          const result = await target.updateOne(filter, mongoUpdate as UpdateFilter<StoredDoc>, { upsert: true });
+          const result = await upsert();
           if (result.upsertedCount > 0) {
             // FerretDB 1.x drops null values of $setOnInsert: put them in, where still missing.
             for (const [name, value] of Object.entries(update.setOnInsert ?? {})) {

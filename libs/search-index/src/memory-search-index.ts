@@ -1,4 +1,5 @@
 import type { SearchDoc, SearchIndex, SearchPage, SearchResult } from './port.ts';
+import { MAX_QUERY_WORDS } from './elasticsearch-mapping.ts';
 
 /** BM25 parameters: Lucene's and Elasticsearch's defaults. */
 const K1 = 1.2;
@@ -330,7 +331,8 @@ export function makeMemorySearchIndex(): SearchIndex {
       checkPage(page);
       const queryRound = ++round;
       const matched: Entry[] = [];
-      for (const query of new Set(tokenize(text))) {
+      // The same cap as the Elasticsearch adapter: the first 32 distinct words count.
+      for (const query of [...new Set(tokenize(text))].slice(0, MAX_QUERY_WORDS)) {
         const expansions = expand(query);
         // multi_match best_fields: a query term scores by its best field (and best expansion); terms add up.
         const termRound = ++round;

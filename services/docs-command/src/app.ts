@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import express, { type Express, type Request, type Response } from 'express';
 import { DocshareError, M, positiveId } from '@docshare/contracts';
 import { RangeNotSatisfiable, type ByteRange } from '@docshare/blob-store';
@@ -45,6 +46,16 @@ const contentDisposition = (fileName: string): string => {
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(fileName)}`;
 };
 
+/**
+ * Empties and creates the upload spool: what is there at start belongs to uploads a crash cut off.
+ * The spool belongs to one process (one container); never share it between replicas.
+ */
+export const prepareSpool = async (spoolDir: string): Promise<void> => {
+  await mkdir(spoolDir, { recursive: true, mode: 0o700 });
+  // The entries, not the directory: it may be a mount point (a container volume).
+  for (const entry of await readdir(spoolDir)) await rm(join(spoolDir, entry), { recursive: true, force: true });
+};
+
 /** The docs-command service's HTTP face: every write of the API, the view page and signed content links. */
 export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
   const { commands, logger } = options;
@@ -66,7 +77,6 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
 
   app.post('/api/V1/docs/api-upload', async (req, res) => {
     const actorId = actorOf(req);
-    await mkdir(options.spoolDir, { recursive: true });
     const form = await readUploadForm(req, options.spoolDir, options.maxUploadBytes);
     try {
       if (!form.file) throw new DocshareError('invalid', M.fileRequired);

@@ -11,7 +11,7 @@ import { startOutboxRelay } from '@docshare/outbox';
 import { makeMongoProgress, waitForProjections } from '@docshare/projection';
 import { commonConfig, connectKafka, connectMongo, PROJECTOR_GROUPS } from '@docshare/projection/distributed';
 import { makeDocsCommands } from './commands.ts';
-import { makeDocsCommandApp } from './app.ts';
+import { makeDocsCommandApp, prepareSpool } from './app.ts';
 
 const NAME = 'docs-command';
 const logger = makeLogger(NAME);
@@ -58,9 +58,10 @@ app.disable('x-powered-by');
 app.use(ops.httpMetrics);
 app.use(ops.router);
 app.use(requestLog(logger));
+const spoolDir = env.string('SPOOL_DIR', join(tmpdir(), `docshare-spool-${process.pid}`));
+await prepareSpool(spoolDir);
 app.use(makeDocsCommandApp({
-  commands, logger, publicBaseUrl: config.publicBaseUrl,
-  spoolDir: env.string('SPOOL_DIR', join(tmpdir(), 'docshare-spool')),
+  commands, logger, publicBaseUrl: config.publicBaseUrl, spoolDir,
   maxUploadBytes: env.int('MAX_UPLOAD_BYTES', 100 * 1024 * 1024, 1),
 }));
 const { server } = await listen(app, port, config.host);

@@ -1,5 +1,5 @@
 import { loadOrCreateSecret, makeTokens } from '@docshare/auth';
-import { closeServer, envReader, exitGracefully, listen, makeLogger, makeOps } from '@docshare/http';
+import { closeServer, envReader, exitGracefully, listen, makeLogger, makeOps, trustProxyOf } from '@docshare/http';
 import { makeRateLimiter } from '@docshare/rate-limit';
 import { makeGateway } from './app.ts';
 import { httpUpstream } from './proxy.ts';
@@ -41,7 +41,7 @@ const app = makeGateway({
   tokens: makeTokens(jwtSecret, env.int('JWT_TTL_SECONDS', 86_400, 1)),
   limiter: rateLimiter.limiter, rateLimitPoints: points, rateLimitWindowSeconds: windowSeconds,
   ops, logger, publicBaseUrl,
-  trustProxy: env.optional('TRUST_PROXY'),
+  trustProxy: trustProxyOf(env.optional('TRUST_PROXY')),
   upstreams: {
     docs: httpUpstream(upstreamUrls.docs, logger),
     stats: httpUpstream(upstreamUrls.stats, logger),

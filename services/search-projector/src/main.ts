@@ -1,8 +1,8 @@
 import { makeLogger, envReader } from '@docshare/http';
 import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
-import { known, makeMongoProgress, startProjectorService } from '@docshare/projection';
+import { makeMongoProgress, startProjectorService } from '@docshare/projection';
 import { commonConfig, connectKafka, connectMongo } from '@docshare/projection/distributed';
-import { indexEvent } from './projection.ts';
+import { searchHandler } from './projection.ts';
 import { makeSearchApp } from './app.ts';
 
 const NAME = 'search-projector';
@@ -20,10 +20,7 @@ const bus = await connectKafka(config, NAME, logger);
 await startProjectorService({
   name: NAME, group: `${NAME}${config.groupSuffix}`, logger, port, host: config.host,
   consumer: bus.consumer,
-  handle: async (record) => {
-    const event = known(record.event);
-    if (event) await indexEvent(index, event);
-  },
+  handle: searchHandler(index),
   progress: makeMongoProgress(db),
   queryApp: makeSearchApp(index, config.publicBaseUrl, logger),
   checks: {

@@ -1,4 +1,5 @@
-import type { DocshareEvent } from '@docshare/contracts';
+import type { CloudEvent, DocshareEvent, StoredEvent } from '@docshare/contracts';
+import { known } from '@docshare/projection';
 import type { SearchDoc, SearchIndex } from '@docshare/search-index';
 
 /**
@@ -44,4 +45,10 @@ export const indexEvent = async (index: SearchIndex, event: DocshareEvent): Prom
   if (current && current.version >= event.streamversion) return;
   const next = searchProjection(event, current?.doc ?? null);
   if (next) await index.upsert(next, event.streamversion);
+};
+
+/** The search projector's event handler: the index's counterpart of applyProjection. */
+export const searchHandler = (index: SearchIndex) => async (record: StoredEvent<CloudEvent>): Promise<void> => {
+  const event = known(record.event);
+  if (event) await indexEvent(index, event);
 };

@@ -1,3 +1,4 @@
+import { trustProxyOf } from '@docshare/http';
 import { resolve } from 'node:path';
 
 /** Everything `npm start` can be told, from the environment (decisions §13). */
@@ -22,12 +23,6 @@ const integer = (env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   const value = Number(raw);
   if (!Number.isSafeInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
   return value;
-};
-
-const trustProxyOf = (raw: string | undefined): EmbeddedConfig['trustProxy'] => {
-  if (raw === undefined || raw === '') return undefined;
-  if (raw === 'true' || raw === 'false') return raw === 'true';
-  return /^\d+$/.test(raw) ? Number(raw) : raw;
 };
 
 /** The configuration of embedded mode; throws a clear error on a bad value. */

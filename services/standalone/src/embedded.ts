@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 
@@ -8,12 +8,12 @@ import { openFileClaimStore } from '@docshare/claim-store';
 import { makeLogBus } from '@docshare/event-bus';
 import { openFileEventLog } from '@docshare/event-store';
 import { closeServer, listen, makeLogger, makeOps, type Logger } from '@docshare/http';
-import { applyProjection, known, runProjector, type RunningProjector } from '@docshare/projection';
+import { applyProjection, runProjector, type RunningProjector } from '@docshare/projection';
 import { makeMemoryReadStore } from '@docshare/read-store';
 import { makeMemorySearchIndex } from '@docshare/search-index';
-import { makeDocsCommandApp, makeDocsCommands } from '@docshare/docs-command';
+import { makeDocsCommandApp, makeDocsCommands, prepareSpool } from '@docshare/docs-command';
 import { makeFilesApp, filesProjection } from '@docshare/files-projector';
-import { makeSearchApp, indexEvent } from '@docshare/search-projector';
+import { makeSearchApp, searchHandler } from '@docshare/search-projector';
 import { makeStatsApp, statsProjection } from '@docshare/stats-projector';
 import { makeGateway } from '@docshare/gateway';
 import type { EmbeddedConfig } from './config.ts';
@@ -42,8 +42,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   await mkdir(config.dataDir, { recursive: true });
   const unlock = await lockDataDir(join(config.dataDir, '.lock'));
   const spoolDir = dir('tmp');
-  await rm(spoolDir, { recursive: true, force: true });
-  await mkdir(spoolDir, { recursive: true });
+  await prepareSpool(spoolDir);
 
   const jwtSecret = config.jwtSecret ?? await loadOrCreateSecret(join(config.dataDir, 'secrets', 'jwt-secret'));
   const tokens = makeTokens(jwtSecret, config.jwtTtlSeconds);
@@ -60,10 +59,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   const projectors: RunningProjector[] = await Promise.all([
     runProjector(bus, 'stats-projector', (record) => applyProjection(statsStore, statsProjection, record), logger),
     runProjector(bus, 'files-projector', (record) => applyProjection(filesStore, filesProjection, record), logger),
-    runProjector(bus, 'search-projector', async (record) => {
-      const event = known(record.event);
-      if (event) await indexEvent(searchIndex, event);
-    }, logger),
+    runProjector(bus, 'search-projector', searchHandler(searchIndex), logger),
   ]);
   const replayTo = await events.lastPosition();
   await bus.waitForGroups(replayTo, 10 * 60_000);

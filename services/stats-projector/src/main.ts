@@ -11,7 +11,8 @@ const config = commonConfig(process.env);
 const port = envReader(process.env).int('PORT', 8082);
 
 const { client, db } = await connectMongo(config.mongoUrl, config.readDb);
-const store = makeGenerationalReadStore(db, 'stats', (prefix) => makeMongoReadStore(db, { prefix }));
+// Stats are read by _id only: no secondary indexes.
+const store = makeGenerationalReadStore(db, 'stats', (prefix) => makeMongoReadStore(db, { prefix, indexes: {} }));
 // Indexes at start, not on the first write.
 await (await store.current()).ensureIndexes();
 const bus = await connectKafka(config, NAME, logger);
