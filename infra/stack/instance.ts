@@ -13,6 +13,7 @@ import { mkdir } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join, resolve } from 'node:path';
 import { loadOrCreateSecret } from '@docshare/auth';
+import { publicBaseUrlOf } from '@docshare/http';
 import { startServices, stopServices } from './services.ts';
 
 const env = process.env;
@@ -39,7 +40,7 @@ const services = await startServices({
   serverEnv: {},
   gatewayPort: port,
   servicePorts,
-  publicBaseUrl: (env.PUBLIC_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+  publicBaseUrl: publicBaseUrlOf(env, port),
   jwtSecret: env.JWT_SECRET || await loadOrCreateSecret(join(dataDir, 'secrets', 'jwt-secret')),
   extraEnv: {
     ...Object.fromEntries(passthrough.filter((k) => env[k] !== undefined).map((k) => [k, env[k] as string])),

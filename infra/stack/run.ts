@@ -9,6 +9,7 @@
 import { spawnSync } from 'node:child_process';
 import { resolve, join } from 'node:path';
 import { loadOrCreateSecret } from '@docshare/auth';
+import { publicBaseUrlOf } from '@docshare/http';
 import { parseEnvFile, startServices, stopServices } from './services.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -34,7 +35,7 @@ try {
     serverEnv: await parseEnvFile(join(infraData, 'stack.env')),
     gatewayPort: port,
     firstServicePort: Number(env.STACK_SERVICE_PORT ?? 18081),
-    publicBaseUrl: (env.PUBLIC_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    publicBaseUrl: publicBaseUrlOf(env, port),
     jwtSecret: env.JWT_SECRET || await loadOrCreateSecret(join(dataDir, 'secrets', 'jwt-secret')),
     extraEnv: Object.fromEntries(passthrough.filter((k) => env[k] !== undefined).map((k) => [k, env[k] as string])),
     output: 'inherit',

@@ -2,3 +2,4 @@ export * from './events.ts';
 export * from './errors.ts';
 export * from './messages.ts';
 export * from './values.ts';
+export * from './keyed-queue.ts';

@@ -86,3 +86,7 @@ export const envReader = (env: NodeJS.ProcessEnv) => ({
     return value;
   },
 });
+
+/** `PUBLIC_BASE_URL` (decisions §13), defaulting to `http://localhost:<port>`, without a trailing slash. */
+export const publicBaseUrlOf = (env: NodeJS.ProcessEnv, port: number): string =>
+  (env.PUBLIC_BASE_URL || `http://localhost:${port}`).replace(/\/+$/, '');

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { MongoClient, type Db } from 'mongodb';
 import { DEAD_LETTER_TOPIC, EVENTS_TOPIC, ensureTopics, makeKafkaBus, topicPlan } from '@docshare/event-bus/kafka';
-import { envReader, type Logger } from '@docshare/http';
+import { envReader, publicBaseUrlOf, type Logger } from '@docshare/http';
 
 /** The consumer groups whose progress read-your-writes waits on. */
 export const PROJECTOR_GROUPS = ['stats-projector', 'files-projector', 'search-projector'] as const;
@@ -17,7 +17,7 @@ export const commonConfig = (env: NodeJS.ProcessEnv) => {
     kafkaBrokers: e.string('KAFKA_BROKERS').split(',').map((b) => b.trim()).filter(Boolean),
     eventsTopic: e.string('KAFKA_EVENTS_TOPIC', EVENTS_TOPIC),
     deadLetterTopic: e.string('KAFKA_DLQ_TOPIC', DEAD_LETTER_TOPIC),
-    publicBaseUrl: e.string('PUBLIC_BASE_URL', `http://localhost:${e.int('GATEWAY_PORT', 8080)}`).replace(/\/+$/, ''),
+    publicBaseUrl: publicBaseUrlOf(env, e.int('GATEWAY_PORT', 8080)),
     /** Appended to consumer group names, so several docshare instances can share one Kafka. */
     groupSuffix: e.string('KAFKA_GROUP_SUFFIX', ''),
     eventsPartitions: e.int('KAFKA_EVENTS_PARTITIONS', 6, 1),

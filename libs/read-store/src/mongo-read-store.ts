@@ -2,6 +2,7 @@ import { MongoServerError } from 'mongodb';
 import type { Collection, Db, Document, Filter as MongoFilter, Sort, UpdateFilter } from 'mongodb';
 import type { Doc, Filter, FindOptions, Guard, ReadStore, Update } from './port.ts';
 import { checkCount, checkName, checkUpdate } from './validate.ts';
+import { makeKeyedQueue } from '@docshare/contracts';
 
 /*
  * Read models on MongoDB (or FerretDB 1.x). Read-model collection `c` is the collection
@@ -149,17 +150,7 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
   };
 
   // Updates of one document run one after another (see the header: FerretDB updates are not atomic).
-  const chains = new Map<string, Promise<unknown>>();
-  const serialized = <T>(key: string, work: () => Promise<T>): Promise<T> => {
-    const previous = chains.get(key) ?? Promise.resolve();
-    const run = previous.then(work, work);
-    const tail = run.catch(() => undefined);
-    chains.set(key, tail);
-    void tail.then(() => {
-      if (chains.get(key) === tail) chains.delete(key);
-    });
-    return run;
-  };
+  const serialized = makeKeyedQueue();
 
   return {
     ensureIndexes: async () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DocshareError, EVENT_SOURCE, type CloudEvent } from '@docshare/contracts';
+import { DocshareError, EVENT_SOURCE, makeKeyedQueue, type CloudEvent } from '@docshare/contracts';
 import { VersionConflict, type EventStore } from '@docshare/event-store';
 
 /** A pure decider: the state of one entity folded from its events, and what a command records. */
@@ -83,17 +83,7 @@ export const makeCommandHandler = (store: EventStore, options: CommandHandlerOpt
 
   // Commands on one stream run one at a time in this process: they would only conflict with each
   // other. Conflicts with other processes (replicas) are retried after a jittered backoff.
-  const queues = new Map<string, Promise<unknown>>();
-  const serialized = <T>(streamId: string, work: () => Promise<T>): Promise<T> => {
-    const previous = queues.get(streamId) ?? Promise.resolve();
-    const run = previous.then(work, work);
-    const tail = run.catch(() => undefined);
-    queues.set(streamId, tail);
-    void tail.then(() => {
-      if (queues.get(streamId) === tail) queues.delete(streamId);
-    });
-    return run;
-  };
+  const serialized = makeKeyedQueue();
 
   const handle = <C, S, E extends { type: string; data: unknown }>(
     decider: Decider<C, S, E>, streamId: string, command: C, now: string, meta: CommandMeta,

@@ -1,5 +1,5 @@
 import { loadOrCreateSecret, makeTokens } from '@docshare/auth';
-import { closeServer, envReader, exitGracefully, listen, makeLogger, makeOps, trustProxyOf } from '@docshare/http';
+import { closeServer, envReader, exitGracefully, listen, makeLogger, makeOps, publicBaseUrlOf, trustProxyOf } from '@docshare/http';
 import { makeRateLimiter } from '@docshare/rate-limit';
 import { makeGateway } from './app.ts';
 import { httpUpstream } from './proxy.ts';
@@ -36,7 +36,7 @@ const ops = makeOps(NAME, {
   'files-projector': upstreamReady(upstreamUrls.files),
   'search-projector': upstreamReady(upstreamUrls.search),
 }, undefined, { redis: () => rateLimiter.ready() });
-const publicBaseUrl = env.string('PUBLIC_BASE_URL', `http://localhost:${port}`).replace(/\/+$/, '');
+const publicBaseUrl = publicBaseUrlOf(process.env, port);
 const app = makeGateway({
   tokens: makeTokens(jwtSecret, env.int('JWT_TTL_SECONDS', 86_400, 1)),
   limiter: rateLimiter.limiter, rateLimitPoints: points, rateLimitWindowSeconds: windowSeconds,

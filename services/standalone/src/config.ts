@@ -1,4 +1,4 @@
-import { trustProxyOf } from '@docshare/http';
+import { publicBaseUrlOf, trustProxyOf } from '@docshare/http';
 import { resolve } from 'node:path';
 
 /** Everything `npm start` can be told, from the environment (decisions §13). */
@@ -31,7 +31,7 @@ export const embeddedConfig = (env: NodeJS.ProcessEnv): EmbeddedConfig => {
   return {
     port,
     host: env.HOST ?? '0.0.0.0',
-    publicBaseUrl: (env.PUBLIC_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    publicBaseUrl: publicBaseUrlOf(env, port),
     dataDir: resolve(env.DATA_DIR ?? './data'),
     rateLimitPoints: integer(env, 'RATE_LIMIT_POINTS', 30, 1),
     rateLimitWindowSeconds: integer(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1),
