@@ -1,7 +1,9 @@
 import type { CloudEvent, DocshareEvent, EventType, StoredEvent } from '@docshare/contracts';
 import type { EventConsumer, Subscription } from '@docshare/event-bus';
 import type { ReadStore, Update } from '@docshare/read-store';
-import type { Logger } from '@docshare/http';
+import { isTransient, type Logger } from '@docshare/http';
+
+export { isTransient };
 
 /** One idempotent change to one read-model document, guarded by the event it comes from. */
 export interface ReadOp {
@@ -37,28 +39,6 @@ export interface RunningProjector {
   subscription: Subscription;
   stop(): Promise<void>;
 }
-
-const TRANSIENT_NAMES = new Set([
-  'MongoNetworkError', 'MongoNetworkTimeoutError', 'MongoServerSelectionError', 'MongoNotConnectedError',
-  'MongoTopologyClosedError', 'PoolClearedError', 'PoolClearedOnNetworkError', 'MongoWriteConcernError',
-  'ConnectionError', 'TimeoutError', 'NoLivingConnectionsError',
-]);
-const TRANSIENT_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
-
-/**
- * True for failures of a dependency that pass (a server restarting, a network blip, an overloaded
- * Elasticsearch), as opposed to an event this code cannot apply.
- */
-export const isTransient = (error: unknown): boolean => {
-  if (typeof error !== 'object' || error === null) return false;
-  const e = error as { name?: unknown; code?: unknown; meta?: { statusCode?: unknown }; errorLabels?: unknown; cause?: unknown };
-  if (typeof e.name === 'string' && TRANSIENT_NAMES.has(e.name)) return true;
-  if (typeof e.code === 'string' && TRANSIENT_CODES.has(e.code)) return true;
-  const status = e.meta?.statusCode;
-  if (e.name === 'ResponseError' && typeof status === 'number' && (status === 429 || status >= 500)) return true;
-  if (Array.isArray(e.errorLabels) && e.errorLabels.includes('RetryableWriteError')) return true;
-  return e.cause !== undefined && e.cause !== error && isTransient(e.cause);
-};
 
 /**
  * `handle`, retried in place while it fails transiently (capped backoff, forever): a dependency
