@@ -13,12 +13,13 @@ import type { CloudEvent, StoredEvent } from '@docshare/contracts';
 import type { EventStore } from '@docshare/event-store';
 import { openMongoEventStore } from '@docshare/event-store/mongo';
 import { envReader } from '@docshare/http';
-import { applyProjection, publishGeneration, type Projection } from '@docshare/projection';
+import { publishGeneration } from '@docshare/projection';
 import { connectMongo } from '@docshare/projection/distributed';
+import type { ReadStore } from '@docshare/read-store';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
-import { filesProjection } from '@docshare/files-projector';
-import { statsProjection } from '@docshare/stats-projector';
+import { filesHandler } from '@docshare/files-projector';
+import { statsHandler } from '@docshare/stats-projector';
 import { searchHandler } from '@docshare/search-projector';
 
 const PAGE = 1_000;
@@ -56,20 +57,23 @@ const { client, db } = await connectMongo(env.string('MONGO_URL'), env.string('M
 const readDb = client.db(env.string('MONGO_READ_DB', 'docshare_read'));
 const events = await openMongoEventStore(db);
 
-const rebuildMongo = async (model: 'stats' | 'files', projection: Projection): Promise<string> => {
+const rebuildMongo = async (
+  model: 'stats' | 'files', handlerFor: (store: ReadStore) => (record: StoredEvent<CloudEvent>) => Promise<void>,
+): Promise<string> => {
   const began = performance.now();
   const end = await events.lastPosition();
   const prefix = `${model}_g${Date.now()}_`;
   // The same indexes as the projector's live generation (stats: none; files: the listing indexes).
   const fresh = makeMongoReadStore(readDb, { prefix, ...(model === 'stats' ? { indexes: {} } : {}) });
   await fresh.ensureIndexes();
-  const { count } = await replay(events, 0, (r) => applyProjection(fresh, projection, r));
+  const handle = handlerFor(fresh);
+  const { count } = await replay(events, 0, handle);
   const previous = await publishGeneration(readDb, model, prefix);
   // Let every reader's pointer cache (1 s) expire, then catch up what the live projector wrote
   // to the old generation meanwhile.
   const settleAndCatchUp = async (): Promise<number> => {
     await new Promise((r) => setTimeout(r, 2_500));
-    return (await replay(events, Math.max(0, end - CATCH_UP_MARGIN), (r) => applyProjection(fresh, projection, r))).count;
+    return (await replay(events, Math.max(0, end - CATCH_UP_MARGIN), handle)).count;
   };
   let caughtUp = { count: await settleAndCatchUp() };
   if (previous && previous !== prefix) {
@@ -104,7 +108,7 @@ const rebuildSearch = async (): Promise<string> => {
 try {
   for (const model of models) {
     const line = model === 'search' ? await rebuildSearch()
-      : await rebuildMongo(model as 'stats' | 'files', model === 'stats' ? statsProjection : filesProjection);
+      : await rebuildMongo(model as 'stats' | 'files', model === 'stats' ? statsHandler : filesHandler);
     console.log(line);
   }
 } finally {

@@ -35,7 +35,7 @@ const freePorts = async (count: number): Promise<number[]> => {
 };
 const servicePorts = await freePorts(4);
 
-const passthrough = ['RATE_LIMIT_POINTS', 'RATE_LIMIT_WINDOW_SECONDS', 'MAX_UPLOAD_BYTES', 'JWT_TTL_SECONDS', 'DOWNLOAD_URL_TTL_SECONDS', 'LOG_LEVEL'];
+const passthrough = ['RATE_LIMIT_POINTS', 'RATE_LIMIT_WINDOW_SECONDS', 'MAX_UPLOAD_BYTES', 'STORAGE_QUOTA_BYTES', 'JWT_TTL_SECONDS', 'DOWNLOAD_URL_TTL_SECONDS', 'LOG_LEVEL'];
 const services = await startServices({
   serverEnv: {},
   gatewayPort: port,

@@ -74,8 +74,9 @@ describe('comments received', () => {
   it('a new user: 200 with an empty data array', async () => {
     const u = await fx.c.register();
     const body = expectSuccess(await fx.c.comments(u.token), 200);
-    assertKeys(body, ['status', 'data'], 'comments body');
+    assertKeys(body, ['status', 'data', 'total', 'page', 'per_page'], 'comments body');
     assert.deepEqual(body.data, []);
+    assert.deepEqual([body.total, body.page, body.per_page], [0, 1, 100]);
   });
 
   it('a posted comment appears in the owner\'s list with the file title and a link to its page; total_comments +1', async () => {
@@ -124,6 +125,47 @@ describe('comments received', () => {
       assert.equal(expectSuccess(await c.stats(u.token), 200).data.total_comments, 3);
     });
     await eventually(async () => assert.deepEqual((await received(v.token)).map((x) => x.comment), ['not for u']));
+  });
+
+  it('pages with page / per_page from the query string or a JSON body; total counts comments on live files only', async () => {
+    const { c } = fx;
+    const u = await c.register();
+    const { fileId: kept } = await c.uploadOk(u.token, { title: 'kept' });
+    const { fileId: gone } = await c.uploadOk(u.token, { title: 'gone' });
+    const ids: number[] = [];
+    for (let i = 1; i <= 5; i += 1) ids.push(expectSuccess(await c.comment(fan.token, { file_id: kept, comment: `c${i}` }), 201).comment_id);
+    for (let i = 1; i <= 3; i += 1) expectSuccess(await c.comment(fan.token, { file_id: gone, comment: `x${i}` }), 201);
+    expectSuccess(await c.del(u.token, gone), 200);
+    const newest = [...ids].reverse();
+    await eventually(async () => {
+      const whole = expectSuccess(await c.comments(u.token), 200);
+      assert.deepEqual(whole.data.map((x: Comment) => x.comment_id), newest, 'by default a short list comes whole');
+      assert.deepEqual([whole.total, whole.page, whole.per_page], [5, 1, 100]);
+    });
+    const path = '/api/V1/users/api-comments';
+    const second = expectSuccess(await c.json('POST', `${path}?page=2&per_page=2`, u.token), 200);
+    assert.deepEqual(second.data.map((x: Comment) => x.comment_id), newest.slice(2, 4));
+    assert.deepEqual([second.total, second.page, second.per_page], [5, 2, 2]);
+    const third = expectSuccess(await c.json('POST', path, u.token, { page: 3, per_page: '2' }), 200);
+    assert.deepEqual(third.data.map((x: Comment) => x.comment_id), newest.slice(4));
+    assert.deepEqual([third.total, third.page, third.per_page], [5, 3, 2]);
+    // A JSON body's value wins over the query string's.
+    const bodyWins = expectSuccess(await c.json('POST', `${path}?per_page=1`, u.token, { per_page: 4 }), 200);
+    assert.equal(bodyWins.data.length, 4);
+    const past = expectSuccess(await c.json('POST', `${path}?page=9`, u.token), 200);
+    assert.deepEqual([past.data, past.total], [[], 5]);
+  });
+
+  it('an invalid page or per_page → 400 "Invalid page" / "Invalid per_page"', async () => {
+    const path = '/api/V1/users/api-comments';
+    for (const q of ['page=0', 'page=-1', 'page=abc', 'page=1.5']) {
+      expectError(await fx.c.json('POST', `${path}?${q}`, owner.token), 400, 'Invalid page');
+    }
+    for (const q of ['per_page=0', 'per_page=101', 'per_page=x']) {
+      expectError(await fx.c.json('POST', `${path}?${q}`, owner.token), 400, 'Invalid per_page');
+    }
+    expectError(await fx.c.json('POST', path, owner.token, { page: 'first' }), 400, 'Invalid page');
+    expectError(await fx.c.json('POST', path, owner.token, { per_page: 500 }), 400, 'Invalid per_page');
   });
 
   it('another method → 405 "Invalid request method"', async () => {

@@ -173,6 +173,27 @@ describe('download', () => {
     await eventually(async () => expectError(await c.download(other.token, fileId), 403, 'File is either for sale or not enabled'));
   });
 
+  it('a download_url signed before the file was disabled or put for sale → 403 "File is either for sale or not enabled"; re-enabled → it works again', async () => {
+    const { c } = fx;
+    const data = randomBytes(2_000);
+    const { fileId } = await c.uploadOk(owner.token, {}, data, 'revoked.bin', CONTENT_TYPE);
+    const url = expectSuccess(await c.download(other.token, fileId), 200).download_url as string;
+    assert.ok((await c.bytes(url)).bytes.equals(data));
+
+    expectSuccess(await c.update(owner.token, { id: fileId, enabled: false }), 200);
+    expectError(await c.raw('GET', url), 403, 'File is either for sale or not enabled');
+    expectError(await c.raw('GET', url, { headers: { Range: 'bytes=0-9' } }), 403, 'File is either for sale or not enabled');
+    expectSuccess(await c.update(owner.token, { id: fileId, enabled: true }), 200);
+    const again = await c.bytes(url);
+    assert.equal(again.status, 200);
+    assert.ok(again.bytes.equals(data), 'the still-valid link serves the bytes once the file is downloadable again');
+
+    expectSuccess(await c.update(owner.token, { id: fileId, for_sale: true, price: 3 }), 200);
+    expectError(await c.raw('GET', url), 403, 'File is either for sale or not enabled');
+    expectSuccess(await c.update(owner.token, { id: fileId, for_sale: false }), 200);
+    assert.equal((await c.bytes(url)).status, 200);
+  });
+
   it('a download refused for sale/disabled counts no download', async () => {
     const { c } = fx;
     const u = await c.register();

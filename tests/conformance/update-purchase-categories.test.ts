@@ -173,7 +173,9 @@ describe('categories', () => {
       assert.ok((b.data as Array<{ name: string }>).some((x) => x.name === name));
       return b;
     });
-    assertKeys(body, ['status', 'data'], 'categories body');
+    assertKeys(body, ['status', 'data', 'total', 'page', 'per_page'], 'categories body');
+    assert.deepEqual([body.page, body.per_page], [1, 100]);
+    assert.equal(body.total, body.data.length, 'a short list comes whole by default');
     assert.ok(Array.isArray(body.data));
     for (const cat of body.data) {
       assertKeys(cat, ['id', 'name', 'description', 'tags'], 'category');
@@ -184,6 +186,27 @@ describe('categories', () => {
     }
     const mine = (body.data as Array<{ id: number; name: string; description: string; tags: string }>).find((x) => x.name === name);
     assert.deepEqual(mine, { id: Number(up.category_id), name, description: 'Stars', tags: 'sky,stars' });
+  });
+
+  it('pages with page / per_page (by id); invalid values → 400 "Invalid page" / "Invalid per_page"', async () => {
+    const { c } = fx;
+    for (let i = 0; i < 3; i += 1) {
+      expectSuccess(await c.upload(owner.token, { title: 't', description: 'd', tags: 'x', cc_license: 'CC BY', new_category_name: `Paged ${randomWord(8)}` }), 201);
+    }
+    const whole = expectSuccess(await c.categories(buyer.token), 200);
+    const ids = (whole.data as Array<{ id: number }>).map((x) => x.id);
+    assert.ok(ids.length >= 3 && whole.total === ids.length);
+    assert.deepEqual(ids, [...ids].sort((a, b) => a - b), 'ordered by id');
+    const path = '/api/V1/docs/api-categories';
+    const second = expectSuccess(await c.json('GET', `${path}?page=2&per_page=2`, buyer.token), 200);
+    assert.deepEqual((second.data as Array<{ id: number }>).map((x) => x.id), ids.slice(2, 4));
+    assert.deepEqual([second.total, second.page, second.per_page], [ids.length, 2, 2]);
+    const last = expectSuccess(await c.json('GET', `${path}?page=${ids.length}&per_page=1`, buyer.token), 200);
+    assert.deepEqual((last.data as Array<{ id: number }>).map((x) => x.id), [ids.at(-1)]);
+    const past = expectSuccess(await c.json('GET', `${path}?page=${ids.length + 1}&per_page=1`, buyer.token), 200);
+    assert.deepEqual(past.data, []);
+    for (const q of ['page=0', 'page=x']) expectError(await c.json('GET', `${path}?${q}`, buyer.token), 400, 'Invalid page');
+    for (const q of ['per_page=0', 'per_page=101']) expectError(await c.json('GET', `${path}?${q}`, buyer.token), 400, 'Invalid per_page');
   });
 
   it('another method → 405 "Invalid request method"', async () => {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
+import http, { type ClientRequest, type IncomingHttpHeaders } from 'node:http';
+import https from 'node:https';
 import type { Readable } from 'node:stream';
 import { Client } from 'minio';
 import { RangeNotSatisfiable } from './port.ts';
@@ -43,6 +44,29 @@ export interface MinioBlobStoreOptions {
   partSize?: number;
   /** The bucket's region; default: asked from the server (MinIO answers us-east-1). */
   region?: string;
+  /**
+   * How long a request may go without progress before it fails with ETIMEDOUT (a 503 for the
+   * client): connecting, sending, and waiting for the response headers. Default 10 000 ms. Once
+   * the headers are in, a body being streamed to a client is not timed here (a slow client must
+   * not cut its own download; the HTTP server's idle timeout bounds it).
+   */
+  requestTimeoutMs?: number;
+}
+
+/**
+ * http(s).request with a no-progress timeout until the response headers arrive. minio-js itself
+ * has none: a frozen server (SIGSTOP, a dead peer without RST) held every request for ever.
+ */
+export function timedTransport(base: Pick<typeof http, 'request'>, timeoutMs: number): Pick<typeof http, 'request'> {
+  const request = (...args: unknown[]): ClientRequest => {
+    const req = (base.request as (...a: unknown[]) => ClientRequest)(...args);
+    req.setTimeout(timeoutMs, () => {
+      req.destroy(Object.assign(new Error(`object store: no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' }));
+    });
+    req.once('response', () => req.setTimeout(0));
+    return req;
+  };
+  return { request: request as typeof http.request };
 }
 
 /** A BlobStore over one S3 bucket (MinIO or any S3-compatible server); creates the bucket if missing. */
@@ -52,8 +76,14 @@ export async function makeMinioBlobStore(options: MinioBlobStoreOptions): Promis
   if (!Number.isSafeInteger(partSize) || partSize < MIN_PART) {
     throw new RangeError(`partSize must be an integer of at least ${MIN_PART} bytes, got ${partSize}`);
   }
+  const endPoint = parseEndPoint(options.endPoint);
+  const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
+  if (!Number.isSafeInteger(requestTimeoutMs) || requestTimeoutMs < 1) {
+    throw new RangeError(`requestTimeoutMs must be a positive integer, got ${requestTimeoutMs}`);
+  }
   const client = new Client({
-    ...parseEndPoint(options.endPoint),
+    ...endPoint,
+    transport: timedTransport(endPoint.useSSL ? https : http, requestTimeoutMs),
     accessKey,
     secretKey,
     partSize,

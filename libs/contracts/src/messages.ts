@@ -10,6 +10,9 @@ export const M = {
   malformedUrl: 'Malformed URL',
   malformedBody: 'Request body could not be decoded',
   malformedMultipart: 'Malformed multipart body',
+  requestTimeout: 'Request timeout',
+  requestAborted: 'Request aborted',
+  headersTooLarge: 'Request header fields too large',
   rateLimited: 'Rate limit exceeded. Please try again later.',
   missingToken: 'Missing JWT token',
   invalidToken: 'Invalid JWT token',
@@ -39,6 +42,7 @@ export const M = {
   categoryNotFound: 'Category not found',
   invalidVideo: 'Invalid video URL',
   fileTooLarge: 'File too large',
+  storageQuotaExceeded: 'Storage quota exceeded',
   uploaded: 'File uploaded successfully',
 
   fileIdRequired: 'File ID is required',

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
-import type { Consumer, EachBatchPayload, IHeaders, KafkaMessage, LogEntry, Message, Producer } from 'kafkajs';
+import type { Admin, Consumer, EachBatchPayload, IHeaders, KafkaMessage, LogEntry, Message, Producer } from 'kafkajs';
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
 import type { ConsumerOptions, EventConsumer, EventHandler, EventPublisher, Subscription } from './port.ts';
 
@@ -15,11 +15,15 @@ export interface KafkaBusLogger {
 
 /** Consumer knobs; the defaults suit services, tests turn the timeouts down. */
 export interface KafkaConsumerTuning {
-  /** Group session timeout (default 30 000 ms; the broker's minimum is group.min.session.timeout.ms, 6 000 by default). */
+  /**
+   * Group session timeout (default 10 000 ms; the broker's minimum is group.min.session.timeout.ms,
+   * 6 000 by default). Also how long a restarted member waits to join: the group waits for the
+   * dead member's session to expire first.
+   */
   sessionTimeout?: number;
   /** How long the coordinator waits for every member to rejoin during a rebalance (default 60 000 ms). */
   rebalanceTimeout?: number;
-  /** Heartbeat period, also while a handler runs (default 3 000 ms). */
+  /** Heartbeat period, also while a handler runs (default 1 000 ms). */
   heartbeatInterval?: number;
   /** Longest an idle fetch waits for data; bounds stop() and rebalance latency when idle (default 1 000 ms). */
   maxWaitTimeInMs?: number;
@@ -46,6 +50,13 @@ export interface KafkaBusOptions {
   deadLetterTopic: string;
   logger?: KafkaBusLogger;
   consumer?: KafkaConsumerTuning;
+  /**
+   * Longest wait between kafkajs's retries of a request (connect, metadata, produce, join), from
+   * 100 ms doubling (default 1 000 ms; kafkajs's own is 30 000). Bounds how long after a broker
+   * comes back the producer and consumers notice it. The idempotent producer still retries
+   * without limit.
+   */
+  retryMaxMs?: number;
 }
 
 export interface KafkaBus {
@@ -53,6 +64,11 @@ export interface KafkaBus {
   publisher: EventPublisher;
   /** Stops every subscription (each after its in-flight event) and disconnects the producer. */
   close(): Promise<void>;
+  /**
+   * The consumer lag of `group` on the event topic, per partition: records after the group's
+   * committed offset (the whole partition when it has committed nothing yet).
+   */
+  lag(group: string): Promise<{ partition: number; lag: number }[]>;
 }
 
 /** Kafka record headers the bus writes next to the structured-mode CloudEvent value. */
@@ -131,11 +147,18 @@ const logCreatorFor = (logger: KafkaBusLogger) => () => (entry: LogEntry): void 
   }
 };
 
-const makeClient = (brokers: string[], clientId: string, logger: KafkaBusLogger): Kafka => {
+/** kafkajs's retry schedule: 100 ms, doubling (±20 %), capped at `maxRetryTime`. */
+const retryOptions = (maxRetryTime: number, retries: number) => ({ initialRetryTime: 100, maxRetryTime, retries });
+
+const makeClient = (brokers: string[], clientId: string, logger: KafkaBusLogger, retryMaxMs = 1_000): Kafka => {
   if (brokers.length === 0 || brokers.some((broker) => broker.trim() === '')) {
     throw new Error(`Kafka needs at least one broker (host:port), got ${JSON.stringify(brokers)}`);
   }
-  return new Kafka({ clientId, brokers, logLevel: logLevel.WARN, logCreator: logCreatorFor(logger) });
+  if (!Number.isSafeInteger(retryMaxMs) || retryMaxMs < 100) throw new RangeError(`retryMaxMs must be an integer >= 100, got ${retryMaxMs}`);
+  // 10 retries capped at retryMaxMs: a request gives up after ~retryMaxMs·8 (the caller retries on).
+  return new Kafka({
+    clientId, brokers, logLevel: logLevel.WARN, logCreator: logCreatorFor(logger), retry: retryOptions(retryMaxMs, 10),
+  });
 };
 
 /** Parses a comma-separated broker list such as KAFKA_BROKERS. */
@@ -207,9 +230,13 @@ const backoffDelay = (attempt: number, baseMs: number, capMs: number): number =>
 };
 
 /** One producer shared by the publisher and the dead-letter writes; connected on first use. */
-function sharedProducer(kafka: Kafka) {
+function sharedProducer(kafka: Kafka, retryMaxMs: number) {
   const producer: Producer = kafka.producer({
     idempotent: true,
+    // Without limit as kafkajs requires for the idempotent producer, but never more than
+    // retryMaxMs apart (kafkajs's default grows to 30 s: a publish resumed up to 30 s after the
+    // broker came back).
+    retry: retryOptions(retryMaxMs, Number.MAX_SAFE_INTEGER),
     maxInFlightRequests: 1,
     createPartitioner: Partitioners.DefaultPartitioner,
     allowAutoTopicCreation: false,
@@ -246,12 +273,13 @@ export function makeKafkaBus(options: KafkaBusOptions): KafkaBus {
   const logger = options.logger ?? silentLogger;
   const tuning = options.consumer ?? {};
   const { topic, deadLetterTopic } = options;
-  const heartbeatInterval = tuning.heartbeatInterval ?? 3000;
+  const heartbeatInterval = tuning.heartbeatInterval ?? 1000;
   const retryBaseDelayMs = tuning.retryBaseDelayMs ?? 20;
   const retryMaxDelayMs = tuning.retryMaxDelayMs ?? 1000;
   const commitIntervalMs = tuning.commitIntervalMs ?? 0;
-  const kafka = makeClient(options.brokers, options.clientId, logger);
-  const producer = sharedProducer(kafka);
+  const retryMaxMs = options.retryMaxMs ?? 1_000;
+  const kafka = makeClient(options.brokers, options.clientId, logger, retryMaxMs);
+  const producer = sharedProducer(kafka, retryMaxMs);
   const subscriptions = new Set<Subscription>();
   const publishing = new Set<Promise<void>>();
   let publisherClosed = false;
@@ -325,12 +353,12 @@ export function makeKafkaBus(options: KafkaBusOptions): KafkaBus {
 
     const consumer: Consumer = kafka.consumer({
       groupId: group,
-      sessionTimeout: tuning.sessionTimeout ?? 30_000,
+      sessionTimeout: tuning.sessionTimeout ?? 10_000,
       rebalanceTimeout: tuning.rebalanceTimeout ?? 60_000,
       heartbeatInterval,
       maxWaitTimeInMs: tuning.maxWaitTimeInMs ?? 1000,
       allowAutoTopicCreation: false,
-      retry: { restartOnFailure: async () => !stopping },
+      retry: { ...retryOptions(retryMaxMs, 10), restartOnFailure: async () => !stopping },
     });
     consumer.on(consumer.events.CRASH, ({ payload }) => {
       const obj = { group, topic, err: payload.error, restart: payload.restart };
@@ -526,6 +554,24 @@ export function makeKafkaBus(options: KafkaBusOptions): KafkaBus {
     return subscription;
   };
 
+  /** One admin client for lag queries, connected on first use and again after a failure. */
+  let admin: { client: Admin; connected: Promise<void> } | null = null;
+  const adminClient = async (): Promise<Admin> => {
+    if (closed) throw new Error('the Kafka bus is closed');
+    if (!admin) {
+      const client = kafka.admin();
+      admin = { client, connected: client.connect() };
+    }
+    const current = admin;
+    try {
+      await current.connected;
+      return current.client;
+    } catch (error) {
+      if (admin === current) admin = null;
+      throw error;
+    }
+  };
+
   return {
     consumer: { subscribe },
     publisher,
@@ -534,6 +580,32 @@ export function makeKafkaBus(options: KafkaBusOptions): KafkaBus {
       await Promise.all([...subscriptions].map((subscription) => subscription.stop()));
       await publisher.close();
       await producer.disconnect();
+      const was = admin;
+      admin = null;
+      if (was) await was.connected.then(() => was.client.disconnect(), () => {});
+    },
+    async lag(group) {
+      const client = await adminClient();
+      try {
+        const [ends, committed] = await Promise.all([
+          client.fetchTopicOffsets(topic),
+          client.fetchOffsets({ groupId: group, topics: [topic] }),
+        ]);
+        const at = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)]));
+        return ends.map(({ partition, high, low }) => {
+          const offset = at.get(partition) ?? -1n;
+          // -1: nothing committed yet, the group starts at the beginning of what is retained.
+          const from = offset < 0n ? BigInt(low) : offset;
+          const lag = BigInt(high) - from;
+          return { partition, lag: Number(lag > 0n ? lag : 0n) };
+        }).sort((a, b) => a.partition - b.partition);
+      } catch (error) {
+        // A broken connection is reopened on the next query.
+        const was = admin;
+        admin = null;
+        if (was) void was.client.disconnect().catch(() => {});
+        throw error;
+      }
     },
   };
 }

@@ -102,6 +102,8 @@ export interface MongoOutbox {
   readAfter(afterPosition: number, limit: number): Promise<StoredEvent<CloudEvent>[]>;
   /** Position of the newest event (0 when empty). */
   lastPosition(): Promise<number>;
+  /** When the append right after `afterPosition` (an append's end) was stored; null when there is none (read only). */
+  appendedAfter(afterPosition: number): Promise<Date | null>;
 }
 
 export type MongoEventStore = EventStore & {
@@ -114,7 +116,49 @@ export interface MongoEventStoreOptions {
   idBlockSize?: number;
   /** Told about recoverable trouble (a throwing listener, a stream index left to the relay). */
   onWarning?: (message: string) => void;
+  /**
+   * An insert that failed after it may have reached the server (the connection dropped, the
+   * server died or stopped answering) has an unknown outcome. The store then reads back whether
+   * it was stored, retrying while the server is unreachable, for up to this long (default 30 000
+   * ms): stored → the append resolves as any other; not stored → it rejects with the original
+   * (transient, a 503) error, safe to retry; still unknown → `AppendOutcomeUnknown`, never a
+   * transient error, because a client retrying it could record the command twice.
+   */
+  outcomeTimeoutMs?: number;
+  /** Pause between read-backs of an unknown outcome (default 250 ms). */
+  outcomeRetryMs?: number;
 }
+
+/**
+ * An append whose insert may or may not be stored, and the store could not find out in time.
+ * Not a transient error: answering it as "try again" could duplicate the command.
+ */
+export class AppendOutcomeUnknown extends Error {
+  override readonly name = 'AppendOutcomeUnknown';
+  /** What the insert met. Deliberately not `cause`: that would make this error look transient. */
+  readonly failure: unknown;
+  constructor(stream: string, failure: unknown) {
+    super(`append to ${stream}: the database did not say whether it was stored (${String(failure)})`);
+    this.failure = failure;
+  }
+}
+
+/**
+ * Errors raised before an operation is sent (no server to send it to, the pool or client
+ * closed): nothing was written. With retryable writes off (docs-command's connection), server
+ * selection only ever precedes the one attempt.
+ */
+const NOT_SENT = new Set(['MongoServerSelectionError', 'MongoNotConnectedError', 'MongoTopologyClosedError', 'PoolClearedError']);
+export const neverSent = (error: unknown, depth = 0): boolean => {
+  if (typeof error !== 'object' || error === null || depth > 4) return false;
+  const e = error as { name?: unknown; beforeHandshake?: unknown; syscall?: unknown; errorResponse?: unknown; cause?: unknown };
+  if (NOT_SENT.has(e.name as string)) return true;
+  // A connection that failed while being opened (TCP connect refused or reset, or before its
+  // handshake) carried nothing. insertMany wraps that MongoNetworkError in a MongoBulkWriteError
+  // (as `errorResponse`), whose `cause` is the socket's error.
+  if (e.beforeHandshake === true || e.syscall === 'connect') return true;
+  return (e.errorResponse !== error && neverSent(e.errorResponse, depth + 1)) || (e.cause !== error && neverSent(e.cause, depth + 1));
+};
 
 /** Secondary indexes of `events`. The stream ones are what makes a conflicting append fail. */
 export const EVENT_INDEXES = [
@@ -234,6 +278,10 @@ export function mongoOutbox(db: Db): MongoOutbox {
       end = await logEnd(events, end ?? (await scanLogEnd(events)));
       return end - 1;
     },
+    async appendedAfter(afterPosition) {
+      const doc = await events.findOne({ _id: String(Math.max(0, afterPosition) + 1) }, { projection: { appendedAt: 1 } });
+      return doc ? doc.appendedAt : null;
+    },
   };
 }
 
@@ -258,6 +306,8 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
   const idBlockSize = options.idBlockSize ?? 20;
   if (!Number.isInteger(idBlockSize) || idBlockSize < 1) throw new Error(`idBlockSize must be a positive integer, got ${idBlockSize}`);
   const warn = safeWarning(options);
+  const outcomeTimeoutMs = options.outcomeTimeoutMs ?? 30_000;
+  const outcomeRetryMs = options.outcomeRetryMs ?? 250;
 
   const events = db.collection<AppendDoc>(EVENTS);
   const index = db.collection<StreamIndexDoc>(STREAM_INDEX);
@@ -305,6 +355,31 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
     }
   };
 
+  /**
+   * How many of `docs` (a prefix, as an ordered insert stores them) are in the log as written
+   * here, asked until the server answers or `outcomeTimeoutMs` passes (null: still unknown).
+   */
+  const outcomeOf = async (docs: AppendDoc[]): Promise<number | null> => {
+    const deadline = Date.now() + outcomeTimeoutMs;
+    for (;;) {
+      try {
+        const found = await events.find({ _id: { $in: docs.map((d) => d._id) } }).toArray();
+        const byId = new Map(found.map((d) => [d._id, d]));
+        let count = 0;
+        for (const doc of docs) {
+          const there = byId.get(doc._id);
+          // Another writer's append at that position is not ours.
+          if (!there || there.stream !== doc.stream || there.firstVersion !== doc.firstVersion || there.events !== doc.events) break;
+          count++;
+        }
+        return count;
+      } catch {
+        if (Date.now() + outcomeRetryMs >= deadline) return null;
+        await new Promise((resolve) => setTimeout(resolve, outcomeRetryMs));
+      }
+    }
+  };
+
   /** Stores `batch` in order, settling every entry: resolved, VersionConflict, or the error that stopped it. */
   const storeBatch = async (batch: PendingAppend[]): Promise<void> => {
     const stored: { entry: PendingAppend; doc: AppendDoc }[] = [];
@@ -334,11 +409,26 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
         await events.insertMany(docs, { ordered: true });
       } catch (error) {
         const writeError = firstWriteError(error);
+        if (!writeError && neverSent(error)) {
+          // Nothing reached the server: nothing is stored, and a retry is safe.
+          for (const entry of pending) entry.reject(error);
+          break;
+        }
         if (!writeError) {
           // No per-document report (network trouble, server gone): which appends were stored is
-          // unknown, so none is acknowledged. One stored anyway is a real event: the relay
-          // publishes it and fills in its stream index; its caller only failed to hear of it.
-          for (const entry of pending) entry.reject(error);
+          // unknown. Ask the server which of ours are there (an ordered insert stores a prefix).
+          const storedCount = await outcomeOf(docs);
+          if (storedCount === null) {
+            for (const entry of pending) entry.reject(new AppendOutcomeUnknown(entry.stream, error));
+            knownEnd = await scanLogEnd(events).catch(() => knownEnd);
+            break;
+          }
+          inserted = storedCount;
+          if (storedCount < docs.length) {
+            // The rest were not stored: safe to answer as the transient failure they met.
+            for (const entry of pending.slice(storedCount)) entry.reject(error);
+          }
+          for (let i = 0; i < inserted; i++) stored.push({ entry: pending[i] as PendingAppend, doc: docs[i] as AppendDoc });
           knownEnd = await scanLogEnd(events).catch(() => knownEnd);
           break;
         }

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, Response } from 'express';
 import { DocshareError, M, type FailureKind } from '@docshare/contracts';
 import type { Logger } from 'pino';
@@ -18,12 +19,45 @@ const STATUS: Record<FailureKind, number> = {
 /** The HTTP status for a failure kind. */
 export const statusOf = (kind: FailureKind): number => STATUS[kind];
 
-/** Sends the spec's error envelope. */
+/** How long a connection answered early stays half-open so that its client reads the answer. */
+const LINGER_MS = 2_000;
+
+/**
+ * Makes `res` the connection's last answer, given before the request's body has all arrived (an
+ * upload over the limit, a 401 on a large body, a deadline). Node would read and discard the rest
+ * of the body to keep the connection; told to close, it destroys the socket the moment the answer
+ * is written, and a client still sending then gets a reset that can discard the answer unread. So
+ * the socket stops reading, sends the answer and its FIN, and is destroyed after a short linger.
+ */
+export const closeEarly = (res: ServerResponse): void => {
+  if (!res.headersSent) res.setHeader('Connection', 'close');
+  const socket = res.socket;
+  if (socket === null) return;
+  // Node calls destroySoon once the last answer is written (res._last).
+  socket.destroySoon = (): void => {
+    socket.pause();
+    // Nothing may read the rest of the request any more (Node's body dump resumes the socket).
+    socket.resume = () => socket;
+    socket.end();
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  };
+};
+
+/**
+ * Sends the spec's error envelope. An answer given before the request's body has all arrived (an
+ * upload over the limit, a 401 on a large body) closes the connection once it is sent: Node would
+ * otherwise read and discard the rest of the body, however large, to keep the connection alive.
+ */
 export const sendError = (res: Response, status: number, message: string): void => {
   if (res.headersSent) {
     res.destroy();
     return;
   }
+  // Node's own `req` field: absent when a response is made without a request (unit tests).
+  const req = (res as { req?: { complete?: boolean } }).req;
+  if (req !== undefined && req.complete === false) closeEarly(res);
   res.status(status).json({ status: 'error', message });
 };
 
@@ -53,12 +87,16 @@ const TRANSIENT_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPI
  */
 export const isTransient = (error: unknown): boolean => {
   if (typeof error !== 'object' || error === null) return false;
-  const e = error as { name?: unknown; code?: unknown; meta?: { statusCode?: unknown }; errorLabels?: unknown; cause?: unknown };
+  const e = error as {
+    name?: unknown; code?: unknown; meta?: { statusCode?: unknown }; errorLabels?: unknown; cause?: unknown; errorResponse?: unknown;
+  };
   if (typeof e.name === 'string' && TRANSIENT_NAMES.has(e.name)) return true;
   if (typeof e.code === 'string' && TRANSIENT_CODES.has(e.code)) return true;
   const status = e.meta?.statusCode;
   if (e.name === 'ResponseError' && typeof status === 'number' && (status === 429 || status >= 500)) return true;
   if (Array.isArray(e.errorLabels) && e.errorLabels.includes('RetryableWriteError')) return true;
+  // The MongoDB driver's MongoBulkWriteError (insertMany) carries the network error it met as `errorResponse`.
+  if (e.name === 'MongoBulkWriteError' && e.errorResponse instanceof Error && e.errorResponse !== error && isTransient(e.errorResponse)) return true;
   return e.cause !== undefined && e.cause !== error && isTransient(e.cause);
 };
 
@@ -73,13 +111,21 @@ const clientStatusOf = (error: BodyParserError): number | undefined => {
 
 /** The message for a 4xx error that is not one of ours: never an internal detail. */
 const CLIENT_MESSAGES: Record<number, string> = {
-  408: 'Request timeout',
+  400: M.badRequest,
+  408: M.requestTimeout,
   411: 'Length required',
-  413: 'Request body too large',
+  413: M.bodyTooLarge,
   414: 'URI too long',
   415: 'Unsupported media type',
-  431: 'Request header fields too large',
+  431: M.headersTooLarge,
 };
+
+/** The envelope's message for a client error status that has no message of its own. */
+export const clientErrorMessage = (status: number): string => CLIENT_MESSAGES[status] ?? M.badRequest;
+
+/** zlib's errors: a body that does not decode under its Content-Encoding. */
+const isDecodeError = (error: { code?: unknown }): boolean =>
+  typeof error.code === 'string' && (error.code.startsWith('Z_') || error.code.startsWith('ERR_BROTLI') || error.code.startsWith('ERR_ZSTD'));
 
 /**
  * The one place errors become responses: DocshareErrors with their message, body-parser errors as
@@ -112,8 +158,8 @@ export const errorHandler = (logger: Logger): ErrorRequestHandler => (error, req
     // malformed %-escape in a path is marked by express: the client's mistake, never a 500.
     logger.info({ err: error, requestId: res.locals.requestId, status: clientStatus }, 'client error');
     const message = error instanceof URIError ? M.malformedUrl
-      : parserError.type === undefined || clientStatus !== 400 ? CLIENT_MESSAGES[clientStatus] ?? M.badRequest
-        : M.malformedBody;
+      : isDecodeError(error as { code?: unknown }) ? M.malformedBody
+        : clientErrorMessage(clientStatus);
     return sendError(res, clientStatus, message);
   }
   if (isTransient(error)) {

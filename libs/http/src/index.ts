@@ -3,3 +3,4 @@ export * from './middleware.ts';
 export * from './ops.ts';
 export * from './logger.ts';
 export * from './serve.ts';
+export * from './last-resort.ts';

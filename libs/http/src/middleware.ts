@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type RequestHandler, type Request, type Response } from 'express';
 import { invalid, unauthorized, LIMITS, M } from '@docshare/contracts';
+import { RETRY_AFTER_SECONDS, sendError } from './errors.ts';
 
 /** The header the gateway sets to the authenticated user's id; any client-sent value is removed first. */
 export const IDENTITY_HEADER = 'x-docshare-user-id';
@@ -49,7 +50,9 @@ export const bodyOf = (req: Request): Record<string, unknown> =>
   req.body !== null && typeof req.body === 'object' ? (req.body as Record<string, unknown>) : {};
 
 /** A page request from `page` / `per_page` (query or body). */
-export const pageOf = (source: Record<string, unknown>, defaults = { perPage: LIMITS.perPageDefault, max: LIMITS.perPageMax }): { page: number; perPage: number } => {
+export const pageOf = (
+  source: Record<string, unknown>, defaults: { perPage: number; max: number } = { perPage: LIMITS.perPageDefault, max: LIMITS.perPageMax },
+): { page: number; perPage: number } => {
   const parse = (value: unknown, fallback: number, message: string, max: number): number => {
     if (value === undefined || value === '') return fallback;
     const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d{1,9}$/.test(value.trim()) ? Number(value) : NaN;
@@ -81,5 +84,32 @@ export const requestLog = (
       path: req.path, status: res.statusCode, ms: Math.round(performance.now() - started), ...fields(req, res),
     }, 'request');
   });
+  next();
+};
+
+/**
+ * Bounds the total time of a request (`HTTP_REQUEST_TIMEOUT_MS`), except those `exempt` names
+ * (transfers, bounded by their progress instead). Past the deadline a request still sending its
+ * body is the client's: 408 `Request timeout`; one the server is still working on answers 503 with
+ * Retry-After and the route's failure message. Either way the connection then closes, so a late
+ * answer of the handler goes nowhere.
+ */
+export const requestDeadline = (
+  ms: number, exempt: (req: Request) => boolean, logger: { warn(obj: object, msg: string): void },
+): RequestHandler => (req, res, next) => {
+  if (exempt(req)) return next();
+  const timer = setTimeout(() => {
+    if (res.writableEnded || res.destroyed) return;
+    logger.warn({ requestId: res.locals.requestId, method: req.method, path: req.path, ms }, 'request deadline passed');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    res.setHeader('Connection', 'close');
+    if (!req.complete) return sendError(res, 408, M.requestTimeout);
+    res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
+    sendError(res, 503, typeof res.locals.failureMessage === 'string' ? res.locals.failureMessage : M.unavailable);
+  }, ms);
+  res.once('close', () => clearTimeout(timer));
   next();
 };

@@ -1,5 +1,7 @@
 import express, { type Router, type RequestHandler } from 'express';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { M } from '@docshare/contracts';
+import { sendError } from './errors.ts';
 
 export type ReadinessCheck = () => Promise<void>;
 
@@ -58,6 +60,11 @@ export const makeOps = (
   router.get('/metrics', async (_req, res) => {
     res.setHeader('Content-Type', registry.contentType);
     res.send(await registry.metrics());
+  });
+  // Any other method (OPTIONS, POST, TRACE, ...) answers in the envelope, not express's plain-text Allow list.
+  router.all(['/healthz', '/readyz', '/metrics'], (_req, res) => {
+    res.setHeader('Allow', 'GET, HEAD');
+    sendError(res, 405, M.invalidMethod);
   });
   const httpMetrics: RequestHandler = (req, res, next) => {
     const end = duration.startTimer({ service, method: req.method });

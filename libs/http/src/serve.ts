@@ -1,19 +1,162 @@
-import { createServer, type RequestListener, type Server } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer, STATUS_CODES, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
+import { M } from '@docshare/contracts';
+import { clientErrorMessage, closeEarly } from './errors.ts';
 
-/** Starts an HTTP server and resolves once it listens; returns it and the bound port. */
-export const listen = async (handler: RequestListener, port: number, host: string): Promise<{ server: Server; port: number }> => {
-  // No total request timeout (large uploads and downloads take long), but a connection idle for
-  // two minutes (a stalled client trickling nothing) is closed.
-  const server = createServer({ requestTimeout: 0 }, handler);
-  server.keepAliveTimeout = 65_000;
-  server.timeout = 120_000;
+/**
+ * How long and how many connections a server keeps (each `HTTP_*` variable of the README). A public
+ * port meets clients that trickle headers (slowloris), stall an upload or a download, or open
+ * sockets by the thousand: every one of them is bounded here, and none bounds honest traffic.
+ */
+export interface HttpLimits {
+  /** Time from a request's first byte to its last header line. */
+  headersTimeoutMs: number;
+  /** A socket that moves no byte either way for this long ends (a stalled upload, an unread download). */
+  idleTimeoutMs: number;
+  /** Total time of a request on a route that is not a transfer (uploads and file content are bounded by idle time instead). */
+  requestTimeoutMs: number;
+  /** How long an idle keep-alive connection is kept for the next request. */
+  keepAliveTimeoutMs: number;
+  /** Open connections beyond which new ones are refused (kept below the process's file descriptor limit). */
+  maxConnections: number;
+}
+
+/** Descriptors kept for everything else a process opens (log, spool and data files, database and broker clients). */
+const RESERVED_DESCRIPTORS = 256;
+const MAX_CONNECTIONS_CAP = 10_000;
+
+/** The soft limit of open files of this process (Linux), if it can be read. */
+const openFileLimit = (): number | undefined => {
+  try {
+    const line = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return line?.[1] === undefined ? undefined : Number(line[1]);
+  } catch {
+    return undefined;
+  }
+};
+
+/** 10,000 connections, or fewer when the descriptor limit would run out first (which locks out every client). */
+export const defaultMaxConnections = (fileLimit = openFileLimit()): number =>
+  fileLimit === undefined ? MAX_CONNECTIONS_CAP : Math.max(16, Math.min(MAX_CONNECTIONS_CAP, fileLimit - RESERVED_DESCRIPTORS));
+
+/** The defaults, with the reason for each in the README's configuration table. */
+export const DEFAULT_HTTP_LIMITS: Omit<HttpLimits, 'maxConnections'> = {
+  headersTimeoutMs: 10_000,
+  idleTimeoutMs: 30_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 65_000,
+};
+
+/** The HTTP limits from the environment (`HTTP_HEADERS_TIMEOUT_MS`, ...); throws on a bad value. */
+export const httpLimitsOf = (env: NodeJS.ProcessEnv): HttpLimits => {
+  const read = envReader(env);
+  return {
+    headersTimeoutMs: read.int('HTTP_HEADERS_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.headersTimeoutMs, 1),
+    idleTimeoutMs: read.int('HTTP_BODY_IDLE_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.idleTimeoutMs, 1),
+    requestTimeoutMs: read.int('HTTP_REQUEST_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.requestTimeoutMs, 1),
+    keepAliveTimeoutMs: read.int('HTTP_KEEP_ALIVE_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.keepAliveTimeoutMs, 1),
+    maxConnections: read.int('HTTP_MAX_CONNECTIONS', defaultMaxConnections(), 1),
+  };
+};
+
+/** The response a socket in flight carries (Node's own field; what its default clientError handler checks). */
+const responseOn = (socket: Socket): ServerResponse | undefined =>
+  (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
+
+/** The status Node itself would answer a request it cannot parse with. */
+const clientErrorStatus = (error: NodeJS.ErrnoException): number => {
+  if (error.code === 'HPE_HEADER_OVERFLOW') return 431;
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return 408;
+  if (error.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW') return 413;
+  return 400;
+};
+
+/**
+ * Answers what Node's parser refuses (a malformed request line or header, headers over the size
+ * limit, headers that take longer than `headersTimeoutMs`) in the spec's envelope instead of Node's
+ * empty body, then closes the connection: after a parse error the stream cannot be trusted.
+ */
+const onClientError = (logger: Logger | undefined) => (error: NodeJS.ErrnoException, socket: Socket): void => {
+  const response = responseOn(socket);
+  if (error.code === 'ECONNRESET' || !socket.writable || response?.headersSent === true) {
+    socket.destroy();
+    return;
+  }
+  const status = clientErrorStatus(error);
+  logger?.info({ code: error.code, status }, 'unreadable request');
+  writeRawError(socket, status, clientErrorMessage(status));
+};
+
+/** Writes an error envelope straight to a socket no request owns, then closes it. */
+const writeRawError = (socket: Socket, status: number, message: string, extraHeaders: string[] = []): void => {
+  const body = JSON.stringify({ status: 'error', message });
+  socket.end([
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Bad Request'}`,
+    'Content-Type: application/json; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    `X-Request-Id: ${randomUUID()}`,
+    ...extraHeaders,
+    'Connection: close',
+    '', body,
+  ].join('\r\n'));
+  // A client that never reads its answer does not keep the socket either.
+  socket.setTimeout(1_000, () => socket.destroy());
+};
+
+/**
+ * Starts an HTTP server with `limits` and resolves once it listens; returns it and the bound port.
+ * Node's own total request timeout stays off (it would cut long uploads and downloads); the
+ * gateway bounds the total time of other routes itself (`requestDeadline`).
+ */
+export const listen = async (
+  handler: RequestListener, port: number, host: string, limits: HttpLimits = httpLimitsOf(process.env), logger?: Logger,
+): Promise<{ server: Server; port: number }> => {
+  const server = createServer({
+    requestTimeout: 0,
+    headersTimeout: limits.headersTimeoutMs,
+    // Node checks header deadlines on this interval (30 s by default, which would triple a 10 s bound).
+    connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+  }, handler);
+  server.timeout = limits.idleTimeoutMs;
+  server.maxConnections = limits.maxConnections;
+  server.on('clientError', onClientError(logger));
+  server.on('timeout', onIdle);
+  server.on('connect', onConnect);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());
   });
   const address = server.address();
   return { server, port: typeof address === 'object' && address !== null ? address.port : port };
+};
+
+/** CONNECT (a proxy tunnel) is no method of this API: 405 in the envelope, then close. */
+const onConnect = (_req: unknown, socket: Socket): void => {
+  socket.on('error', () => {});
+  writeRawError(socket, 405, M.invalidMethod, ['Allow: GET, HEAD, POST, DELETE']);
+};
+
+/**
+ * A socket idle for `idleTimeoutMs`: a request whose body stalled gets a JSON 408 if nothing was
+ * answered yet; anything else (an unread download, a response half sent) is cut.
+ */
+const onIdle = (socket: Socket): void => {
+  const response = responseOn(socket);
+  if (response !== undefined && !response.headersSent && !response.req.complete && socket.writable) {
+    closeEarly(response);
+    response.statusCode = 408;
+    response.setHeader('Content-Type', 'application/json; charset=utf-8');
+    response.end(JSON.stringify({ status: 'error', message: clientErrorMessage(408) }));
+    return;
+  }
+  // A request the server is still working on is not idle on the client's side: its deadline, if
+  // any, bounds it; the socket's timer restarts with the answer's first byte.
+  if (response !== undefined && !response.headersSent && response.req.complete) return;
+  socket.destroy();
 };
 
 /**

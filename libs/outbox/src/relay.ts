@@ -43,7 +43,11 @@ export interface OutboxRelayOptions {
   db: Db;
   publisher: EventPublisher;
   logger: RelayLogger;
-  /** This relay's identity for the lease: unique per process, e.g. `${hostname()}:${process.pid}`. */
+  /**
+   * This relay's identity for the lease: unique among live processes, and the same for a restart
+   * of one instance (e.g. `${hostname()}:${port}` or an INSTANCE_ID), so a restarted relay takes
+   * its own term back at once instead of waiting for it to lapse.
+   */
   owner: string;
   /** Events per publish, about (whole appends; default 256). */
   batchSize?: number;
@@ -51,7 +55,10 @@ export interface OutboxRelayOptions {
   idleMs?: number;
   /** Lease length; a standby checks for a lapsed lease every leaseMs/4 (default 10000). */
   leaseMs?: number;
-  /** Backoff after a failure: from retryMinMs, doubling, up to retryMaxMs (defaults 100, 5000). */
+  /**
+   * Backoff after a failure: from retryMinMs, doubling, up to retryMaxMs (defaults 100, 2000): the
+   * most a relay waits after its database or Kafka came back before it tries again.
+   */
   retryMinMs?: number;
   retryMaxMs?: number;
   /** Names the lease and the checkpoint: relays of one name share them (default 'outbox'). */
@@ -65,6 +72,16 @@ export interface OutboxRelay {
   stop(): Promise<void>;
   /** Events in the log after the durable checkpoint: appended but not yet known to be published. */
   lag(): Promise<number>;
+  /**
+   * The backlog: `events` as `lag()`, and `oldestAgeMs`, how long ago the oldest of them was
+   * stored (0 when there is none).
+   */
+  backlog(): Promise<{ events: number; oldestAgeMs: number }>;
+  /**
+   * The error of this relay's last attempt to publish or to reach the database, or null when the
+   * last attempt worked (a standby that has nothing to do reports null).
+   */
+  lastError(): unknown;
   /** Whether this relay held the lease at its last check. */
   isLeader(): boolean;
   /** Events this relay has published (a repeat after a failure counts again). */
@@ -78,7 +95,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const idleMs = options.idleMs ?? 50;
   const leaseMs = options.leaseMs ?? 10_000;
   const retryMinMs = options.retryMinMs ?? 100;
-  const retryMaxMs = options.retryMaxMs ?? 5_000;
+  const retryMaxMs = options.retryMaxMs ?? 2_000;
   const name = options.name ?? 'outbox';
   if (!Number.isInteger(batchSize) || batchSize < 1) throw new Error(`batchSize must be a positive integer, got ${batchSize}`);
 
@@ -128,12 +145,16 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   };
 
   const backoff = (failures: number): number => Math.min(retryMaxMs, retryMinMs * 2 ** Math.min(failures - 1, 30));
+  let failure: unknown = null;
 
   const run = async (): Promise<void> => {
     let failures = 0;
     while (!stopping) {
       try {
         if (!(await lease.hold())) {
+          // The database answers; a standby has nothing else to fail at.
+          failures = 0;
+          failure = null;
           if (checkpoint !== null) logger.info({ owner }, 'outbox relay lost the lease; standing by');
           // The next leader carries on from the durable checkpoint (re-publishing what this one did not save).
           checkpoint = null;
@@ -148,6 +169,9 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         woken = false;
         const records: StoredEvent<CloudEvent>[] = await outbox.readAfter(checkpoint, batchSize);
         if (records.length === 0) {
+          // Everything read is published: whatever failed before has passed.
+          failures = 0;
+          failure = null;
           if (unsaved) {
             await saveCheckpoint(checkpoint);
             unsaved = false;
@@ -161,6 +185,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
           await publisher.publish(records);
         } catch (error) {
           failures++;
+          failure = error;
           logger.warn(
             { err: error, failures, from: records[0]?.position, count: records.length },
             'outbox relay could not publish; retrying the same events',
@@ -171,6 +196,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
           clearInterval(keepAlive);
         }
         failures = 0;
+        failure = null;
         published += records.length;
         checkpoint = (records.at(-1) as StoredEvent<CloudEvent>).position;
         unsaved = true;
@@ -179,6 +205,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       } catch (error) {
         // The database (lease, log or checkpoint): back off and carry on from the checkpoint in hand.
         failures++;
+        failure = error;
         logger.error({ err: error, failures }, 'outbox relay failed; retrying');
         await pause(backoff(failures), false);
       }
@@ -203,6 +230,12 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       const [last, durable] = await Promise.all([outbox.lastPosition(), loadCheckpoint()]);
       return Math.max(0, last - durable);
     },
+    async backlog() {
+      const durable = await loadCheckpoint();
+      const [last, oldest] = await Promise.all([outbox.lastPosition(), outbox.appendedAfter(durable)]);
+      return { events: Math.max(0, last - durable), oldestAgeMs: oldest ? Math.max(0, Date.now() - oldest.getTime()) : 0 };
+    },
+    lastError: () => failure,
     isLeader: () => lease.held(),
     publishedCount: () => published,
   };

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { MongoClient, type Db } from 'mongodb';
-import { DEAD_LETTER_TOPIC, EVENTS_TOPIC, ensureTopics, makeKafkaBus, topicPlan } from '@docshare/event-bus/kafka';
+import { Gauge, type Registry } from 'prom-client';
+import { DEAD_LETTER_TOPIC, EVENTS_TOPIC, ensureTopics, makeKafkaBus, topicPlan, type KafkaBus } from '@docshare/event-bus/kafka';
 import { envReader, publicBaseUrlOf, type Logger } from '@docshare/http';
 
 /** The consumer groups whose progress read-your-writes waits on. */
@@ -21,31 +22,107 @@ export const commonConfig = (env: NodeJS.ProcessEnv) => {
     /** Appended to consumer group names, so several docshare instances can share one Kafka. */
     groupSuffix: e.string('KAFKA_GROUP_SUFFIX', ''),
     eventsPartitions: e.int('KAFKA_EVENTS_PARTITIONS', 6, 1),
+    /** How long a MongoDB operation waits for a reachable server before failing (a 503). */
+    mongoServerSelectionTimeoutMs: e.int('MONGO_SERVER_SELECTION_TIMEOUT_MS', 2_000, 100),
+    /** Connecting a socket to MongoDB, and the longest a sent operation waits for its answer (0: no limit). */
+    mongoConnectTimeoutMs: e.int('MONGO_CONNECT_TIMEOUT_MS', 2_000, 100),
+    mongoSocketTimeoutMs: e.int('MONGO_SOCKET_TIMEOUT_MS', 10_000, 0),
+    /** Consumer group session: also how long a restarted projector waits to get its partitions back. */
+    kafkaSessionTimeoutMs: e.int('KAFKA_SESSION_TIMEOUT_MS', 10_000, 6_000),
+    kafkaHeartbeatIntervalMs: e.int('KAFKA_HEARTBEAT_INTERVAL_MS', 1_000, 100),
+    /** Longest pause between kafkajs retries: how soon after Kafka returns publishing and consuming resume. */
+    kafkaRetryMaxMs: e.int('KAFKA_RETRY_MAX_MS', 1_000, 100),
   };
 };
 
 export type CommonConfig = ReturnType<typeof commonConfig>;
 
-/** A connected MongoDB client and one of its databases. */
-export const connectMongo = async (url: string, dbName: string): Promise<{ client: MongoClient; db: Db }> => {
+/** How long MongoDB operations wait before failing (`commonConfig`'s MONGO_*_TIMEOUT_MS). */
+export interface MongoTimeouts {
+  mongoServerSelectionTimeoutMs: number;
+  mongoConnectTimeoutMs: number;
+  mongoSocketTimeoutMs: number;
+}
+
+/**
+ * A connected MongoDB client and one of its databases.
+ *
+ * Timeouts make a server that is down or frozen a fast 503 instead of a request that hangs: no
+ * reachable server fails after `mongoServerSelectionTimeoutMs` (the driver's default is 30 s),
+ * and an operation sent to a server that stops answering fails after `mongoSocketTimeoutMs`.
+ * Options in MONGO_URL itself win.
+ */
+export const connectMongo = async (
+  url: string, dbName: string,
+  timeouts: MongoTimeouts = { mongoServerSelectionTimeoutMs: 2_000, mongoConnectTimeoutMs: 2_000, mongoSocketTimeoutMs: 10_000 },
+  /**
+   * false for a writer that must know whether a failed write was sent (docs-command): with
+   * retryable writes the driver may send an insert, lose the connection, and then fail the
+   * retry's server selection, which would look like "never sent".
+   */
+  options: { retryWrites?: boolean } = {},
+): Promise<{ client: MongoClient; db: Db }> => {
   // An acknowledged append or claim must survive a mongod crash: journaled, and on a replica set
   // on a majority. A write concern in MONGO_URL itself wins.
   const explicit = /[?&](w|journal|wtimeoutMS)=/i.test(url);
   const client = new MongoClient(url, {
-    appName: `docshare-${hostname()}`, serverSelectionTimeoutMS: 10_000,
+    appName: `docshare-${hostname()}`,
+    serverSelectionTimeoutMS: timeouts.mongoServerSelectionTimeoutMs,
+    connectTimeoutMS: timeouts.mongoConnectTimeoutMs,
+    socketTimeoutMS: timeouts.mongoSocketTimeoutMs,
+    ...(options.retryWrites === undefined || /[?&]retryWrites=/i.test(url) ? {} : { retryWrites: options.retryWrites }),
     ...(explicit ? {} : { writeConcern: { w: 'majority', journal: true } }),
   });
   await client.connect();
   return { client, db: client.db(dbName) };
 };
 
-/**
- * The Kafka bus of one service (client id = service name), after making sure the topics exist
- * with their explicit partition counts: whichever service starts first creates them.
- */
-export const connectKafka = async (config: CommonConfig, clientId: string, logger: Logger) => {
+/** Makes sure the topics exist with their explicit partition counts: whichever service starts first creates them. */
+export const ensureKafkaTopics = async (config: CommonConfig): Promise<void> => {
   await ensureTopics(config.kafkaBrokers, topicPlan({
     eventsTopic: config.eventsTopic, deadLetterTopic: config.deadLetterTopic, eventsPartitions: config.eventsPartitions,
   }));
-  return makeKafkaBus({ brokers: config.kafkaBrokers, clientId, topic: config.eventsTopic, deadLetterTopic: config.deadLetterTopic, logger });
 };
+
+/** The Kafka bus of one service (client id = service name); it connects on first use, so Kafka may be down now. */
+export const kafkaBus = (config: CommonConfig, clientId: string, logger: Logger) => makeKafkaBus({
+  brokers: config.kafkaBrokers, clientId, topic: config.eventsTopic, deadLetterTopic: config.deadLetterTopic, logger,
+  retryMaxMs: config.kafkaRetryMaxMs,
+  consumer: { sessionTimeout: config.kafkaSessionTimeoutMs, heartbeatInterval: config.kafkaHeartbeatIntervalMs },
+});
+
+/** The Kafka bus of one service, after making sure the topics exist (waits for Kafka). */
+export const connectKafka = async (config: CommonConfig, clientId: string, logger: Logger) => {
+  await ensureKafkaTopics(config);
+  return kafkaBus(config, clientId, logger);
+};
+
+/**
+ * `docshare_consumer_lag{group,partition}`: records of the event topic the group has not
+ * committed yet, asked from Kafka at each scrape (a scrape while Kafka is down reports nothing).
+ */
+export const registerConsumerLag = (registry: Registry, bus: Pick<KafkaBus, 'lag'>, group: string): void => {
+  if (registry.getSingleMetric('docshare_consumer_lag') !== undefined) return;
+  new Gauge({
+    name: 'docshare_consumer_lag',
+    help: 'Events on the topic not yet processed and committed by the consumer group, per partition',
+    labelNames: ['group', 'partition'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      try {
+        for (const { partition, lag } of await bus.lag(group)) this.set({ group, partition: String(partition) }, lag);
+      } catch {
+        // Kafka unreachable: no sample rather than a wrong one (readiness reports the consumer).
+      }
+    },
+  });
+};
+
+/**
+ * The relay's lease owner: stable across restarts of one instance (INSTANCE_ID, else host name +
+ * port), so a restarted docs-command takes its own unexpired lease back at once instead of
+ * waiting for it to lapse. Two live processes must never share one: on one host they differ by port.
+ */
+export const instanceId = (env: NodeJS.ProcessEnv, port: number): string =>
+  env.INSTANCE_ID !== undefined && env.INSTANCE_ID !== '' ? env.INSTANCE_ID : `${hostname()}:${port}`;

@@ -1,8 +1,8 @@
 import express, { type Express } from 'express';
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
 import type { EventConsumer } from '@docshare/event-bus';
-import { closeServer, counter, exitGracefully, listen, makeOps, requestLog, type Logger, type ReadinessCheck } from '@docshare/http';
-import { runProjector } from './runner.ts';
+import { closeServer, counter, exitGracefully, listen, makeOps, requestLog, type Logger, type Ops, type ReadinessCheck } from '@docshare/http';
+import { runProjector, type RunningProjector } from './runner.ts';
 import type { Progress } from './progress.ts';
 
 export interface ProjectorServiceOptions {
@@ -11,28 +11,66 @@ export interface ProjectorServiceOptions {
   /** Kafka consumer group (default: the name). */
   group?: string;
   consumer: EventConsumer;
+  /**
+   * Runs before each attempt to join the group (e.g. making sure the topics exist). Like the
+   * subscription it runs in the background, retried until it succeeds.
+   */
+  prepare?: () => Promise<void>;
   /** Applies one event to the read model; must be idempotent. */
   handle: (record: StoredEvent<CloudEvent>) => Promise<void>;
   progress: Progress;
   /** The service's query API. */
   queryApp: Express;
+  /** What the queries need (the read store): /readyz fails while one of these fails. */
   checks: Record<string, ReadinessCheck>;
+  /** Reported by /readyz but never failing it (e.g. consumer lag sources). */
+  softChecks?: Record<string, ReadinessCheck>;
+  /** Adds metrics to the service's registry (consumer lag). */
+  metrics?: (ops: Ops) => void;
   port: number;
   host: string;
   logger: Logger;
   /** Closes the service's clients, after the consumer has stopped. */
   close: () => Promise<void>;
+  /** Backoff between attempts to join the consumer group: from 200 ms doubling up to this (default 5 000). */
+  joinRetryMaxMs?: number;
+  /** Installs the SIGTERM/SIGINT handlers (default true; tests call `stop` instead). */
+  handleSignals?: boolean;
+}
+
+export interface ProjectorService {
+  port: number;
+  /** Resolves once the consumer has joined its group (tests, tools). */
+  consuming: Promise<void>;
+  /** `joining` until the consumer has joined its group, then `consuming`; `stopped` after stop. */
+  consumerState(): 'joining' | 'consuming' | 'stopped';
+  /** The graceful stop: stop accepting, finish the event in hand, commit, close clients. */
+  stop(): Promise<void>;
 }
 
 /**
- * One projector process: consumes its group's events (acknowledging each after the read-model
- * write and the progress record), serves its query API with /healthz, /readyz and /metrics, and
+ * One projector process: serves its query API with /healthz, /readyz and /metrics, consumes its
+ * group's events (acknowledging each after the read-model write and the progress record), and
  * stops gracefully on SIGTERM (stop accepting, finish the event in hand, commit, close clients).
+ *
+ * The HTTP port opens first and the consumer joins its group in the background: the read model
+ * is already in the database, so queries are served at once after a restart, while joining can
+ * take a Kafka session timeout (the group waits for the old member's session to expire) or
+ * longer while Kafka is down. /readyz follows what the service can serve: it fails only when a
+ * `checks` dependency (the read store) fails; the consumer's state is reported in its body
+ * (`consumer: joining | consuming`) without failing it.
  */
-export const startProjectorService = async (options: ProjectorServiceOptions): Promise<{ port: number }> => {
+export const startProjectorService = async (options: ProjectorServiceOptions): Promise<ProjectorService> => {
   const { name, logger } = options;
-  const ops = makeOps(name, options.checks);
+  const group = options.group ?? name;
+  const joinRetryMaxMs = options.joinRetryMaxMs ?? 5_000;
+  let state: 'joining' | 'consuming' | 'stopped' = 'joining';
+  const consumerCheck: ReadinessCheck = async () => {
+    if (state !== 'consuming') throw new Error(`consumer ${state}`);
+  };
+  const ops = makeOps(name, options.checks, undefined, { consumer: consumerCheck, ...options.softChecks });
   const projected = counter(ops.registry, 'docshare_events_projected_total', 'Events applied to the read model', ['type']);
+  options.metrics?.(ops);
   const app = express();
   app.disable('x-powered-by');
   app.use(ops.httpMetrics);
@@ -40,7 +78,12 @@ export const startProjectorService = async (options: ProjectorServiceOptions): P
   app.use(requestLog(logger));
   app.use(options.queryApp);
 
-  const projector = await runProjector(options.consumer, options.group ?? name, async (record) => {
+  const { server, port } = await listen(app, options.port, options.host);
+  logger.info({ port }, `${name} listening`);
+
+  let projector: RunningProjector | null = null;
+  let wake: (() => void) | null = null;
+  const handle = async (record: StoredEvent<CloudEvent>): Promise<void> => {
     const { event } = record;
     await options.handle(record);
     await options.progress.record(name, event.subject, event.streamversion);
@@ -49,9 +92,50 @@ export const startProjectorService = async (options: ProjectorServiceOptions): P
       correlationId: event.correlationid, causationId: event.causationid, eventId: event.id, type: event.type,
       subject: event.subject, version: event.streamversion,
     }, 'event projected');
-  }, logger);
-  const { server, port } = await listen(app, options.port, options.host);
-  logger.info({ port }, `${name} listening`);
-  exitGracefully(logger, [() => closeServer(server), () => projector.stop(), options.close]);
-  return { port };
+  };
+  const consuming = (async () => {
+    for (let attempt = 1; state === 'joining'; attempt++) {
+      try {
+        await options.prepare?.();
+        const running = await runProjector(options.consumer, group, handle, logger);
+        if (state !== 'joining') {
+          // Stopped while joining.
+          await running.stop();
+          return;
+        }
+        projector = running;
+        state = 'consuming';
+        logger.info({ group, attempt }, `${name} consuming`);
+        return;
+      } catch (err) {
+        const delay = Math.min(joinRetryMaxMs, 200 * 2 ** Math.min(attempt - 1, 10));
+        logger.warn({ err, group, attempt, retryInMs: delay }, 'could not join the consumer group; serving queries and retrying');
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(done, delay);
+          function done(): void {
+            clearTimeout(timer);
+            wake = null;
+            resolve();
+          }
+          wake = done;
+        });
+      }
+    }
+  })();
+
+  let stopped: Promise<void> | null = null;
+  const stop = (): Promise<void> => {
+    stopped ??= (async () => {
+      await closeServer(server);
+      const was = state;
+      state = 'stopped';
+      wake?.();
+      if (was === 'joining') await consuming;
+      await projector?.stop();
+      await options.close();
+    })();
+    return stopped;
+  };
+  if (options.handleSignals !== false) exitGracefully(logger, [stop]);
+  return { port, consuming, consumerState: () => state, stop };
 };

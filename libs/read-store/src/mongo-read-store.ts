@@ -41,7 +41,7 @@ export interface ReadModelIndex {
 /**
  * The indexes the docshare read models' queries need (services/files-projector/src/queries.ts):
  * a user's file list (owner's view, and others' view of enabled files) newest first, files by id,
- * received comments newest first, categories by id. Stats documents are read by `_id` only.
+ * received comments newest first, a file's comments, categories by id. Stats documents are read by `_id` only.
  */
 export const DOCSHARE_READ_MODEL_INDEXES: Readonly<Record<string, readonly ReadModelIndex[]>> = {
   files: [
@@ -49,7 +49,11 @@ export const DOCSHARE_READ_MODEL_INDEXES: Readonly<Record<string, readonly ReadM
     { name: 'visible_listing', key: [['owner_id', 1], ['deleted', 1], ['enabled', 1], ['uploaded_at', -1], ['file_id', -1]] },
     { name: 'file_id', key: [['file_id', 1]] },
   ],
-  comments: [{ name: 'received', key: [['file_owner_id', 1], ['posted_at', -1], ['comment_id', -1]] }],
+  // `file_id`: a file's deletion marks its comments (services/files-projector/src/projection.ts).
+  comments: [
+    { name: 'received', key: [['file_owner_id', 1], ['posted_at', -1], ['comment_id', -1]] },
+    { name: 'file_id', key: [['file_id', 1]] },
+  ],
   categories: [{ name: 'category_id', key: [['category_id', 1]] }],
 };
 

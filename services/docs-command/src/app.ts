@@ -9,6 +9,7 @@ import {
 } from '@docshare/http';
 import type { DocsCommands } from './commands.ts';
 import { readUploadForm } from './upload-form.ts';
+import { declaredLength, drainSmallBody } from './storage-quota.ts';
 import {
   parseChanges, parseComment, parseFileId, parseLogin, parseRegistration, parseUploadMetadata,
 } from './validation.ts';
@@ -77,17 +78,26 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
 
   app.post('/api/V1/docs/api-upload', async (req, res) => {
     const actorId = actorOf(req);
-    const form = await readUploadForm(req, options.spoolDir, options.maxUploadBytes);
+    // The storage quota is checked before the body is read, and held until the upload is recorded.
+    const storage = await commands.reserveStorage(actorId, declaredLength(req.get('content-length'))).catch(async (error: unknown) => {
+      await drainSmallBody(req);
+      throw error;
+    });
     try {
-      if (!form.file) throw new DocshareError('invalid', M.fileRequired);
-      const metadata = parseUploadMetadata(form.fields);
-      const result = await commands.upload(actorId, form.file, metadata, metaOf(req));
-      res.status(201).json({
-        status: 'success', message: M.uploaded, file_id: String(result.fileId),
-        category_id: String(result.categoryId), category_name: result.categoryName,
-      });
+      const form = await readUploadForm(req, options.spoolDir, storage.limitFor(options.maxUploadBytes)).catch(storage.explain);
+      try {
+        if (!form.file) throw new DocshareError('invalid', M.fileRequired);
+        const metadata = parseUploadMetadata(form.fields);
+        const result = await commands.upload(actorId, form.file, metadata, metaOf(req), storage);
+        res.status(201).json({
+          status: 'success', message: M.uploaded, file_id: String(result.fileId),
+          category_id: String(result.categoryId), category_name: result.categoryName,
+        });
+      } finally {
+        await form.discard();
+      }
     } finally {
-      await form.discard();
+      storage.release();
     }
   });
 

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import {
-  conflict, DocshareError, notFound, unauthorized, M, streamIds, type CategoryCreated, type FileChanges,
+  conflict, DocshareError, forbidden, notFound, unauthorized, M, streamIds, type CategoryCreated, type FileChanges,
 } from '@docshare/contracts';
 import { VersionConflict, type EventStore } from '@docshare/event-store';
 import { RangeNotSatisfiable, type BlobStore, type BlobStream, type ByteRange } from '@docshare/blob-store';
@@ -16,6 +16,7 @@ import {
 } from './domain/category.ts';
 import type { Registration, UploadMetadata } from './validation.ts';
 import type { SpooledFile } from './upload-form.ts';
+import { makeStorageQuota, type StorageReservation } from './storage-quota.ts';
 
 const fileDecider: Decider<FileCommand, FileState, FileEventBody> = {
   initialState: initialFileState, evolve: evolveFile, decide: decideFile,
@@ -47,6 +48,10 @@ export interface DocsCommandsDeps {
   afterCommit?: (recorded: Recorded) => Promise<void>;
   now?: () => Date;
   passwordCost?: number;
+  /** Bytes each user may store (STORAGE_QUOTA_BYTES); 0 or absent means unlimited. */
+  storageQuotaBytes?: number;
+  /** Bytes a user's files take, from the stats read model; required with a storage quota. */
+  storageUsedBy?: (userId: number) => Promise<number>;
 }
 
 /** The write side's use cases: each validates against the entity's folded state and records events. */
@@ -54,6 +59,10 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   const { events, claims, blobs, tokens, signer, logger } = deps;
   const clock = deps.now ?? (() => new Date());
   const handler = makeCommandHandler(events);
+  const quotaBytes = deps.storageQuotaBytes ?? 0;
+  const { storageUsedBy } = deps;
+  if (quotaBytes > 0 && !storageUsedBy) throw new Error('a storage quota needs storageUsedBy');
+  const quota = makeStorageQuota({ quotaBytes, usedBy: storageUsedBy ?? (async () => 0) });
   /**
    * Waits for the read models to show what a command recorded. The command is already durable, so
    * a failure here is logged, never answered as an error: a client retrying an acknowledged-as-failed
@@ -136,9 +145,19 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     return category;
   };
 
-  const upload = async (actorId: number, file: SpooledFile, metadata: UploadMetadata, meta: CommandMeta) => {
+  /**
+   * Reserves room in the user's storage quota for an upload whose body declares `declared` bytes,
+   * before the body is read; refuses (`Storage quota exceeded`) a user already at or over it. The
+   * caller releases the reservation once `upload` has answered, whatever the outcome.
+   */
+  const reserveStorage = (actorId: number, declared: number | undefined): Promise<StorageReservation> =>
+    quota.reserve(actorId, declared);
+
+  /** Records an upload; with a `storage` reservation, the spooled file's real size must fit the quota first. */
+  const upload = async (actorId: number, file: SpooledFile, metadata: UploadMetadata, meta: CommandMeta, storage?: StorageReservation) => {
     const { state: owner } = await handler.load(userDecider, streamIds.user(actorId));
     if (owner.status !== 'registered') throw unauthorized(M.invalidToken);
+    await storage?.confirm(file.size);
     const category = metadata.category.kind === 'existing'
       ? await categoryById(metadata.category.categoryId)
       : await categoryNamed(metadata.category, actorId, meta);
@@ -210,6 +229,8 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     if (!signer.verify(contentPath(fileId), expires, signature, Math.floor(clock().getTime() / 1000))) return null;
     const { state } = await handler.load(fileDecider, streamIds.file(fileId));
     if (state.status !== 'active') throw notFound(M.fileNotFound);
+    // A link outlives the decision that signed it: the download rule holds when the bytes are fetched.
+    if (state.file.forSale || !state.file.enabled) throw forbidden(M.notDownloadable);
     const range = rangeFor(state.file.size);
     if (range === 'unsatisfiable') throw new RangeNotSatisfiable(state.file.size);
     const blob = await blobs.get(state.file.blobKey, range);
@@ -252,7 +273,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     return result.state.file;
   };
 
-  return { register, login, upload, remove, authorizeDownload, openContent, comment, update, purchase, view, peek };
+  return { register, login, reserveStorage, upload, remove, authorizeDownload, openContent, comment, update, purchase, view, peek };
 };
 
 export type DocsCommands = ReturnType<typeof makeDocsCommands>;

@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { join, basename } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { Transform } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import type { Request } from 'express';
 import busboy from 'busboy';
 import { invalid, tooLarge, M } from '@docshare/contracts';
@@ -31,8 +31,14 @@ const cleanFileName = (name: string): string =>
 
 /**
  * Reads a multipart upload: text fields into memory (bounded), the file part streamed to a spool
- * file under `spoolDir` so memory stays flat whatever its size. Throws `File too large` past
- * `maxBytes`; a request that is not multipart reads as a form without fields or file.
+ * file under `spoolDir` so memory stays flat whatever its size. A request that is not multipart
+ * reads as a form without fields or file (its body is never read).
+ *
+ * Fails with `File too large` (413) the moment the file passes `maxBytes` or the whole body passes
+ * `maxBytes` plus the fields' allowance, and stops reading there: the rest of the body is never
+ * read (the answer closes the connection). A body busboy cannot read is `Malformed multipart body`
+ * (400). Every stream of the form has an error listener: no part, however broken or cut off, can
+ * throw outside this function.
  */
 export const readUploadForm = async (req: Request, spoolDir: string, maxBytes: number): Promise<UploadForm> => {
   const contentType = req.get('content-type') ?? '';
@@ -40,19 +46,9 @@ export const readUploadForm = async (req: Request, spoolDir: string, maxBytes: n
   const discard = async (): Promise<void> => {
     await Promise.all(spooled.map((p) => rm(p, { force: true })));
   };
-  if (!/^multipart\/form-data/i.test(contentType)) {
-    req.resume();
-    return { fields: {}, file: null, discard };
-  }
+  if (!/^multipart\/form-data/i.test(contentType)) return { fields: {}, file: null, discard };
   const declared = Number(req.get('content-length') ?? NaN);
-  if (Number.isFinite(declared) && declared > maxBytes + FIELDS_ALLOWANCE) {
-    throw tooLarge(M.fileTooLarge);
-  }
-
-  const fields: Record<string, string> = {};
-  let file: SpooledFile | null = null;
-  let fileTooLarge = false;
-  const writes: Promise<void>[] = [];
+  if (Number.isFinite(declared) && declared > maxBytes + FIELDS_ALLOWANCE) throw tooLarge(M.fileTooLarge);
 
   let parser: busboy.Busboy;
   try {
@@ -63,61 +59,90 @@ export const readUploadForm = async (req: Request, spoolDir: string, maxBytes: n
       defParamCharset: 'utf8',
     });
   } catch {
-    req.resume();
-    throw invalid(M.fileRequired);
+    // No boundary, or a charset busboy does not know.
+    throw invalid(M.malformedMultipart);
   }
 
-  parser.on('field', (name, value) => {
-    if (!(name in fields)) fields[name] = value;
-  });
-  parser.on('file', (name, stream, info) => {
-    if (name !== 'file' || file !== null || !info.filename) {
-      stream.resume();
-      return;
-    }
-    const path = join(spoolDir, `upload-${randomUUID()}`);
-    spooled.push(path);
-    let size = 0;
-    const counter = new Transform({
-      transform(chunk: Buffer, _encoding, callback) {
-        size += chunk.length;
-        callback(null, chunk);
-      },
-    });
-    stream.on('limit', () => { fileTooLarge = true; });
-    const entry: SpooledFile = {
-      path, size: 0, fileName: cleanFileName(info.filename),
-      contentType: info.mimeType && /^[\w.+-]+\/[\w.+-]+/.test(info.mimeType) ? info.mimeType : 'application/octet-stream',
+  const fields: Record<string, string> = {};
+  let file: SpooledFile | null = null;
+  const writes: Promise<void>[] = [];
+  let received = 0;
+
+  const outcome = new Promise<void>((resolve, reject) => {
+    let settled = false;
+    const settle = (failure?: unknown): void => {
+      if (settled) return;
+      settled = true;
+      req.off('data', count);
+      if (failure === undefined) return resolve();
+      // Stop reading here: the rest of the body stays unread, and the file part (if any) ends.
+      req.unpipe(parser);
+      req.pause();
+      parser.destroy(failure instanceof Error ? failure : new Error(String(failure)));
+      reject(failure);
     };
-    file = entry;
-    writes.push(pipeline(stream, counter, createWriteStream(path)).then(() => {
-      entry.size = size;
-      if (size > maxBytes) fileTooLarge = true;
-    }));
+    const count = (chunk: Buffer): void => {
+      received += chunk.length;
+      if (received > maxBytes + FIELDS_ALLOWANCE) settle(tooLarge(M.fileTooLarge));
+    };
+    req.on('data', count);
+    // A client that goes away mid-body: there is nobody to answer, only files to clean up.
+    req.on('error', () => settle(invalid(M.requestAborted)));
+    req.on('close', () => {
+      if (!req.complete) settle(invalid(M.requestAborted));
+    });
+    parser.on('error', () => settle(invalid(M.malformedMultipart)));
+    parser.on('finish', () => settle());
+
+    parser.on('field', (name, value) => {
+      if (!(name in fields)) fields[name] = value;
+    });
+    parser.on('file', (name, stream, info) => {
+      // Busboy destroys a part's stream with an error when the form ends inside it.
+      stream.on('error', () => {});
+      if (name !== 'file' || file !== null || !info.filename) {
+        stream.resume();
+        return;
+      }
+      stream.on('limit', () => settle(tooLarge(M.fileTooLarge)));
+      file = { path: join(spoolDir, `upload-${randomUUID()}`), size: 0, fileName: cleanFileName(info.filename), contentType: contentTypeOf(info.mimeType) };
+      spooled.push(file.path);
+      // A spool write that fails (disk full) ends the form with that error: ours, not the client's.
+      const write = spool(stream, file).catch((error: unknown) => {
+        settle(error);
+        throw error;
+      });
+      write.catch(() => {}); // awaited below; never an unhandled rejection meanwhile
+      writes.push(write);
+    });
+    req.pipe(parser);
   });
 
-  let parseError: unknown;
   try {
-    // pipeline destroys the parser (and so the file part's stream) when the request aborts.
-    await pipeline(req, parser);
+    await outcome;
+    // Every spool write settles before the form is used or anything is removed.
+    await Promise.all(writes);
   } catch (error) {
-    parseError = error;
-  }
-  // Every spool write settles before anything is removed: no open descriptor on an unlinked file.
-  const written = await Promise.allSettled(writes);
-  const writeFailure = written.find((w): w is PromiseRejectedResult => w.status === 'rejected');
-  if (parseError !== undefined || writeFailure) {
+    await Promise.allSettled(writes);
     await discard();
-    if (fileTooLarge) throw tooLarge(M.fileTooLarge);
-    const aborted = req.destroyed || (parseError instanceof Error && /abort|premature/i.test(parseError.message));
-    if (aborted) throw invalid('Request aborted');
-    // A multipart body busboy cannot read is the client's; a spool write failure (disk full) is ours.
-    if (writeFailure && parseError === undefined) throw writeFailure.reason;
-    throw invalid(M.fileRequired);
-  }
-  if (fileTooLarge) {
-    await discard();
-    throw tooLarge(M.fileTooLarge);
+    throw error;
   }
   return { fields, file, discard };
+};
+
+/** The part's declared content type when it looks like one, else `application/octet-stream`. */
+const contentTypeOf = (mimeType: string | undefined): string =>
+  mimeType && /^[\w.+-]+\/[\w.+-]+/.test(mimeType) ? mimeType : 'application/octet-stream';
+
+/** Streams a file part to its spool file and records its size. */
+const spool = async (stream: Readable, entry: SpooledFile): Promise<void> => {
+  let size = 0;
+  const counter = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      size += chunk.length;
+      callback(null, chunk);
+    },
+  });
+  await pipeline(stream, counter, createWriteStream(entry.path));
+  entry.size = size;
 };

@@ -1,9 +1,15 @@
 import express, { type Express } from 'express';
-import { M, positiveId, present } from '@docshare/contracts';
-import { actorOf, errorHandler, jsonBody, pageOf, sendError, type Logger } from '@docshare/http';
+import { LIMITS, M, positiveId, present } from '@docshare/contracts';
+import { actorOf, bodyOf, errorHandler, jsonBody, pageOf, sendError, type Logger } from '@docshare/http';
 import { notFound } from '@docshare/contracts';
 import type { ReadStore } from '@docshare/read-store';
 import { makeFilesQueries } from './queries.ts';
+
+/**
+ * Paging of received comments and categories: up to the usual maximum per page, and by default a
+ * whole page of it, so the short lists these endpoints answered before paging existed still come whole.
+ */
+const LIST_PAGING = { perPage: LIMITS.perPageMax, max: LIMITS.perPageMax };
 
 /** The files query API: a user's files, comments received, categories. */
 export const makeFilesApp = (store: ReadStore, publicBaseUrl: string, logger: Logger): Express => {
@@ -26,13 +32,19 @@ export const makeFilesApp = (store: ReadStore, publicBaseUrl: string, logger: Lo
   });
 
   app.post('/api/V1/users/api-comments', jsonBody(), async (req, res) => {
-    const data = await queries.commentsReceivedBy(actorOf(req));
-    res.json({ status: 'success', data });
+    const userId = actorOf(req);
+    // The spec sends no body here: paging may come in the query string, or in a JSON body (which wins).
+    const body = bodyOf(req);
+    const query = req.query as Record<string, unknown>;
+    const from = (name: string): unknown => (body[name] !== undefined ? body[name] : query[name]);
+    const page = pageOf({ page: from('page'), per_page: from('per_page') }, LIST_PAGING);
+    res.json({ status: 'success', ...(await queries.commentsReceivedBy(userId, page)) });
   });
 
   app.get('/api/V1/docs/api-categories', async (req, res) => {
     actorOf(req);
-    res.json({ status: 'success', data: await queries.categories() });
+    const page = pageOf(req.query as Record<string, unknown>, LIST_PAGING);
+    res.json({ status: 'success', ...(await queries.categories(page)) });
   });
 
   app.use((_req, res) => sendError(res, 404, M.notFound));

@@ -1,25 +1,30 @@
-import { makeLogger, envReader } from '@docshare/http';
+import { makeLogger, envReader, installLastResort } from '@docshare/http';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
-import { applyProjection, makeGenerationalReadStore, makeMongoProgress, startProjectorService } from '@docshare/projection';
-import { commonConfig, connectKafka, connectMongo } from '@docshare/projection/distributed';
-import { filesProjection } from './projection.ts';
+import { makeGenerationalReadStore, makeMongoProgress, startProjectorService } from '@docshare/projection';
+import { commonConfig, connectMongo, ensureKafkaTopics, kafkaBus, registerConsumerLag } from '@docshare/projection/distributed';
+import { filesHandler } from './projection.ts';
 import { makeFilesApp } from './app.ts';
 
 const NAME = 'files-projector';
 const logger = makeLogger(NAME);
+installLastResort(logger);
 const config = commonConfig(process.env);
 const port = envReader(process.env).int('PORT', 8083);
 
-const { client, db } = await connectMongo(config.mongoUrl, config.readDb);
+const { client, db } = await connectMongo(config.mongoUrl, config.readDb, config);
 const store = makeGenerationalReadStore(db, 'files', (prefix) => makeMongoReadStore(db, { prefix }));
 // Indexes at start, not on the first write.
 await (await store.current()).ensureIndexes();
-const bus = await connectKafka(config, NAME, logger);
+// Kafka is joined in the background, after the query API is up (startProjectorService).
+const bus = kafkaBus(config, NAME, logger);
+const group = `${NAME}${config.groupSuffix}`;
 
 await startProjectorService({
-  name: NAME, group: `${NAME}${config.groupSuffix}`, logger, port, host: config.host,
+  name: NAME, group, logger, port, host: config.host,
   consumer: bus.consumer,
-  handle: (record) => applyProjection(store, filesProjection, record),
+  prepare: () => ensureKafkaTopics(config),
+  metrics: (ops) => registerConsumerLag(ops.registry, bus, group),
+  handle: filesHandler(store),
   progress: makeMongoProgress(db),
   queryApp: makeFilesApp(store, config.publicBaseUrl, logger),
   checks: { mongodb: async () => { await db.command({ ping: 1 }); } },

@@ -1,5 +1,6 @@
-import type { DocshareEvent } from '@docshare/contracts';
-import type { ReadOp } from '@docshare/projection';
+import type { CloudEvent, DocshareEvent, StoredEvent } from '@docshare/contracts';
+import { known, type ReadOp } from '@docshare/projection';
+import type { ReadStore } from '@docshare/read-store';
 
 export const USERS = 'users';
 export const FILES = 'files';
@@ -56,4 +57,31 @@ export const filesProjection = (event: DocshareEvent): ReadOp[] => {
     default:
       return [];
   }
+};
+
+/**
+ * Comments on a file that is being deleted leave the received list. The deletion event cannot name
+ * them (a file's comments are unbounded), so they are found in the read model: every comment of a
+ * file is in the file's stream before its deletion, so all of them are there when it arrives.
+ * Each gets `file_deleted: true` under the deletion's own guard, which keeps it idempotent: a
+ * redelivered deletion, or a replayed comment, is not newer than what the comment already reflects.
+ * Paid once per deletion (O(comments of the file)), so a list read can page in the store.
+ */
+const hideCommentsOfDeletedFile = async (store: ReadStore, event: DocshareEvent): Promise<ReadOp[]> => {
+  if (event.type !== 'docs.file.deleted.v1') return [];
+  const comments = await store.find(COMMENTS, { file_id: event.data.fileId });
+  return comments.map((c) => ({ collection: COMMENTS, id: c._id, update: { set: { file_deleted: true } } }));
+};
+
+/**
+ * Applies the files projection to the store, each op guarded by (subject, streamversion): the pure
+ * projection's ops, plus what a deletion implies for the file's comments. The handler every runner
+ * of this read model uses (projector, embedded mode, rebuild).
+ */
+export const filesHandler = (store: ReadStore) => async (record: StoredEvent<CloudEvent>): Promise<void> => {
+  const event = known(record.event);
+  if (!event) return;
+  const guard = { stream: event.subject, version: event.streamversion };
+  const ops = [...await hideCommentsOfDeletedFile(store, event), ...filesProjection(event)];
+  for (const op of ops) await store.apply(op.collection, op.id, op.update, guard);
 };

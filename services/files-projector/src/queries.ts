@@ -39,32 +39,48 @@ export const makeFilesQueries = (store: ReadStore, publicBaseUrl: string) => {
     };
   };
 
-  /** Comments received on the user's files that still exist, newest first, titled with the file's current title. */
-  const commentsReceivedBy = async (userId: number) => {
+  /**
+   * Comments received on the user's files that still exist, newest first, one page of them, titled
+   * with the file's current title. Paged in the store (comments on deleted files carry
+   * `file_deleted: true`, see filesHandler), so a read costs the page, not the user's whole list.
+   */
+  const commentsReceivedBy = async (userId: number, page: Page) => {
     await userOf(userId);
-    const comments = await store.find(COMMENTS, { file_owner_id: userId }, { sort: [['posted_at', -1], ['comment_id', -1]] });
+    const filter: Filter = { file_owner_id: userId, file_deleted: null };
+    const [total, comments] = await Promise.all([
+      store.count(COMMENTS, filter),
+      store.find(COMMENTS, filter, {
+        sort: [['posted_at', -1], ['comment_id', -1]], skip: (page.page - 1) * page.perPage, limit: page.perPage,
+      }),
+    ]);
     const fileIds = [...new Set(comments.map((c) => num(c.file_id)))];
     const files = fileIds.length === 0 ? [] : await store.find(FILES, { file_id: { in: fileIds } });
-    const live = new Map(files.filter((f) => f.deleted !== true).map((f) => [num(f.file_id), f]));
-    return comments.flatMap((c) => {
-      const file = live.get(num(c.file_id));
-      if (!file) return [];
-      return [{
+    const titles = new Map(files.map((f) => [num(f.file_id), str(f.title)]));
+    return {
+      data: comments.map((c) => ({
         comment_id: num(c.comment_id),
         submission_date: utcDate(str(c.posted_at)),
-        title: str(file.title) || str(c.file_title),
+        title: titles.get(num(c.file_id)) || str(c.file_title),
         comment: str(c.comment),
         link: viewUrl(publicBaseUrl, num(c.file_id)),
-      }];
-    });
+      })),
+      total, page: page.page, per_page: page.perPage,
+    };
   };
 
-  const categories = async () => {
-    const docs = await store.find(CATEGORIES, {}, { sort: [['category_id', 1]] });
-    return docs.map((c) => ({
-      id: num(c.category_id), name: str(c.name), description: str(c.description),
-      tags: joinTags(Array.isArray(c.tags) ? c.tags.map(String) : []),
-    }));
+  /** Every category by id, one page of them. */
+  const categories = async (page: Page) => {
+    const [total, docs] = await Promise.all([
+      store.count(CATEGORIES, {}),
+      store.find(CATEGORIES, {}, { sort: [['category_id', 1]], skip: (page.page - 1) * page.perPage, limit: page.perPage }),
+    ]);
+    return {
+      data: docs.map((c) => ({
+        id: num(c.category_id), name: str(c.name), description: str(c.description),
+        tags: joinTags(Array.isArray(c.tags) ? c.tags.map(String) : []),
+      })),
+      total, page: page.page, per_page: page.perPage,
+    };
   };
 
   return { filesOf, commentsReceivedBy, categories };

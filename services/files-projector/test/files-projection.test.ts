@@ -1,10 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeMemoryReadStore } from '@docshare/read-store';
-import { applyProjection } from '@docshare/projection';
 import { deliveredTwice, makeHistory } from '@docshare/projection/testing';
 import type { StoredEvent } from '@docshare/contracts';
-import { filesProjection } from '../src/projection.ts';
+import { filesHandler } from '../src/projection.ts';
 import { makeFilesQueries } from '../src/queries.ts';
 
 const BASE = 'http://docs.example';
@@ -23,9 +22,12 @@ const history = () => {
   return h.records;
 };
 
+const whole = { page: 1, perPage: 100 };
+
 const project = async (records: readonly StoredEvent[]) => {
   const store = makeMemoryReadStore();
-  for (const record of records) await applyProjection(store, filesProjection, record);
+  const handle = filesHandler(store);
+  for (const record of records) await handle(record);
   return makeFilesQueries(store, BASE);
 };
 
@@ -49,20 +51,23 @@ describe('files projection', () => {
   it('answers User not found for an unknown user', async () => {
     const q = await project(history());
     await assert.rejects(q.filesOf(99, 1, page), /User not found/);
-    await assert.rejects(q.commentsReceivedBy(99), /User not found/);
+    await assert.rejects(q.commentsReceivedBy(99, whole), /User not found/);
   });
 
   it('lists comments received on live files, newest first, with the current title', async () => {
     const q = await project(history());
-    assert.deepEqual(await q.commentsReceivedBy(1), [
-      { comment_id: 2, submission_date: '2026-11-20', title: 'third, renamed', comment: 'on third', link: `${BASE}/docs/12` },
-    ]);
-    assert.deepEqual((await q.commentsReceivedBy(2)).map((c) => c.comment_id), [3]);
+    assert.deepEqual(await q.commentsReceivedBy(1, whole), {
+      data: [{ comment_id: 2, submission_date: '2026-11-20', title: 'third, renamed', comment: 'on third', link: `${BASE}/docs/12` }],
+      total: 1, page: 1, per_page: 100,
+    });
+    assert.deepEqual((await q.commentsReceivedBy(2, whole)).data.map((c) => c.comment_id), [3]);
   });
 
   it('lists categories', async () => {
     const q = await project(history());
-    assert.deepEqual(await q.categories(), [{ id: 1, name: 'General', description: 'General things', tags: 'a,b' }]);
+    assert.deepEqual(await q.categories(whole), {
+      data: [{ id: 1, name: 'General', description: 'General things', tags: 'a,b' }], total: 1, page: 1, per_page: 100,
+    });
   });
 
   it('ends in the same state when every event is delivered twice and the history replayed', async () => {
@@ -70,7 +75,38 @@ describe('files projection', () => {
     const twice = await project(deliveredTwice(history()));
     assert.deepEqual(await twice.filesOf(1, 1, page), await once.filesOf(1, 1, page));
     assert.deepEqual(await twice.filesOf(2, 1, page), await once.filesOf(2, 1, page));
-    assert.deepEqual(await twice.commentsReceivedBy(1), await once.commentsReceivedBy(1));
-    assert.deepEqual(await twice.categories(), await once.categories());
+    assert.deepEqual(await twice.commentsReceivedBy(1, whole), await once.commentsReceivedBy(1, whole));
+    assert.deepEqual(await twice.commentsReceivedBy(2, whole), await once.commentsReceivedBy(2, whole));
+    assert.deepEqual(await twice.categories(whole), await once.categories(whole));
+  });
+
+  it('pages received comments and categories in the store: total counts only comments on live files', async () => {
+    const h = makeHistory();
+    h.user(1, 'Ada'); h.user(2, 'Bob');
+    for (let c = 1; c <= 3; c += 1) h.category(c, `Cat${c}`);
+    h.upload(10, 1, 'kept'); h.upload(11, 1, 'gone');
+    for (let id = 1; id <= 7; id += 1) h.comment(id, id % 2 === 0 ? 11 : 10, 1, 2, `c${id}`, 'x');
+    h.remove(11, 1);
+    for (const records of [h.records, deliveredTwice(h.records)]) {
+      const q = await project(records);
+      const first = await q.commentsReceivedBy(1, { page: 1, perPage: 3 });
+      assert.deepEqual(first.data.map((c) => c.comment_id), [7, 5, 3]);
+      assert.deepEqual([first.total, first.page, first.per_page], [4, 1, 3]);
+      assert.deepEqual((await q.commentsReceivedBy(1, { page: 2, perPage: 3 })).data.map((c) => c.comment_id), [1]);
+      assert.deepEqual((await q.commentsReceivedBy(1, { page: 3, perPage: 3 })).data, []);
+      const cats = await q.categories({ page: 2, perPage: 2 });
+      assert.deepEqual(cats.data.map((c) => c.id), [3]);
+      assert.equal(cats.total, 3);
+    }
+  });
+
+  it('a comment replayed after its file was deleted stays out of the list', async () => {
+    const h = makeHistory();
+    h.user(1, 'Ada'); h.user(2, 'Bob');
+    h.upload(10, 1, 'gone');
+    const posted = h.comment(1, 10, 1, 2, 'late', 'gone');
+    h.remove(10, 1);
+    const q = await project([...h.records, posted]);
+    assert.deepEqual(await q.commentsReceivedBy(1, whole), { data: [], total: 0, page: 1, per_page: 100 });
   });
 });

@@ -1,10 +1,10 @@
-import express, { type Express, type RequestHandler } from 'express';
+import express, { type Express, type Request, type RequestHandler } from 'express';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { M } from '@docshare/contracts';
 import { tokenFrom, type Tokens } from '@docshare/auth';
 import {
-  CORRELATION_HEADER, IDENTITY_HEADER, OPS_PATHS, REQUEST_ID_HEADER, errorHandler, requestId, requestLog, sendError,
-  type Logger, type Ops,
+  CORRELATION_HEADER, DEFAULT_HTTP_LIMITS, IDENTITY_HEADER, OPS_PATHS, REQUEST_ID_HEADER, errorHandler, requestDeadline,
+  requestId, requestLog, sendError, type Logger, type Ops,
 } from '@docshare/http';
 import { ROUTES, type Upstream } from './routes.ts';
 import { rateLimit } from './rate-limit.ts';
@@ -25,7 +25,16 @@ export interface GatewayOptions {
   publicBaseUrl: string;
   /** Express `trust proxy` setting, for the client IP behind a load balancer. */
   trustProxy?: boolean | number | string;
+  /** Total time of a request on a route that is not a transfer (`HTTP_REQUEST_TIMEOUT_MS`). */
+  requestTimeoutMs?: number;
 }
+
+/**
+ * Transfers (an upload, a file's bytes) take as long as the bytes take: they are bounded by their
+ * progress (the socket's idle timeout), never by a total time.
+ */
+const isTransfer = (req: Request): boolean =>
+  (req.method === 'POST' && req.path === '/api/V1/docs/api-upload') || /^\/files\/[^/]+\/content$/.test(req.path);
 
 /**
  * The edge: request ids, JWT (verified once, algorithm pinned), the rate limit, routing to the
@@ -41,6 +50,7 @@ export const makeGateway = (options: GatewayOptions): Express => {
   if (options.trustProxy !== undefined) app.set('trust proxy', options.trustProxy);
 
   app.use(requestId());
+  app.use(requestDeadline(options.requestTimeoutMs ?? DEFAULT_HTTP_LIMITS.requestTimeoutMs, isTransfer, logger));
   app.use(ops.httpMetrics);
   app.use(requestLog(logger, (_req, res) => {
     const auth = res.locals.auth as Auth | undefined;

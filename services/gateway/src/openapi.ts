@@ -14,9 +14,9 @@ const ok = (description: string, schema: Schema) => ({ description, content: jso
 const error = { $ref: '#/components/responses/Error' };
 const bearer = [{ XAuthorization: [] }, { BearerAuth: [] }];
 
-const pagingQuery = [
-  { name: 'page', in: 'query', required: false, schema: { type: 'integer', minimum: 1 } },
-  { name: 'per_page', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: LIMITS.perPageMax } },
+const pagingQuery = (perPageDefault: number) => [
+  { name: 'page', in: 'query', required: false, schema: { type: 'integer', minimum: 1, default: 1 } },
+  { name: 'per_page', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: LIMITS.perPageMax, default: perPageDefault } },
 ];
 
 /** Request and success bodies of each operation; errors share one envelope. */
@@ -78,9 +78,13 @@ const OPERATIONS: Record<string, Schema> = {
     responses: { 201: ok(M.purchased, success({ message: str, sale_id: int })), 400: error, 401: error, 404: error, 409: error },
   },
   listCategories: {
+    parameters: pagingQuery(LIMITS.perPageMax),
     responses: {
-      200: ok('Categories', success({ data: { type: 'array', items: obj({ id: int, name: str, description: str, tags: str }) } })),
-      401: error,
+      200: ok('Categories, by id', success({
+        data: { type: 'array', items: obj({ id: int, name: str, description: str, tags: str }) },
+        total: int, page: int, per_page: int,
+      })),
+      400: error, 401: error,
     },
   },
   search: {
@@ -100,7 +104,7 @@ const OPERATIONS: Record<string, Schema> = {
     },
   },
   listFiles: {
-    parameters: [{ name: 'user_id', in: 'query', required: false, schema: str }, ...pagingQuery],
+    parameters: [{ name: 'user_id', in: 'query', required: false, schema: str }, ...pagingQuery(LIMITS.perPageDefault)],
     responses: {
       200: ok('Files, newest first', success({
         user: obj({ id: int, name: str }),
@@ -111,11 +115,18 @@ const OPERATIONS: Record<string, Schema> = {
     },
   },
   listComments: {
+    parameters: pagingQuery(LIMITS.perPageMax),
+    requestBody: {
+      required: false,
+      description: 'Optional; page and per_page here win over the query string.',
+      content: json(obj({ page: { type: 'integer', minimum: 1 }, per_page: { type: 'integer', minimum: 1, maximum: LIMITS.perPageMax } }, [])),
+    },
     responses: {
       200: ok('Comments received, newest first', success({
         data: { type: 'array', items: obj({ comment_id: int, submission_date: { type: 'string', format: 'date' }, title: str, comment: str, link: { type: 'string', format: 'uri' } }) },
+        total: int, page: int, per_page: int,
       })),
-      401: error, 404: error,
+      400: error, 401: error, 404: error,
     },
   },
   viewPage: {

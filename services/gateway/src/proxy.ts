@@ -1,6 +1,7 @@
 import { Agent, request, type IncomingHttpHeaders } from 'node:http';
 import type { RequestHandler } from 'express';
-import { sendError, type Logger } from '@docshare/http';
+import { pipeline } from 'node:stream';
+import { RETRY_AFTER_SECONDS, closeEarly, sendError, type Logger } from '@docshare/http';
 
 /** Headers that belong to one connection, not to the request (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set([
@@ -22,30 +23,62 @@ const TO_SERVICE_DROP = new Set(['host']);
  * Forwards a request to a service over HTTP, streaming both bodies (uploads and downloads are
  * never buffered). When the service cannot be reached the client gets the spec's envelope: 503
  * with the route's failure message.
+ *
+ * A service that answers before it has read the whole body (an upload over the limit) is relayed
+ * at once, the client's body is no longer read or forwarded, and the client's connection closes
+ * after the answer. A client that goes away aborts the service's request; a service that dies
+ * mid-answer cuts the client's (never a whole answer that is not). No stream of either side is
+ * without an error listener.
  */
 export const httpUpstream = (baseUrl: string, logger: Logger, timeoutMs = 120_000): RequestHandler => {
   const target = new URL(baseUrl);
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
   return (req, res) => {
     const failure = typeof res.locals.failureMessage === 'string' ? res.locals.failureMessage : 'Service unavailable';
+    let answered = false;
+    let incomingDone = false;
     const outgoing = request({
       protocol: target.protocol, hostname: target.hostname, port: target.port, agent,
       method: req.method, path: req.originalUrl, timeout: timeoutMs,
       headers: { ...forwardable(req.headers, TO_SERVICE_DROP), 'x-forwarded-for': req.ip ?? '' },
     }, (incoming) => {
+      answered = true;
+      incoming.once('end', () => { incomingDone = true; });
+      if (!req.complete) {
+        // Answered before the body was all sent (413, 401): stop reading and forwarding it.
+        req.unpipe(outgoing);
+        req.pause();
+        if (!res.headersSent) closeEarly(res);
+      }
+      if (res.headersSent || res.destroyed) {
+        // The gateway answered already (its deadline passed): the service's answer goes nowhere.
+        incoming.resume();
+        return;
+      }
       res.status(incoming.statusCode ?? 502);
       for (const [name, value] of Object.entries(forwardable(incoming.headers, FROM_SERVICE_DROP))) res.setHeader(name, value);
-      incoming.pipe(res);
-      incoming.on('error', () => res.destroy());
+      pipeline(incoming, res, (err) => {
+        if (!err) return;
+        logger.warn({ err, upstream: baseUrl, requestId: res.locals.requestId }, 'upstream answer cut off');
+        res.destroy();
+      });
     });
     outgoing.on('timeout', () => outgoing.destroy(new Error('upstream timeout')));
     outgoing.on('error', (err) => {
+      // Once an answer is being relayed, its own stream reports a failure; a service closing the
+      // connection after an early answer is no failure at all.
+      if (answered || res.destroyed || res.writableEnded) return;
       logger.warn({ err, upstream: baseUrl, requestId: res.locals.requestId }, 'upstream failed');
-      if (!res.headersSent) sendError(res, 503, failure);
-      else res.destroy();
+      if (!res.headersSent) {
+        res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
+        sendError(res, 503, failure);
+      } else {
+        res.destroy();
+      }
     });
     res.on('close', () => {
-      if (!res.writableFinished) outgoing.destroy();
+      // Whatever of the exchange is unfinished (the client left, or the body was cut short) ends.
+      if (!incomingDone || !outgoing.writableFinished) outgoing.destroy();
     });
     req.pipe(outgoing);
   };

@@ -1,4 +1,4 @@
-import { publicBaseUrlOf, trustProxyOf } from '@docshare/http';
+import { httpLimitsOf, publicBaseUrlOf, trustProxyOf, type HttpLimits } from '@docshare/http';
 import { resolve } from 'node:path';
 
 /** Everything `npm start` can be told, from the environment (decisions §13). */
@@ -10,11 +10,15 @@ export interface EmbeddedConfig {
   rateLimitPoints: number;
   rateLimitWindowSeconds: number;
   maxUploadBytes: number;
+  /** Bytes each user may store (`Storage quota exceeded` past it); 0 = unlimited. */
+  storageQuotaBytes: number;
   jwtSecret: string | undefined;
   jwtTtlSeconds: number;
   downloadUrlTtlSeconds: number;
   trustProxy: boolean | number | string | undefined;
   logLevel: string;
+  /** Header, idle and total timeouts and the connection limit of the public port (`HTTP_*`). */
+  http: HttpLimits;
 }
 
 const integer = (env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number => {
@@ -36,10 +40,12 @@ export const embeddedConfig = (env: NodeJS.ProcessEnv): EmbeddedConfig => {
     rateLimitPoints: integer(env, 'RATE_LIMIT_POINTS', 30, 1),
     rateLimitWindowSeconds: integer(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1),
     maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 100 * 1024 * 1024, 1),
+    storageQuotaBytes: integer(env, 'STORAGE_QUOTA_BYTES', 1024 ** 3, 0),
     jwtSecret: env.JWT_SECRET || undefined,
     jwtTtlSeconds: integer(env, 'JWT_TTL_SECONDS', 24 * 60 * 60, 1),
     downloadUrlTtlSeconds: integer(env, 'DOWNLOAD_URL_TTL_SECONDS', 15 * 60, 1),
     trustProxy: trustProxyOf(env.TRUST_PROXY),
     logLevel: env.LOG_LEVEL ?? 'info',
+    http: httpLimitsOf(env),
   };
 };

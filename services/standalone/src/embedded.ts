@@ -8,13 +8,13 @@ import { openFileClaimStore } from '@docshare/claim-store';
 import { makeLogBus } from '@docshare/event-bus';
 import { openFileEventLog } from '@docshare/event-store';
 import { closeServer, listen, makeLogger, makeOps, type Logger } from '@docshare/http';
-import { applyProjection, runProjector, type RunningProjector } from '@docshare/projection';
+import { runProjector, type RunningProjector } from '@docshare/projection';
 import { makeMemoryReadStore } from '@docshare/read-store';
 import { makeMemorySearchIndex } from '@docshare/search-index';
 import { makeDocsCommandApp, makeDocsCommands, prepareSpool } from '@docshare/docs-command';
-import { makeFilesApp, filesProjection } from '@docshare/files-projector';
+import { makeFilesApp, filesHandler } from '@docshare/files-projector';
 import { makeSearchApp, searchHandler } from '@docshare/search-projector';
-import { makeStatsApp, statsProjection } from '@docshare/stats-projector';
+import { makeStatsApp, makeStatsQueries, statsHandler } from '@docshare/stats-projector';
 import { makeGateway } from '@docshare/gateway';
 import type { EmbeddedConfig } from './config.ts';
 import { loadOrCreateSecret, makeTokens, makeUrlSigner } from '@docshare/auth';
@@ -57,8 +57,8 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   const filesStore = makeMemoryReadStore();
   const searchIndex = makeMemorySearchIndex();
   const projectors: RunningProjector[] = await Promise.all([
-    runProjector(bus, 'stats-projector', (record) => applyProjection(statsStore, statsProjection, record), logger),
-    runProjector(bus, 'files-projector', (record) => applyProjection(filesStore, filesProjection, record), logger),
+    runProjector(bus, 'stats-projector', statsHandler(statsStore), logger),
+    runProjector(bus, 'files-projector', filesHandler(filesStore), logger),
     runProjector(bus, 'search-projector', searchHandler(searchIndex), logger),
   ]);
   const replayTo = await events.lastPosition();
@@ -69,6 +69,8 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     events, claims, blobs, tokens, signer, logger,
     publicBaseUrl: config.publicBaseUrl,
     downloadUrlTtlSeconds: config.downloadUrlTtlSeconds,
+    storageQuotaBytes: config.storageQuotaBytes,
+    storageUsedBy: makeStatsQueries(statsStore).bytesStoredBy,
     afterCommit: async ({ position }) => {
       if (!(await bus.waitForGroups(position, READ_YOUR_WRITES_MS))) logger.warn({ position }, 'read models lag behind a command');
     },
@@ -82,6 +84,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     rateLimitWindowSeconds: config.rateLimitWindowSeconds,
     publicBaseUrl: config.publicBaseUrl,
     trustProxy: config.trustProxy,
+    requestTimeoutMs: config.http.requestTimeoutMs,
     upstreams: {
       docs: makeDocsCommandApp({ commands, logger, spoolDir, maxUploadBytes: config.maxUploadBytes, publicBaseUrl: config.publicBaseUrl }),
       stats: makeStatsApp(statsStore, logger),
@@ -90,7 +93,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     },
   });
 
-  const { server, port } = await listen(gateway, config.port, config.host);
+  const { server, port } = await listen(gateway, config.port, config.host, config.http, logger);
   logger.info({
     port, publicBaseUrl: config.publicBaseUrl, dataDir: config.dataDir, events: replayTo, replayedMs,
     startMs: Math.round(performance.now() - started),

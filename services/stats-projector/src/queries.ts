@@ -23,4 +23,6 @@ export const makeStatsQueries = (store: ReadStore) => ({
       total_sales: count(doc?.total_sales),
     };
   },
+  /** Bytes of the user's files not deleted, as far as the read model has seen (the storage quota's count). */
+  bytesStoredBy: async (userId: number): Promise<number> => count((await store.get(STATS, String(userId)))?.bytes_stored),
 });

@@ -1,16 +1,15 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeMemoryReadStore } from '@docshare/read-store';
-import { applyProjection } from '@docshare/projection';
 import { deliveredTwice, makeHistory } from '@docshare/projection/testing';
 import type { StoredEvent } from '@docshare/contracts';
-import { statsProjection } from '../src/projection.ts';
+import { statsHandler } from '../src/projection.ts';
 import { makeStatsQueries } from '../src/queries.ts';
 
 const history = () => {
   const h = makeHistory();
   h.user(1, 'Ada'); h.user(2, 'Bob');
-  h.upload(10, 1, 'a'); h.upload(11, 1, 'b'); h.upload(12, 2, 'c');
+  h.upload(10, 1, 'a', { size: 1000 }); h.upload(11, 1, 'b', { size: 250 }); h.upload(12, 2, 'c', { size: 7 });
   h.view(10, 1); h.view(10, 1); h.view(12, 2);
   h.download(10, 1, 2); h.download(11, 1, 2); h.download(11, 1, 1);
   h.update(11, 1, { forSale: true, price: 2 }); h.purchase(11, 1, 1, 2);
@@ -21,9 +20,13 @@ const history = () => {
 
 const project = async (records: readonly StoredEvent[]) => {
   const store = makeMemoryReadStore();
-  for (const record of records) await applyProjection(store, statsProjection, record);
+  const handle = statsHandler(store);
+  for (const record of records) await handle(record);
   const queries = makeStatsQueries(store);
-  return { ada: await queries.statsOf(1), bob: await queries.statsOf(2), nobody: await queries.statsOf(99) };
+  return {
+    ada: await queries.statsOf(1), bob: await queries.statsOf(2), nobody: await queries.statsOf(99),
+    bytes: [await queries.bytesStoredBy(1), await queries.bytesStoredBy(2), await queries.bytesStoredBy(99)],
+  };
 };
 
 describe('stats projection', () => {
@@ -40,5 +43,25 @@ describe('stats projection', () => {
 
   it('ends in the same state when every event is delivered twice and the history replayed', async () => {
     assert.deepEqual(await project(deliveredTwice(history())), await project(history()));
+  });
+
+  it('keeps bytes_stored per user: uploads add their size, a deletion gives it back; api-stats does not show it', async () => {
+    const { ada, bytes } = await project(history());
+    assert.deepEqual(bytes, [250, 7, 0]);
+    assert.equal('bytes_stored' in ada, false);
+  });
+
+  it('a deletion frees its bytes once, whatever the redeliveries and replays', async () => {
+    const h = makeHistory();
+    h.user(1, 'Ada');
+    h.upload(10, 1, 'a', { size: 4096 }); h.upload(11, 1, 'b', { size: 10 });
+    h.remove(10, 1); h.remove(11, 1);
+    h.upload(12, 1, 'c', { size: 5 });
+    assert.deepEqual((await project(h.records)).bytes, [5, 0, 0]);
+    assert.deepEqual((await project(deliveredTwice(h.records))).bytes, [5, 0, 0]);
+    // A deletion redelivered long after the fact (after the next upload) changes nothing either.
+    const deletion = h.records.find((r) => r.event.type === 'docs.file.deleted.v1');
+    assert.ok(deletion);
+    assert.deepEqual((await project([...h.records, deletion])).bytes, [5, 0, 0]);
   });
 });

@@ -1,0 +1,190 @@
+/**
+ * What the chaos run must prove, from the record of every request and from the event store:
+ *   - every acknowledged write is in the event store exactly once (by causationid = X-Request-Id),
+ *     and no request, acknowledged or not, is recorded more than once; no event nobody asked for;
+ *   - every answer is clean: a 5xx is a JSON envelope 503 with Retry-After, never a 500, never a
+ *     body that is not JSON (connection errors only while the gateway itself is down);
+ *   - the read models (stats, file lists, comments, search) equal a model computed from the events.
+ * The pure parts live here (record × events → violations) so they can be tested on their own.
+ */
+import type { Rec } from './load.ts';
+
+export interface Event {
+  id: string;
+  type: string;
+  subject: string;
+  streamversion: number;
+  causationid?: string;
+  data: Record<string, unknown>;
+  position: number;
+}
+
+/** The event a successful request of each write operation records, and how its answer names it. */
+export const WRITES: Record<string, { type: string; key?: (e: Event) => unknown; answer?: (r: Rec) => unknown }> = {
+  register: { type: 'docs.user.registered.v1', key: (e) => Number(e.data.userId), answer: (r) => Number(r.json?.user_id) },
+  upload: { type: 'docs.file.uploaded.v1', key: (e) => String(e.data.fileId), answer: (r) => String(r.json?.file_id) },
+  comment: { type: 'docs.comment.posted.v1', key: (e) => Number(e.data.commentId), answer: (r) => Number(r.json?.comment_id) },
+  view: { type: 'docs.file.viewed.v1', key: (e) => String(e.data.fileId), answer: (r) => r.fileId },
+  download: { type: 'docs.file.downloaded.v1', key: (e) => String(e.data.fileId), answer: (r) => r.fileId },
+  delete: { type: 'docs.file.deleted.v1', key: (e) => String(e.data.fileId), answer: (r) => r.fileId },
+  sell: { type: 'docs.file.updated.v1', key: (e) => String(e.data.fileId), answer: (r) => r.fileId },
+  purchase: { type: 'docs.file.purchased.v1', key: (e) => String(e.data.saleId), answer: (r) => String(r.json?.sale_id) },
+};
+/** Events a write may record besides its own (an upload that creates its category). */
+const COMPANIONS: Record<string, string[]> = { upload: ['docs.category.created.v1'] };
+
+export interface Window { from: number; to: number; label: string }
+
+export interface RecordCheck {
+  violations: string[];
+  /** Writes that failed (5xx, no answer) yet were recorded once: allowed, counted. */
+  recordedUnacknowledged: Rec[];
+  /** Connection errors while the gateway was down (allowed). */
+  connectionErrorsInWindows: number;
+  timeouts: Rec[];
+}
+
+const ok = (r: Rec): boolean => r.status >= 200 && r.status < 300;
+const short = (r: Rec): string => `${r.id} ${r.op} ${r.method} ${r.path} at ${(r.at / 1000).toFixed(1)}s → ${r.status || r.error}${r.body ? ` ${r.body.slice(0, 160)}` : ''}`;
+
+/** 4xx answers the load can legitimately get (a file another client deleted or put up for sale meanwhile). */
+const EXPECTED_4XX = new Set(['File not found', 'File is either for sale or not enabled']);
+
+/** Checks the record against the events; pure. */
+export const checkRecord = (records: readonly Rec[], events: readonly Event[], gatewayDown: readonly Window[]): RecordCheck => {
+  const violations: string[] = [];
+  // Answers that are not clean come in bursts during an outage: one violation per kind, with examples.
+  const unclean = new Map<string, string[]>();
+  const flag = (kind: string, r: Rec): void => { unclean.set(kind, [...(unclean.get(kind) ?? []), short(r)]); };
+  const recordedUnacknowledged: Rec[] = [];
+  const timeouts: Rec[] = [];
+  let connectionErrorsInWindows = 0;
+  const byCause = new Map<string, Event[]>();
+  for (const e of events) {
+    const key = e.causationid ?? '';
+    byCause.set(key, [...(byCause.get(key) ?? []), e]);
+  }
+  const seenIds = new Set<string>();
+  const seenVersions = new Set<string>();
+  for (const e of events) {
+    if (seenIds.has(e.id)) violations.push(`duplicate event id ${e.id} (${e.type} at ${e.position})`);
+    seenIds.add(e.id);
+    const v = `${e.subject}@${e.streamversion}`;
+    if (seenVersions.has(v)) violations.push(`two events at ${v}`);
+    seenVersions.add(v);
+  }
+
+  const requestIds = new Set(records.map((r) => r.id));
+  for (const [cause, list] of byCause) {
+    if (!requestIds.has(cause)) violations.push(`${list.length} event(s) with a causationid no request of the run had (${cause || 'none'}): ${list.slice(0, 3).map((e) => `${e.type} ${e.subject}`).join(', ')}`);
+  }
+
+  for (const r of records) {
+    const mine = byCause.get(r.id) ?? [];
+    const write = WRITES[r.op];
+    if (!write) {
+      if (mine.length > 0) violations.push(`a read recorded events: ${short(r)}: ${mine.map((e) => e.type).join(', ')}`);
+    } else {
+      const own = mine.filter((e) => e.type === write.type);
+      const other = mine.filter((e) => e.type !== write.type && !(COMPANIONS[r.op] ?? []).includes(e.type));
+      if (other.length > 0) violations.push(`unexpected events for ${short(r)}: ${other.map((e) => e.type).join(', ')}`);
+      for (const type of COMPANIONS[r.op] ?? []) {
+        if (mine.filter((e) => e.type === type).length > 1) violations.push(`duplicated ${type} for ${short(r)}`);
+      }
+      if (own.length > 1) violations.push(`DUPLICATED: ${own.length} × ${write.type} for ${short(r)}`);
+      if (ok(r)) {
+        if (own.length === 0) violations.push(`LOST: acknowledged ${r.op} has no ${write.type} in the event store: ${short(r)}`);
+        else if (write.key && write.answer && write.key(own[0] as Event) !== write.answer(r)) {
+          violations.push(`acknowledged ${r.op} names ${String(write.answer(r))} but its event names ${String(write.key(own[0] as Event))}: ${short(r)}`);
+        }
+      } else if (own.length === 1) {
+        if (r.status >= 400 && r.status < 500) violations.push(`a ${r.status} answer, yet the ${r.op} was recorded: ${short(r)}`);
+        else recordedUnacknowledged.push(r);
+      }
+    }
+
+    // Clean answers.
+    if (r.status === 0) {
+      if (r.timedOut) timeouts.push(r);
+      else if (gatewayDown.some((w) => r.at + r.ms >= w.from && r.at <= w.to)) connectionErrorsInWindows += 1;
+      else flag('connection error while the gateway was up', r);
+      continue;
+    }
+    const isJson = (r.contentType ?? '').includes('application/json');
+    const envelope = isJson && r.json !== undefined && (r.json.status === 'success' || (r.json.status === 'error' && typeof r.json.message === 'string'));
+    if (r.status >= 500) {
+      if (r.status !== 503) flag(`${r.op} answered ${r.status} (only 503 may signal an outage)`, r);
+      if (!envelope) flag(`${r.op} answered ${r.status} without the JSON envelope [${r.contentType}]`, r);
+      if (r.status === 503 && !/^\d+$/.test(r.retryAfter ?? '')) flag(`${r.op} answered 503 without Retry-After`, r);
+      continue;
+    }
+    const page = r.op === 'view' && (r.status === 200 || r.status === 404) && (r.contentType ?? '').includes('text/html');
+    const bytes = r.op === 'content' && (r.status === 200 || r.status === 206);
+    if (!page && !bytes && !envelope) flag(`${r.op} answered ${r.status}, not the JSON envelope [${r.contentType}]`, r);
+    if (r.status >= 400 && !page && !EXPECTED_4XX.has(String(r.json?.message))) flag(`${r.op} answered an unexpected ${r.status} ${String(r.json?.message ?? '')}`, r);
+    if (r.badBytes) violations.push(`BYTES: ${r.badBytes} (${r.id})`);
+  }
+  for (const [kind, examples] of unclean) {
+    violations.push(`${kind}: ${examples.length} time(s), e.g.\n      ${examples.slice(0, 5).join('\n      ')}`);
+  }
+  return { violations, recordedUnacknowledged, connectionErrorsInWindows, timeouts };
+};
+
+export interface UserModel {
+  stats: { total_files: number; total_comments: number; total_views: number; total_downloads: number; total_sales: number };
+  files: Map<string, string>;
+  comments: Set<number>;
+}
+
+/** The read models as the events define them (docs/architecture.md "Decisions worth knowing"). */
+export const modelOf = (events: readonly Event[], userIds: readonly number[]): { users: Map<number, UserModel>; searchable: Set<string>; alive: Map<string, { ownerId: number; causationid: string; forSale: boolean }> } => {
+  const users = new Map<number, UserModel>(userIds.map((id) => [id, {
+    stats: { total_files: 0, total_comments: 0, total_views: 0, total_downloads: 0, total_sales: 0 }, files: new Map(), comments: new Set(),
+  }]));
+  const user = (id: unknown): UserModel | undefined => users.get(Number(id));
+  const files = new Map<string, { ownerId: number; title: string; causationid: string; deleted: boolean; forSale: boolean; enabled: boolean; comments: number[] }>();
+  for (const e of events) {
+    const d = e.data;
+    switch (e.type) {
+      case 'docs.file.uploaded.v1':
+        files.set(String(d.fileId), { ownerId: Number(d.ownerId), title: String(d.title), causationid: e.causationid ?? '', deleted: false, forSale: false, enabled: true, comments: [] });
+        break;
+      case 'docs.file.updated.v1': {
+        const f = files.get(String(d.fileId));
+        const changes = (d.changes ?? {}) as Record<string, unknown>;
+        if (f && typeof changes.forSale === 'boolean') f.forSale = changes.forSale;
+        if (f && typeof changes.enabled === 'boolean') f.enabled = changes.enabled;
+        if (f && typeof changes.title === 'string') f.title = changes.title;
+        break;
+      }
+      case 'docs.file.deleted.v1': {
+        const f = files.get(String(d.fileId));
+        if (f) f.deleted = true;
+        break;
+      }
+      case 'docs.file.viewed.v1': { const u = user(d.ownerId); if (u) u.stats.total_views += 1; break; }
+      case 'docs.file.downloaded.v1': { const u = user(d.ownerId); if (u) u.stats.total_downloads += 1; break; }
+      case 'docs.file.purchased.v1': { const u = user(d.ownerId); if (u) u.stats.total_sales += 1; break; }
+      case 'docs.comment.posted.v1': {
+        const u = user(d.fileOwnerId);
+        if (u) u.stats.total_comments += 1;
+        files.get(String(d.fileId))?.comments.push(Number(d.commentId));
+        break;
+      }
+      default:
+    }
+  }
+  const searchable = new Set<string>();
+  const alive = new Map<string, { ownerId: number; causationid: string; forSale: boolean }>();
+  for (const [id, f] of files) {
+    if (f.deleted) continue;
+    alive.set(id, { ownerId: f.ownerId, causationid: f.causationid, forSale: f.forSale });
+    if (f.enabled) searchable.add(id);
+    const u = user(f.ownerId);
+    if (!u) continue;
+    u.stats.total_files += 1;
+    u.files.set(id, f.title);
+    for (const c of f.comments) u.comments.add(c);
+  }
+  return { users, searchable, alive };
+};

@@ -1,0 +1,69 @@
+/**
+ * `npm start`: runs the embedded server (main.ts) as a child process and restarts it when it
+ * dies, so one crash is a short gap instead of an API that stays down.
+ *
+ * - A restart waits SUPERVISOR_BACKOFF_MS (250) doubled per restart in a row, at most
+ *   SUPERVISOR_BACKOFF_MAX_MS (30 000); a child that ran SUPERVISOR_STABLE_MS (60 000) resets it.
+ *   Each restart is a JSON log line (service, pid, exit code or signal, restart in N ms).
+ * - A child that exits with 78 (configuration error, e.g. `PORT=abc`) is not restarted, nor one
+ *   that died SUPERVISOR_MAX_START_FAILURES (5) times in a row before it was ready (e.g. its port
+ *   is taken): the supervisor exits with the child's code.
+ * - SIGTERM or SIGINT stops it: the child gets SIGTERM (with Ctrl-C it got SIGINT from the
+ *   terminal already, and a second SIGINT would find no handler left and kill it mid-drain), the
+ *   supervisor waits for its graceful exit and exits with its code, never restarting meanwhile.
+ * The child tells it is ready over the IPC channel (main.ts sends `{ type: 'ready' }`).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { envReader, makeLogger } from '@docshare/http';
+import { CONFIG_ERROR_EXIT_CODE, supervise } from './supervisor.ts';
+
+const NAME = 'docshare';
+const MAIN = join(import.meta.dirname, 'main.ts');
+const logger = makeLogger(NAME);
+
+let env: ReturnType<typeof envReader>;
+let policy;
+try {
+  env = envReader(process.env);
+  policy = {
+    initialDelayMs: env.int('SUPERVISOR_BACKOFF_MS', 250, 1),
+    maxDelayMs: env.int('SUPERVISOR_BACKOFF_MAX_MS', 30_000, 1),
+    stableMs: env.int('SUPERVISOR_STABLE_MS', 60_000, 0),
+    maxStartFailures: env.int('SUPERVISOR_MAX_START_FAILURES', 5, 1),
+    giveUpOnExitCodes: [CONFIG_ERROR_EXIT_CODE],
+  };
+} catch (err) {
+  logger.fatal({ err, component: 'supervisor' }, 'bad supervisor configuration');
+  process.exit(CONFIG_ERROR_EXIT_CODE);
+}
+
+/** Resolves when the child says it listens. */
+const readiness = (child: ChildProcess): Promise<void> => new Promise((resolve) => {
+  child.on('message', (message: unknown) => {
+    if (typeof message === 'object' && message !== null && (message as { type?: unknown }).type === 'ready') resolve();
+  });
+});
+
+const supervised = supervise({
+  name: NAME,
+  logger,
+  policy,
+  readiness,
+  // Same process group as the supervisor: Ctrl-C reaches both, and killing the group kills both.
+  spawn: () => spawn(process.execPath, [...process.execArgv, MAIN], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+  onStart: (child) => logger.info({ component: 'supervisor', pid: child.pid }, `${NAME} started`),
+});
+
+const stop = (signal: NodeJS.Signals): void => {
+  logger.info({ component: 'supervisor', signal }, 'stopping');
+  // The child's own graceful exit is bounded (15 s); this only guards against a stuck child.
+  void supervised.stop('SIGTERM', 30_000);
+};
+process.once('SIGTERM', () => stop('SIGTERM'));
+process.once('SIGINT', () => stop('SIGINT'));
+// A second Ctrl-C while draining must not kill the supervisor and orphan the child.
+process.on('SIGINT', () => undefined);
+
+const end = await supervised.ended;
+process.exit(end.code ?? (end.signal === null ? 0 : 1));
