@@ -20,7 +20,7 @@
  * Env: CHAOS_ROUNDS (1: each fault once), CHAOS_FAULTS (comma list, default all, in order:
  * kafka,ferretdb,elasticsearch,minio,redis,docs-command,stats-projector,files-projector,
  * search-projector,gateway,elasticsearch-pause), CHAOS_FAULT_SECONDS (5: how long a killed server
- * stays down), CHAOS_PAUSE_SECONDS (20), CHAOS_CALM_SECONDS (3: load between faults),
+ * stays down), CHAOS_PAUSE_SECONDS (20), CHAOS_CALM_SECONDS (2: load between faults),
  * CHAOS_WARMUP_SECONDS (5), CHAOS_CLIENTS (8), CHAOS_THINK_MS (100), CHAOS_REQUEST_TIMEOUT_MS
  * (30000), CHAOS_RECOVERY_TIMEOUT_SECONDS (120: "never recovered"), CHAOS_PORT_OFFSET (3000),
  * CHAOS_KEEP=1 (keep the temp dir), CHAOS_ARTIFACTS (where to keep record and logs on failure),
@@ -55,7 +55,7 @@ const cfg = {
   faults: (env.CHAOS_FAULTS ? env.CHAOS_FAULTS.split(',').map((s) => s.trim()) : [...ALL_FAULTS]) as FaultName[],
   faultSeconds: num('CHAOS_FAULT_SECONDS', 5),
   pauseSeconds: num('CHAOS_PAUSE_SECONDS', 20),
-  calmSeconds: num('CHAOS_CALM_SECONDS', 3),
+  calmSeconds: num('CHAOS_CALM_SECONDS', 2),
   warmupSeconds: num('CHAOS_WARMUP_SECONDS', 5),
   clients: num('CHAOS_CLIENTS', 8),
   thinkMs: num('CHAOS_THINK_MS', 100),
@@ -137,7 +137,12 @@ const keepArtifacts = async (reason: string): Promise<void> => {
 try {
   log(`servers: starting kafka, ferretdb, elasticsearch, minio, redis (ports = defaults + ${cfg.portOffset}) in ${work}/infra`);
   let t = performance.now();
-  await servers.start();
+  await servers.start().catch((error: unknown) => {
+    const text = String(error);
+    throw new Error(/already in use/.test(text)
+      ? `${text}\nA port of the chaos servers is taken: set CHAOS_PORT_OFFSET to another offset (ports = infra/local defaults + offset), or stop what holds it (a killed chaos run leaves its servers under ${tmpdir()}/docshare-chaos-*/infra: DOCSHARE_INFRA_DATA=<that dir> infra/local/stop.sh)`
+      : text);
+  });
   log(`servers: ready in ${secs(performance.now() - t)} s`);
   const serverEnv = await servers.stackEnv();
   const port = await freePort();
@@ -252,6 +257,17 @@ try {
   log(`load stopped: ${rec.records.length} requests`);
 
   // ---- verification ---------------------------------------------------------------------------
+  /** A service that died with no fault injected is a violation; start the instance again so the checks can go on. */
+  const ensureInstance = async (phase: string): Promise<void> => {
+    if (!instanceLost) return;
+    violation(`${phase}: ${instanceLost} with no fault injected`);
+    const from = instanceLostAt;
+    instanceLost = null;
+    await inst.stop();
+    await inst.start();
+    gatewayDown.push({ from, to: rec.now(), label: `instance restart (${phase})` });
+  };
+  await ensureInstance('while the load stopped');
   const users = [...rec.users.values()];
   const mongo = new MongoClient(serverEnv.MONGO_URL ?? '', { serverSelectionTimeoutMS: 10_000 });
   await mongo.connect();
@@ -340,6 +356,7 @@ try {
   let settled = await compare();
   while (settled.diffs.length > 0 && performance.now() - t < cfg.recoveryTimeoutMs) {
     await sleep(2_000);
+    await ensureInstance('comparing the read models');
     settled = await compare();
   }
   log(`read models vs events: ${settled.diffs.length === 0 ? `equal (settled in ${secs(performance.now() - t)} s)` : 'DIFFERENT'}`);
@@ -359,6 +376,7 @@ try {
   if (rebuild.code !== 0) violation(`npm run rebuild -- all failed (${rebuild.code}): ${rebuild.output}`);
   else {
     log(`rebuild: ${rebuild.output.trim().split('\n').join(' | ')}`);
+    await ensureInstance('rebuilding');
     const rebuilt = await compare();
     for (const d of rebuilt.diffs) violation(`rebuilt read model ≠ events: ${d}`);
     if (JSON.stringify(rebuilt.answers) !== JSON.stringify(settled.answers)) violation('the answers after a rebuild differ from the live ones (see the diffs above)');
@@ -369,6 +387,8 @@ try {
   const alive = [...model.alive];
   let checked = 0;
   const checker = users[0] as User;
+  const byteFailures: string[] = [];
+  const fail = (text: string): void => { byteFailures.push(text); };
   const checkBytes = async (): Promise<void> => {
     for (;;) {
       const next = alive.pop();
@@ -376,24 +396,26 @@ try {
       const [fileId, f] = next;
       const up = uploads.get(f.causationid);
       if (!up?.sha) {
-        violation(`file ${fileId}: no upload of the record made it (causationid ${f.causationid})`);
+        fail(`file ${fileId}: no upload of the record made it (causationid ${f.causationid})`);
         continue;
       }
       if (f.forSale) {
         const owner = rec.users.get(f.ownerId);
         const r = owner ? await rec.send('verify', 'sell', 'POST', '/api/V1/docs/api-update', { token: owner.token, json: { id: fileId, for_sale: false } }, { fileId }) : undefined;
-        if (!r || !ok(r)) { violation(`file ${fileId}: could not take it off sale to check its bytes: ${r?.status} ${r?.body}`); continue; }
+        if (!r || !ok(r)) { fail(`file ${fileId}: could not take it off sale to check its bytes: ${r?.status || r?.error} ${r?.body ?? ''}`); continue; }
       }
       const dl = await rec.send('verify', 'download', 'GET', `/api/V1/docs/api-download?file_id=${fileId}`, { token: checker.token }, { fileId });
       const url = dl.json?.download_url;
-      if (!ok(dl) || typeof url !== 'string') { violation(`file ${fileId}: download authorization ${dl.status || dl.error} ${dl.body ?? ''}`); continue; }
+      if (!ok(dl) || typeof url !== 'string') { fail(`file ${fileId}: download authorization ${dl.status || dl.error} ${dl.body ?? ''}`); continue; }
       const content = await rec.send('verify', 'content', 'GET', new URL(url).pathname, { url }, { fileId, sha: up.sha, size: up.size });
-      if (!ok(content)) violation(`file ${fileId}: content ${content.status || content.error} ${content.body ?? ''}`);
+      if (!ok(content)) fail(`file ${fileId}: content ${content.status || content.error} ${content.body ?? ''}`);
       checked += 1; // a sha mismatch is flagged on the record (badBytes)
     }
   };
   await Promise.all([checkBytes(), checkBytes(), checkBytes(), checkBytes()]);
-  log(`bytes: ${checked} surviving files downloaded`);
+  log(`bytes: ${checked} of ${model.alive.size} surviving files downloaded`);
+  if (byteFailures.length > 0) violation(`BYTES: ${byteFailures.length} surviving file(s) could not be checked:\n      ${byteFailures.slice(0, 10).join('\n      ')}`);
+  await ensureInstance('checking the bytes');
 
   // The record against the final event store (the checks above added downloads and updates).
   const final = await readEvents();
@@ -420,6 +442,12 @@ try {
   console.log(`  connection errors while the gateway was down: ${check.connectionErrorsInWindows}; timeouts (> ${cfg.requestTimeoutMs / 1000} s): ${check.timeouts.length}` +
     `; writes answered with an error yet recorded once: ${check.recordedUnacknowledged.length}`);
   for (const r of check.timeouts.slice(0, 10)) console.log(`    timeout: ${r.id} ${r.op} ${r.path} at ${secs(r.at)} s`);
+  const unacked = new Map<string, Rec[]>();
+  for (const r of check.recordedUnacknowledged) {
+    const key = `${r.op} ${r.status || (r.timedOut ? 'timeout' : 'conn-error')} ${String(r.json?.message ?? '')}`;
+    unacked.set(key, [...(unacked.get(key) ?? []), r]);
+  }
+  for (const [k, list] of unacked) console.log(`    recorded though answered with an error: ${k}: ${list.length} (e.g. ${list.slice(0, 3).map((r) => `${r.id} at ${secs(r.at)} s`).join(', ')})`);
   console.log('=== chaos: recovery per fault (s) ===');
   console.log(`  ${'fault'.padEnd(22)} ${'from fault'.padStart(10)} ${'from restart'.padStart(12)}  notes`);
   for (const r of results) {

@@ -75,9 +75,17 @@ export class Servers {
   }
 
   /** Starts the given servers (all by default) in parallel; throws with start.sh's output on failure. */
-  async start(names: readonly string[] = ['all']): Promise<void> {
-    const result = await runScript('start.sh', [...names], this.env);
-    if (result.code !== 0) throw new Error(`infra/local/start.sh ${names.join(' ')} failed (exit ${result.code}):\n${result.output}`);
+  async start(names: readonly string[] = ['all'], attempts = 2): Promise<void> {
+    for (let attempt = 1; ; attempt += 1) {
+      const result = await runScript('start.sh', [...names], this.env);
+      if (result.code === 0) return;
+      if (attempt >= attempts || /already in use/.test(result.output)) {
+        throw new Error(`infra/local/start.sh ${names.join(' ')} failed (exit ${result.code}, attempt ${attempt}):\n${result.output}`);
+      }
+      // A start that failed (a JVM that died on a loaded machine) stopped what it launched: once more.
+      console.log(`[chaos] infra/local/start.sh ${names.join(' ')} failed (exit ${result.code}); trying again. Its output:\n${result.output.split('\n').slice(-15).join('\n')}`);
+      await sleep(2_000);
+    }
   }
 
   /** The servers' settings for the app (KAFKA_BROKERS, MONGO_URL, ...), from stack.env. */

@@ -4,7 +4,10 @@
 # Provisions first when needed (fast no-op when cached). Data, logs and pid files go under
 # ${DOCSHARE_INFRA_DATA:-<cache>/../data}/<server>/; the app's settings go to <data>/stack.env.
 # Env: DOCSHARE_<SERVICE>_PORT (see lib/common.sh), DOCSHARE_START_TIMEOUT (s, default 180),
-#      DOCSHARE_START_PARALLEL=0 to start one server at a time (default: launch all, then wait).
+#      DOCSHARE_START_PARALLEL=0 to start one server at a time (default: launch all, then wait),
+#      DOCSHARE_STARTED_FILE: where to list (one a line) the servers this run launched itself.
+# Every port is checked distinct and free before any server is launched; when a server fails to
+# start (or on Ctrl-C), the servers this run launched are stopped again, never left orphaned.
 set -euo pipefail
 # shellcheck source=lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -253,6 +256,63 @@ url_elasticsearch() { echo "http://127.0.0.1:$ES_PORT"; }
 # ---- orchestration ---------------------------------------------------------------------------
 declare -A T0=() WAS_RUNNING=()
 FAILED=()
+# servers launched by this run (not found running): the ones a failed start stops again
+STARTED=()
+
+# ports_of <service>: the VAR=port pairs a server listens on
+ports_of() {
+  case "$1" in
+    redis) echo "DOCSHARE_REDIS_PORT=$REDIS_PORT" ;;
+    ferretdb) echo "DOCSHARE_FERRETDB_PORT=$FERRETDB_PORT" ;;
+    minio) echo "DOCSHARE_MINIO_PORT=$MINIO_PORT DOCSHARE_MINIO_CONSOLE_PORT=$MINIO_CONSOLE_PORT" ;;
+    kafka) echo "DOCSHARE_KAFKA_PORT=$KAFKA_PORT DOCSHARE_KAFKA_CONTROLLER_PORT=$KAFKA_CONTROLLER_PORT" ;;
+    elasticsearch) echo "DOCSHARE_ES_PORT=$ES_PORT DOCSHARE_ES_TRANSPORT_PORT=$ES_TRANSPORT_PORT" ;;
+  esac
+}
+
+# preflight_ports <services...>: before anything is launched, the ports of the servers to start
+# are distinct and free (servers already running hold their own ports). Found half-way, a clash
+# would leave the servers launched before it running.
+preflight_ports() {
+  local svc pair var port problems=()
+  local -A owner=()
+  for svc in "$@"; do
+    for pair in $(ports_of "$svc"); do
+      var="${pair%%=*}"; port="${pair#*=}"
+      if [ -n "${owner[$port]:-}" ]; then
+        problems+=("$var=$port ($svc) collides with ${owner[$port]}=$port")
+      else
+        owner[$port]="$var"
+      fi
+    done
+  done
+  for svc in "$@"; do
+    running_pid "$svc" >/dev/null && continue
+    for pair in $(ports_of "$svc"); do
+      var="${pair%%=*}"; port="${pair#*=}"
+      if tcp_open 127.0.0.1 "$port"; then
+        problems+=("$var=$port ($svc): 127.0.0.1:$port is already in use by another process")
+      fi
+    done
+  done
+  if [ "${#problems[@]}" -gt 0 ]; then
+    printf '[infra] ERROR: %s\n' "${problems[@]}" >&2
+    die "nothing was started (set the DOCSHARE_*_PORT variables named above)"
+  fi
+}
+
+# stop_started: stops every server this run launched (after a failed start, or on a signal)
+stop_started() {
+  local s pid
+  for s in "${STARTED[@]}"; do
+    if pid="$(running_pid "$s")"; then
+      kill_group "$pid"
+      printf '%-14s stopped again: this start failed\n' "$s" >&2
+    fi
+    rm -f "$(pid_file "$s")"
+  done
+  STARTED=()
+}
 
 begin() {
   local svc="$1"
@@ -268,8 +328,13 @@ begin() {
   if ! ( "start_$svc" ); then
     printf '%-14s FAILED: could not be launched (see the error above)\n' "$svc" >&2
     FAILED+=("$svc")
+    # it may have been launched before its set-up failed
+    local pid
+    if pid="$(running_pid "$svc")"; then kill_group "$pid"; fi
+    rm -f "$(pid_file "$svc")"
     return 1
   fi
+  STARTED+=("$svc")
 }
 
 kill_group() {
@@ -329,6 +394,8 @@ await_all() {
 main() {
   local services s
   mapfile -t services < <(expand_services "$@")
+  preflight_ports "${services[@]}"
+  trap 'stop_started; write_stack_env; exit 130' INT TERM
   # provisioning is a fast no-op once cached
   "$INFRA_DIR/provision.sh" "${services[@]}"
   command -v curl >/dev/null 2>&1 || die "curl is required"
@@ -343,7 +410,12 @@ main() {
   else
     for s in "${services[@]}"; do begin "$s" && await_all "$s"; done
   fi
+  if [ "${#FAILED[@]}" -gt 0 ]; then stop_started; fi
+  trap - INT TERM
   write_stack_env
+  if [ -n "${DOCSHARE_STARTED_FILE:-}" ]; then
+    if [ "${#STARTED[@]}" -gt 0 ]; then printf '%s\n' "${STARTED[@]}" >"$DOCSHARE_STARTED_FILE"; else : >"$DOCSHARE_STARTED_FILE"; fi
+  fi
   echo "env for the app: $DATA/stack.env (mode 0600; load with: set -a; . $DATA/stack.env; set +a)"
   { grep -v -e '^#' -e '^MINIO_SECRET_KEY=' "$DATA/stack.env" || true; } | sed 's/^/  /'
   if grep -q '^MINIO_SECRET_KEY=' "$DATA/stack.env"; then echo "  MINIO_SECRET_KEY=<see stack.env>"; fi

@@ -1,7 +1,8 @@
 /**
  * One docshare instance in distributed mode on servers that are already running: every service
- * its own process, all in this process's group (so `kill -9 -<pid>` takes the whole instance
- * down, as a machine crash would). Server URLs come from the environment (KAFKA_BROKERS,
+ * its own supervised process (restarted with backoff when it dies; its current pid in
+ * DATA_DIR/run/<service>.pid), all in this process's group (so `kill -9 -<pid>` takes the whole
+ * instance down, as a machine crash would). Server URLs come from the environment (KAFKA_BROKERS,
  * MONGO_URL, ELASTICSEARCH_URL, MINIO_*, REDIS_URL); the instance's databases, topics, index
  * alias, bucket, consumer groups and rate-limit keys are namespaced by DATA_DIR, so several
  * instances share one set of servers and a restart on the same DATA_DIR finds its data again.
@@ -21,6 +22,8 @@ const port = Number(env.PORT ?? 8080);
 const dataDir = resolve(env.DATA_DIR ?? './data');
 await mkdir(dataDir, { recursive: true });
 const ns = createHash('sha256').update(dataDir).digest('hex').slice(0, 12);
+/** `<service>.pid` of each service's current process, rewritten on every restart. */
+const pidDir = join(dataDir, 'run');
 
 /** Ports nobody listens on now, one per internal service (held together so they differ). */
 const freePorts = async (count: number): Promise<number[]> => {
@@ -56,6 +59,7 @@ const services = await startServices({
     SPOOL_DIR: join(dataDir, 'spool'),
   },
   output: 'inherit',
+  pidDir,
 });
 console.error(`instance ${ns}: ready on port ${port}`);
 
@@ -63,16 +67,17 @@ let stopping = false;
 const stop = async (code: number): Promise<void> => {
   if (stopping) return;
   stopping = true;
-  await stopServices(services);
+  await stopServices(services, undefined, pidDir);
   process.exit(code);
 };
 process.once('SIGTERM', () => void stop(0));
 process.once('SIGINT', () => void stop(0));
+// A service that dies is restarted by its supervisor; supervision ends on its own only on a
+// configuration error (exit 78), which no restart can fix.
 for (const service of services) {
-  service.child.once('exit', (code, signal) => {
-    if (!stopping) {
-      console.error(`instance ${ns}: ${service.name} exited (${code ?? signal}); stopping the instance`);
-      void stop(1);
-    }
+  void service.supervisor.ended.then((end) => {
+    if (stopping || !end.gaveUp) return;
+    console.error(`instance ${ns}: ${service.name} cannot run (exit ${end.code ?? end.signal}); stopping the instance`);
+    void stop(1);
   });
 }

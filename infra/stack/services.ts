@@ -1,10 +1,15 @@
 /**
  * Starts docshare's services as separate processes against running servers (distributed mode):
- * used by `npm run stack` and by the distributed test run.
+ * used by `npm run stack` and by the distributed test run. Each service runs under a supervisor
+ * (services/standalone/src/supervisor.ts): once the stack has started, a service that dies is
+ * restarted with backoff (a JSON log line says so) and the others keep serving.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { makeLogger, type Logger } from '@docshare/http';
+import { CONFIG_ERROR_EXIT_CODE, supervise, type RestartPolicy, type Supervised } from '@docshare/standalone/supervisor';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -19,7 +24,27 @@ export const SERVICES: readonly ServiceSpec[] = [
 ];
 export const GATEWAY: ServiceSpec = { name: 'gateway', entry: 'services/gateway/src/main.ts' };
 
-export interface RunningService { name: string; url: string; child: ChildProcess }
+export interface RunningService {
+  name: string;
+  url: string;
+  /** The service's process now (a new one after each restart; the last one once stopped). */
+  readonly child: ChildProcess;
+  supervisor: Supervised;
+}
+
+/**
+ * Restarts in a stack: 250 ms, doubling, at most 5 s (a service that died while a server is down
+ * comes back within 5 s of the server), reset after a minute up. Never given up, except on the
+ * configuration-error exit code: after the first start the cause of a crash loop is usually a
+ * server that is down, and giving up would turn its outage into a permanent one.
+ */
+export const STACK_RESTART_POLICY: RestartPolicy = {
+  initialDelayMs: 250,
+  maxDelayMs: 5_000,
+  stableMs: 60_000,
+  maxStartFailures: Infinity,
+  giveUpOnExitCodes: [CONFIG_ERROR_EXIT_CODE],
+};
 
 export interface StackOptions {
   /** Environment of the servers (KAFKA_BROKERS, MONGO_URL, ...), e.g. from stack.env. */
@@ -36,6 +61,12 @@ export interface StackOptions {
   /** Where the services' output goes: inherited (foreground) or a callback per line. */
   output?: 'inherit' | ((service: string, line: string) => void);
   readyTimeoutMs?: number;
+  /**
+   * Where each service's current pid is kept, as `<pidDir>/<service>.pid` (rewritten on every
+   * restart, removed when the stack stops): how a test finds a service to kill.
+   */
+  pidDir?: string;
+  restartPolicy?: RestartPolicy;
 }
 
 /** Parses `KEY=value` lines (a stack.env file). */
@@ -48,11 +79,26 @@ export const parseEnvFile = async (path: string): Promise<Record<string, string>
   return out;
 };
 
+/** The path of a service's pid file under `pidDir`. */
+export const pidFileOf = (pidDir: string, service: string): string => join(pidDir, `${service}.pid`);
+
+/** Replaces the pid file in one rename, so a reader never sees it half written. */
+const writePidFile = (pidDir: string, service: string, pid: number): void => {
+  mkdirSync(pidDir, { recursive: true });
+  const file = pidFileOf(pidDir, service);
+  writeFileSync(`${file}.tmp`, `${pid}\n`);
+  renameSync(`${file}.tmp`, file);
+};
+
+const exited = (child: ChildProcess): boolean => child.exitCode !== null || child.signalCode !== null;
+
+/** Waits for the service's first process to answer /readyz; its death fails the start. */
 const waitReady = async (service: RunningService, timeoutMs: number): Promise<void> => {
+  const first = service.child;
   const deadline = Date.now() + timeoutMs;
   let last = 'no answer';
   while (Date.now() < deadline) {
-    if (service.child.exitCode !== null) throw new Error(`${service.name} exited with ${service.child.exitCode} during start`);
+    if (exited(first)) throw new Error(`${service.name} exited with ${first.exitCode ?? first.signalCode} during start`);
     try {
       const res = await fetch(`${service.url}/readyz`, { signal: AbortSignal.timeout(2_000) });
       if (res.ok) return;
@@ -65,11 +111,20 @@ const waitReady = async (service: RunningService, timeoutMs: number): Promise<vo
   throw new Error(`${service.name} not ready after ${timeoutMs} ms: ${last}`);
 };
 
-const spawnService = (spec: ServiceSpec, port: number, env: Record<string, string>, output: StackOptions['output']): RunningService => {
+/** A supervisor's own log lines go where the service's output goes. */
+const supervisorLogger = (name: string, output: StackOptions['output']): Logger =>
+  typeof output === 'function'
+    ? makeLogger(name, 'info', { write: (line: string) => output(name, line.trimEnd()) })
+    : makeLogger(name, 'info');
+
+const spawnService = (spec: ServiceSpec, port: number, env: Record<string, string>, output: StackOptions['output']): ChildProcess => {
+  const inherit = output === 'inherit' || output === undefined;
   const child = spawn(process.execPath, [join(ROOT, spec.entry)], {
     cwd: ROOT,
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', output === 'inherit' || output === undefined ? 'inherit' : 'pipe', output === 'inherit' || output === undefined ? 'inherit' : 'pipe'],
+    // Not detached: every service stays in the launcher's process group, so killing the group
+    // (a machine crash in the tests) takes restarted services down too.
+    stdio: ['ignore', inherit ? 'inherit' : 'pipe', inherit ? 'inherit' : 'pipe'],
   });
   if (typeof output === 'function') {
     for (const stream of [child.stdout, child.stderr]) {
@@ -82,7 +137,30 @@ const spawnService = (spec: ServiceSpec, port: number, env: Record<string, strin
       });
     }
   }
-  return { name: spec.name, url: `http://127.0.0.1:${port}`, child };
+  return child;
+};
+
+const superviseService = (spec: ServiceSpec, port: number, env: Record<string, string>, options: StackOptions): RunningService => {
+  let latest: ChildProcess | undefined;
+  const supervisor = supervise({
+    name: spec.name,
+    logger: supervisorLogger(spec.name, options.output),
+    policy: options.restartPolicy ?? STACK_RESTART_POLICY,
+    spawn: () => spawnService(spec, port, env, options.output),
+    onStart: (child) => {
+      latest = child;
+      if (options.pidDir !== undefined && child.pid !== undefined) writePidFile(options.pidDir, spec.name, child.pid);
+    },
+  });
+  return {
+    name: spec.name,
+    url: `http://127.0.0.1:${port}`,
+    get child(): ChildProcess {
+      if (latest === undefined) throw new Error(`${spec.name} has no process`);
+      return latest;
+    },
+    supervisor,
+  };
 };
 
 /** Starts every service, waits until each is ready, and returns them (gateway last). */
@@ -101,33 +179,28 @@ export const startServices = async (options: StackOptions): Promise<RunningServi
   };
   const running: RunningService[] = [];
   try {
-    const backends = SERVICES.map((spec, i) => spawnService(spec, ports[i] ?? first + i, env, options.output));
+    const backends = SERVICES.map((spec, i) => superviseService(spec, ports[i] ?? first + i, env, options));
     running.push(...backends);
     await Promise.all(backends.map((s) => waitReady(s, options.readyTimeoutMs ?? 90_000)));
-    const gateway = spawnService(GATEWAY, options.gatewayPort, env, options.output);
+    const gateway = superviseService(GATEWAY, options.gatewayPort, env, options);
     running.push(gateway);
     await waitReady(gateway, options.readyTimeoutMs ?? 90_000);
     return running;
   } catch (error) {
-    await stopServices(running);
+    await stopServices(running, undefined, options.pidDir);
     throw error;
   }
 };
 
-const exited = (child: ChildProcess): Promise<void> =>
-  child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once('exit', () => r()));
-
-/** SIGTERM to the gateway first (no new requests), then the rest; SIGKILL after `graceMs`. */
-export const stopServices = async (services: RunningService[], graceMs = 25_000): Promise<void> => {
+/**
+ * Ends supervision (no more restarts) and stops the services: SIGTERM to the gateway first (no
+ * new requests), then the rest; SIGKILL after `graceMs`. Removes their pid files.
+ */
+export const stopServices = async (services: RunningService[], graceMs = 25_000, pidDir?: string): Promise<void> => {
   const ordered = [...services].reverse();
   const gateway = ordered.filter((s) => s.name === 'gateway');
   for (const group of [gateway, ordered.filter((s) => s.name !== 'gateway')]) {
-    await Promise.all(group.map(async (s) => {
-      if (s.child.exitCode !== null || s.child.signalCode !== null) return;
-      s.child.kill('SIGTERM');
-      const timer = setTimeout(() => s.child.kill('SIGKILL'), graceMs);
-      await exited(s.child);
-      clearTimeout(timer);
-    }));
+    await Promise.all(group.map((s) => s.supervisor.stop('SIGTERM', graceMs)));
   }
+  if (pidDir !== undefined) for (const s of services) rmSync(pidFileOf(pidDir, s.name), { force: true });
 };

@@ -210,6 +210,51 @@ export const blobStoreContract = (name: string, make: () => Promise<BlobStore>) 
       });
     });
 
+    describe('list', () => {
+      const listed = async (): Promise<Map<string, Date>> => {
+        const out = new Map<string, Date>();
+        for await (const { key, lastModified } of store.list()) out.set(key, lastModified);
+        return out;
+      };
+
+      it('lists stored blobs with when they were written, and not removed or failed ones', async () => {
+        const kept = newKey();
+        const removed = newKey();
+        const failed = newKey();
+        // S3 keeps whole seconds: allow for the truncation below the clock reading before the put.
+        const before = Date.now() - 1_000;
+        await store.put(kept, Readable.from([Buffer.from('listed')]), 6, 'text/plain');
+        await store.put(removed, Readable.from([Buffer.from('gone')]), 4, 'text/plain');
+        const afterPuts = Date.now() + 1_000;
+        await store.remove(removed);
+        await assert.rejects(store.put(failed, Readable.from([Buffer.from('short')]), 10, 'text/plain'));
+
+        const all = await listed();
+        const at = all.get(kept);
+        assert.ok(at instanceof Date, 'a stored blob is listed');
+        assert.ok(at.getTime() >= before && at.getTime() <= afterPuts, `last modified ${at.toISOString()} is when it was put`);
+        assert.equal(all.has(removed), false, 'a removed blob is not listed');
+        assert.equal(all.has(failed), false, 'a failed put is not listed');
+      });
+
+      it('a put over a key lists the key once, with the newer time', async () => {
+        const key = newKey();
+        await store.put(key, Readable.from([Buffer.from('one')]), 3, 'text/plain');
+        const first = (await listed()).get(key);
+        await store.put(key, Readable.from([Buffer.from('two')]), 3, 'text/plain');
+        let count = 0;
+        let second: Date | undefined;
+        for await (const entry of store.list()) {
+          if (entry.key === key) {
+            count++;
+            second = entry.lastModified;
+          }
+        }
+        assert.equal(count, 1);
+        assert.ok(first && second && second.getTime() >= first.getTime());
+      });
+    });
+
     describe('keys', () => {
       it('rejects keys that are not plain server-made names', async () => {
         const bad = ['../x', 'a/b', '', '.hidden', '..', 'a\\b', 'a\0b', 'x'.repeat(201), '-lead', 'sp ace'];

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, open, rename, rm, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { RangeNotSatisfiable } from './port.ts';
-import type { BlobInfo, BlobStore, BlobStream, ByteRange } from './port.ts';
-import { checkKey, checkRange, checkSize, toBytes, tooLong, tooShort } from './validate.ts';
+import type { BlobEntry, BlobInfo, BlobStore, BlobStream, ByteRange } from './port.ts';
+import { checkKey, checkRange, checkSize, isKey, toBytes, tooLong, tooShort } from './validate.ts';
 
 /*
  * On-disk layout, under `dir`:
@@ -130,7 +130,31 @@ export async function makeFsBlobStore(dir: string): Promise<BlobStore> {
       }
       await fsyncDir(shardDir);
     },
+
+    async *list(): AsyncIterable<BlobEntry> {
+      // A blob's mtime is when its put finished writing (the rename keeps it).
+      for (const shard of await readdir(blobsDir)) {
+        for (const key of await readdirIfExists(join(blobsDir, shard))) {
+          if (!isKey(key) || key.slice(0, 2) !== shard) continue;
+          const info = await stat(join(blobsDir, shard, key)).catch((err: unknown) => {
+            if (isNotFound(err)) return null; // removed meanwhile
+            throw err;
+          });
+          if (info?.isFile()) yield { key, lastModified: info.mtime };
+        }
+      }
+    },
   };
+}
+
+async function readdirIfExists(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (err) {
+    // Not a directory (a stray file in blobs/) or removed meanwhile.
+    if (isNotFound(err) || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return [];
+    throw err;
+  }
 }
 
 function encodeHeader(size: number, contentType: string): Buffer {

@@ -4,8 +4,8 @@ import https from 'node:https';
 import type { Readable } from 'node:stream';
 import { Client } from 'minio';
 import { RangeNotSatisfiable } from './port.ts';
-import type { BlobInfo, BlobStore, BlobStream, ByteRange } from './port.ts';
-import { checkKey, checkRange, checkSize, toBytes, tooLong, tooShort } from './validate.ts';
+import type { BlobEntry, BlobInfo, BlobStore, BlobStream, ByteRange } from './port.ts';
+import { checkKey, checkRange, checkSize, isKey, toBytes, tooLong, tooShort } from './validate.ts';
 
 /*
  * One bucket, one object per blob, named by the blob key itself (keys are server-made and already
@@ -228,6 +228,15 @@ export async function makeMinioBlobStore(options: MinioBlobStoreOptions): Promis
       checkKey(key);
       // S3 answers 204 whether or not the object existed.
       await client.removeObject(bucket, key);
+    },
+
+    async *list(): AsyncIterable<BlobEntry> {
+      // ListObjectsV2 pages of 1000, fetched as the caller reads; lastModified is when the
+      // object's upload completed. Names that are not blob keys (put there by hand) are skipped.
+      for await (const item of client.listObjectsV2(bucket, '', true)) {
+        const { name, lastModified } = item as { name?: string; lastModified?: Date };
+        if (typeof name === 'string' && isKey(name) && lastModified instanceof Date) yield { key: name, lastModified };
+      }
     },
   };
 }

@@ -12,6 +12,13 @@ export interface BlobStream extends BlobInfo {
   range?: ByteRange;
 }
 
+/** One stored blob, as `list` gives it. */
+export interface BlobEntry {
+  key: string;
+  /** When the blob was last written (its put completed). */
+  lastModified: Date;
+}
+
 /** Thrown by `get` when a range starts at or past the end of the blob. */
 export class RangeNotSatisfiable extends Error {
   readonly size: number;
@@ -38,4 +45,9 @@ export interface BlobStore {
   stat(key: string): Promise<BlobInfo | null>;
   /** Removes the blob; a missing key is a no-op. */
   remove(key: string): Promise<void>;
+  /**
+   * Every stored blob with its last-modified time, in no particular order, streamed (a store may
+   * hold millions). Puts in flight are not listed. What the garbage sweeper walks.
+   */
+  list(): AsyncIterable<BlobEntry>;
 }

@@ -3,6 +3,9 @@ import type { ByteRange } from './port.ts';
 /** What a blob key must look like: a plain name, usable as a file name and as an object name. */
 const KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
+/** Whether `key` is a valid blob key (for names found in storage, which may hold anything). */
+export const isKey = (key: string): boolean => typeof key === 'string' && KEY.test(key);
+
 export function checkKey(key: string): void {
   // Keys are made by the server; anything else (slashes, "..", empty) is a bug or an attack.
   if (typeof key !== 'string' || !KEY.test(key)) throw new TypeError(`invalid blob key: ${JSON.stringify(key)}`);

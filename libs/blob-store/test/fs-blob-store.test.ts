@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -37,6 +37,21 @@ describe('fs blob store', () => {
     assert.ok(blob);
     assert.equal(blob.contentType, 'text/plain');
     assert.deepEqual(await buffer(blob.body), Buffer.from('still here'));
+  });
+
+  it('lists only blobs: not puts in flight, stray files or names that are not keys', async () => {
+    const dir = freshDir();
+    const store = await makeFsBlobStore(dir);
+    await store.put('f1-blob', Readable.from([Buffer.from('x')]), 1, 'text/plain');
+    await writeFile(join(dir, 'tmp', 'in-flight'), 'half');
+    await writeFile(join(dir, 'blobs', 'stray-file'), 'not a shard');
+    await mkdir(join(dir, 'blobs', 'zz'), { recursive: true });
+    await writeFile(join(dir, 'blobs', 'zz', 'f2-wrong-shard'), 'x');
+    await writeFile(join(dir, 'blobs', 'zz', 'zz bad name'), 'x');
+    await mkdir(join(dir, 'blobs', 'f1', 'f1-a-directory'), { recursive: true });
+    const keys: string[] = [];
+    for await (const { key } of store.list()) keys.push(key);
+    assert.deepEqual(keys, ['f1-blob']);
   });
 
   it('a failed put leaves no temp file behind', async () => {

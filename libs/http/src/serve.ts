@@ -64,7 +64,7 @@ export const httpLimitsOf = (env: NodeJS.ProcessEnv): HttpLimits => {
 
 /** The response a socket in flight carries (Node's own field; what its default clientError handler checks). */
 const responseOn = (socket: Socket): ServerResponse | undefined =>
-  (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
+  (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
 
 /** The status Node itself would answer a request it cannot parse with. */
 const clientErrorStatus = (error: NodeJS.ErrnoException): number => {

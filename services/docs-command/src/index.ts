@@ -5,3 +5,4 @@ export * from './domain/file.ts';
 export * from './domain/user.ts';
 export * from './domain/category.ts';
 export * from './validation.ts';
+export * from './blob-sweeper.ts';

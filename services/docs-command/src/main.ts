@@ -1,7 +1,5 @@
 import express from 'express';
 import { Gauge } from 'prom-client';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { makeTokens, makeUrlSigner } from '@docshare/auth';
 import { makeMinioBlobStore } from '@docshare/blob-store/minio';
 import { openMongoClaimStore } from '@docshare/claim-store/mongo';
@@ -14,6 +12,8 @@ import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeStatsQueries } from '@docshare/stats-projector';
 import { makeDocsCommands } from './commands.ts';
 import { makeDocsCommandApp, prepareSpool } from './app.ts';
+import { fileStateFrom, startBlobSweeper } from './blob-sweeper.ts';
+import { defaultSpoolDir } from './spool-dir.ts';
 
 const NAME = 'docs-command';
 const logger = makeLogger(NAME);
@@ -110,16 +110,24 @@ app.disable('x-powered-by');
 app.use(ops.httpMetrics);
 app.use(ops.router);
 app.use(requestLog(logger));
-const spoolDir = env.string('SPOOL_DIR', join(tmpdir(), `docshare-spool-${process.pid}`));
+const spoolDir = env.string('SPOOL_DIR', defaultSpoolDir(port));
 await prepareSpool(spoolDir);
 app.use(makeDocsCommandApp({
   commands, logger, publicBaseUrl: config.publicBaseUrl, spoolDir,
   maxUploadBytes: env.int('MAX_UPLOAD_BYTES', 100 * 1024 * 1024, 1),
 }));
+const swept = counter(ops.registry, 'docshare_blobs_swept_total', 'Unreferenced blobs removed by the blob sweeper');
+const sweeper = startBlobSweeper({
+  blobs, logger, fileState: fileStateFrom(events),
+  intervalMs: env.int('BLOB_SWEEP_INTERVAL_SECONDS', 60 * 60, 0) * 1000,
+  graceMs: env.int('BLOB_SWEEP_GRACE_SECONDS', 60 * 60, 1) * 1000,
+  onSwept: ({ removed }) => swept.inc(removed),
+});
 const { server } = await listen(app, port, config.host, httpLimitsOf(process.env), logger);
 logger.info({ port }, `${NAME} listening`);
 exitGracefully(logger, [
   () => closeServer(server),
+  () => sweeper.stop(),
   () => relay.stop(),
   () => bus.close(),
   () => client.close(),

@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DocshareError, M, tooLarge } from '@docshare/contracts';
-import { declaredLength, makeStorageQuota } from '../src/storage-quota.ts';
+import { PassThrough } from 'node:stream';
+import { declaredLength, drainSmallBody, makeStorageQuota } from '../src/storage-quota.ts';
 
 const MAX = 1_000;
 
@@ -111,5 +112,26 @@ describe('storage quota', () => {
     assert.equal(declaredLength('1234'), 1234);
     assert.equal(declaredLength(' 0 '), 0);
     for (const h of [undefined, '', '-1', '1e3', '12abc', '9'.repeat(20)]) assert.equal(declaredLength(h), undefined);
+  });
+
+  it('drains a small body before a refusal, and leaves a large one unread', async () => {
+    const body = (contentLength?: string) => Object.assign(new PassThrough(), {
+      complete: false, headers: contentLength === undefined ? {} : { 'content-length': contentLength },
+    });
+    const small = body('5');
+    small.end('hello');
+    await drainSmallBody(small, 10);
+    assert.equal(small.readableEnded, true, 'a small declared body is read to its end');
+
+    const large = body('11');
+    large.write('x'.repeat(11));
+    await drainSmallBody(large, 10);
+    assert.equal(large.readableLength, 11, 'a body declared over the limit is not read at all');
+
+    const chunked = body();
+    chunked.write('y'.repeat(25));
+    await drainSmallBody(chunked, 10);
+    assert.equal(chunked.readableEnded, false, 'an undeclared body is read only up to the limit');
+    assert.equal(chunked.isPaused(), true);
   });
 });

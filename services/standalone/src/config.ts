@@ -19,6 +19,10 @@ export interface EmbeddedConfig {
   logLevel: string;
   /** Header, idle and total timeouts and the connection limit of the public port (`HTTP_*`). */
   http: HttpLimits;
+  /** Seconds between passes of the blob sweeper (removes unreferenced blobs); 0 = off. */
+  blobSweepIntervalSeconds: number;
+  /** Blobs younger than this are never swept (an upload's blob is written before its event). */
+  blobSweepGraceSeconds: number;
 }
 
 const integer = (env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number => {
@@ -47,5 +51,7 @@ export const embeddedConfig = (env: NodeJS.ProcessEnv): EmbeddedConfig => {
     trustProxy: trustProxyOf(env.TRUST_PROXY),
     logLevel: env.LOG_LEVEL ?? 'info',
     http: httpLimitsOf(env),
+    blobSweepIntervalSeconds: integer(env, 'BLOB_SWEEP_INTERVAL_SECONDS', 60 * 60, 0),
+    blobSweepGraceSeconds: integer(env, 'BLOB_SWEEP_GRACE_SECONDS', 60 * 60, 1),
   };
 };

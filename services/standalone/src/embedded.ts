@@ -7,11 +7,11 @@ import { makeFsBlobStore } from '@docshare/blob-store';
 import { openFileClaimStore } from '@docshare/claim-store';
 import { makeLogBus } from '@docshare/event-bus';
 import { openFileEventLog } from '@docshare/event-store';
-import { closeServer, listen, makeLogger, makeOps, type Logger } from '@docshare/http';
+import { closeServer, counter, listen, makeLogger, makeOps, type Logger } from '@docshare/http';
 import { runProjector, type RunningProjector } from '@docshare/projection';
 import { makeMemoryReadStore } from '@docshare/read-store';
 import { makeMemorySearchIndex } from '@docshare/search-index';
-import { makeDocsCommandApp, makeDocsCommands, prepareSpool } from '@docshare/docs-command';
+import { fileStateFrom, makeDocsCommandApp, makeDocsCommands, prepareSpool, startBlobSweeper } from '@docshare/docs-command';
 import { makeFilesApp, filesHandler } from '@docshare/files-projector';
 import { makeSearchApp, searchHandler } from '@docshare/search-projector';
 import { makeStatsApp, makeStatsQueries, statsHandler } from '@docshare/stats-projector';
@@ -77,6 +77,12 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   });
 
   const ops = makeOps('docshare', {});
+  const swept = counter(ops.registry, 'docshare_blobs_swept_total', 'Unreferenced blobs removed by the blob sweeper');
+  const sweeper = startBlobSweeper({
+    blobs, logger, fileState: fileStateFrom(events),
+    intervalMs: config.blobSweepIntervalSeconds * 1000, graceMs: config.blobSweepGraceSeconds * 1000,
+    onSwept: ({ removed }) => swept.inc(removed),
+  });
   const gateway = makeGateway({
     tokens, logger, ops,
     limiter: new RateLimiterMemory({ points: config.rateLimitPoints, duration: config.rateLimitWindowSeconds }),
@@ -103,6 +109,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       await closeServer(server);
+      await sweeper.stop();
       await Promise.all(projectors.map((p) => p.stop()));
       await Promise.all([events.close(), claims.close(), statsStore.close(), filesStore.close(), searchIndex.close()]);
       await unlock();

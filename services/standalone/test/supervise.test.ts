@@ -18,6 +18,7 @@ interface Supervisor {
   process: ChildProcess;
   /** JSON log lines so far (the supervisor's and the child's). */
   logs(): Record<string, unknown>[];
+  output(): string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
@@ -34,8 +35,10 @@ after(async () => {
 const startSupervisor = async (env: Record<string, string>): Promise<Supervisor> => {
   const dataDir = await mkdtemp(join(tmpdir(), 'docshare-supervise-'));
   dirs.push(dataDir);
+  const childEnv: NodeJS.ProcessEnv = { ...process.env };
+  delete childEnv.NODE_TEST_CONTEXT;
   const child = spawn(process.execPath, [SUPERVISE], {
-    env: { ...process.env, NODE_TEST_CONTEXT: undefined, DATA_DIR: dataDir, HOST: '127.0.0.1', RATE_LIMIT_POINTS: '100000', ...env },
+    env: { ...childEnv, DATA_DIR: dataDir, HOST: '127.0.0.1', RATE_LIMIT_POINTS: '100000', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
@@ -50,7 +53,7 @@ const startSupervisor = async (env: Record<string, string>): Promise<Supervisor>
     });
   });
   const logs = (): Record<string, unknown>[] => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
-  return { process: child, logs, exited };
+  return { process: child, logs, output: () => out, exited };
 };
 
 const started = (s: Supervisor): number[] =>
@@ -75,12 +78,19 @@ const healthy = async (baseUrl: string): Promise<boolean> => {
   }
 };
 
+/** Waits for /healthz; on a timeout the error carries the supervisor's output. */
+const waitHealthy = async (sup: Supervisor, baseUrl: string): Promise<void> => {
+  await eventually(() => healthy(baseUrl), { timeoutMs: 60_000 }).catch((err: unknown) => {
+    throw new Error(`${baseUrl} never answered /healthz; output:\n${sup.output()}`, { cause: err });
+  });
+};
+
 describe('npm start supervisor', () => {
   it('restarts a child killed with SIGKILL on the same port with its data, and SIGTERM stops both', async () => {
     const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}`;
     const sup = await startSupervisor({ PORT: String(port), SUPERVISOR_BACKOFF_MS: '100' });
-    await eventually(() => healthy(baseUrl), { timeoutMs: 30_000 });
+    await waitHealthy(sup, baseUrl);
     const c = api({ baseUrl } as Server);
     const user = await c.register();
     const bytes = new TextEncoder().encode('survives a kill -9');
@@ -96,7 +106,7 @@ describe('npm start supervisor', () => {
     assert.equal(restart.signal, 'SIGKILL');
     assert.equal(restart.pid, first);
     assert.equal(restart.restartInMs, 100);
-    await eventually(() => healthy(baseUrl), { timeoutMs: 30_000 });
+    await waitHealthy(sup, baseUrl);
 
     // The same data: the user logs in, the file downloads with its bytes.
     assert.equal((await c.login(user.email, user.password)).status, 200);

@@ -20,6 +20,8 @@ const nonJsonAllowed = (method: string, path: string, res: WireResponse): boolea
   if (/^\/docs\/[^/]+\/?$/.test(path) && ct.startsWith('text/html')) return true;
   if (/^\/files\/[^/]+\/content\/?$/.test(path) && (res.status === 200 || res.status === 206) && method !== 'POST') return true;
   if (path === '/metrics' && method === 'GET' && res.status === 200 && ct.startsWith('text/plain')) return true;
+  // The OpenAPI document is JSON but, being a document, not the envelope.
+  if (path === '/api/V1/openapi.json' && method === 'GET' && res.status === 200 && ct.startsWith('application/json')) return true;
   return false;
 };
 
@@ -61,13 +63,15 @@ export const checkResponse = (method: string, path: string, res: WireResponse): 
 };
 
 export interface Tally {
+  /** The slowest exchanges (informational: what the run spent its time on). */
+  slowest: Array<{ ms: number; gen: string; index: number; label: string }>;
   connections: number;
   requests: number;
   byClass: Record<string, number>;
   byGen: Record<string, Record<string, number>>;
 }
 
-export const newTally = (): Tally => ({ connections: 0, requests: 0, byClass: {}, byGen: {} });
+export const newTally = (): Tally => ({ slowest: [], connections: 0, requests: 0, byClass: {}, byGen: {} });
 
 const bump = (t: Tally, gen: string, cls: string, n = 1): void => {
   t.byClass[cls] = (t.byClass[cls] ?? 0) + n;
@@ -76,7 +80,10 @@ const bump = (t: Tally, gen: string, cls: string, n = 1): void => {
 };
 
 /** Checks one exchange: every owed answer arrived, in time, and is well-formed. */
-export const checkExchange = (c: Case, index: number, result: WireResult, port: number, tally: Tally): Violation[] => {
+export const checkExchange = (c: Case, index: number, result: WireResult, port: number, tally: Tally, ms = 0): Violation[] => {
+  tally.slowest.push({ ms, gen: c.gen, index, label: c.label.slice(0, 80) });
+  tally.slowest.sort((x, y) => y.ms - x.ms);
+  if (tally.slowest.length > 8) tally.slowest.length = 8;
   const bytes = Buffer.concat(c.wire.chunks);
   const v = (kind: string, detail: string): Violation => ({ kind, gen: c.gen, index, label: c.label, detail, repro: reproduction(bytes, port) });
   const out: Violation[] = [];
@@ -101,6 +108,10 @@ export const checkExchange = (c: Case, index: number, result: WireResult, port: 
     if (result.end === 'timeout') {
       bump(tally, c.gen, 'hang', owed - got);
       out.push(v('hang', `no ${got === 0 ? '' : 'further '}answer within the time bound (${got} of ${owed} answers)`));
+    } else if (!result.sentAll && got === 0) {
+      // The server answered (or refused) before reading the whole request and closed: a request
+      // that was not fully sent is owed nothing (a 413 that stops reading is exactly this).
+      bump(tally, c.gen, 'closed before fully sent');
     } else if (!closedByAnswer) {
       bump(tally, c.gen, 'dropped', owed - got);
       out.push(v('dropped', `connection closed after ${got} of ${owed} answers${result.error ? ` (${result.error})` : ''}${result.sentAll ? '' : '; the request was not fully written'}`));

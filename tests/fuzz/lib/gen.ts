@@ -696,9 +696,13 @@ const rawCase = (ctx: FuzzContext): fc.Arbitrary<Case> => {
   );
   return raws.map((r) => {
     const first = r.chunks.map((c) => c.toString('latin1')).join('');
-    const line = first.split(/\r?\n/)[0] ?? '';
+    const line = first.replace(/^[\r\n]+/, '').split(/\r?\n/)[0] ?? '';
     const parts = line.split(/\s+/);
-    const wire: Wire = { chunks: r.chunks, gapMs: r.gapMs ?? 0, mode: r.complete ? 'complete' : 'abort', closeAfterMs: r.closeAfterMs ?? 0, methods: r.methods };
+    // Empty lines before a request line are skipped (RFC 9112 §2.2), and a head without its blank
+    // line is not finished: the server may wait for the rest (its header timeout ends the wait).
+    const headDone = /\n\r?\n/.test(first.replace(/^[\r\n]+/, '')) || /^[A-Z]+ \/\S*\r?\n\r?\n/.test(first);
+    const complete = r.complete && headDone;
+    const wire: Wire = { chunks: r.chunks, gapMs: r.gapMs ?? 0, mode: complete ? 'complete' : 'abort', closeAfterMs: r.closeAfterMs ?? (complete ? 0 : 100), methods: r.methods };
     return { gen: r.gen, label: line.slice(0, 120), path: parts[1] ?? '', wire };
   });
 };

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import type { Server } from '../../support/server.ts';
 import { caseArb, type Case, type FuzzContext } from './gen.ts';
 import { checkExchange, newTally, summarize, type Tally, type Violation } from './check.ts';
-import { exchange, reproduction } from './wire.ts';
+import { exchange, reproduction, type WireResponse } from './wire.ts';
 
 export interface RunOptions {
   seed: number;
@@ -21,6 +21,8 @@ export interface RunOptions {
   /** Only this case index is sent (the others are generated and skipped). */
   replay?: number;
   log: (line: string) => void;
+  /** Sees every response (for properties of one suite only). */
+  onResponse?: (res: WireResponse) => void;
 }
 
 export interface RunResult {
@@ -46,7 +48,7 @@ export const optionsFromEnv = (defaultRequests: number, log: (line: string) => v
     seed: envInt('FUZZ_SEED', Math.floor(Math.random() * 2 ** 31)),
     requests: envInt('FUZZ_REQUESTS', defaultRequests),
     concurrency: Math.max(1, envInt('FUZZ_CONCURRENCY', 8)),
-    batch: Math.max(1, envInt('FUZZ_BATCH', 32)),
+    batch: Math.max(1, envInt('FUZZ_BATCH', 64)),
     timeoutMs: Math.max(1000, envInt('FUZZ_TIMEOUT_MS', 30_000)),
     maxRestarts: envInt('FUZZ_MAX_RESTARTS', 3),
     log,
@@ -82,7 +84,10 @@ export async function runFuzz(server: Server, ctx: FuzzContext, opts: RunOptions
   let lastReport = started;
 
   const runOne = async (c: Case, i: number): Promise<Violation[]> => {
+    const t0 = Date.now();
     const result = await exchange(ctx.host, ctx.port, c.wire, opts.timeoutMs);
+    const ms = Date.now() - t0;
+    for (const res of result.responses) opts.onResponse?.(res);
     if (opts.replay !== undefined) {
       const file = path.join(os.tmpdir(), `fuzz-replay-${opts.seed}-${i}.bin`);
       writeFileSync(file, Buffer.concat(c.wire.chunks));
@@ -90,7 +95,7 @@ export async function runFuzz(server: Server, ctx: FuzzContext, opts: RunOptions
       opts.log(`end=${result.end}${result.error ? ` error=${result.error}` : ''}${result.garbage ? ` garbage=${result.garbage}` : ''}`);
       for (const r of result.responses) opts.log(`${r.head}\r\n\r\n${r.body.subarray(0, 2000).toString('utf8')}`);
     }
-    return checkExchange(c, i, result, ctx.port, tally);
+    return checkExchange(c, i, result, ctx.port, tally, ms);
   };
 
   const property = fc.asyncProperty(fc.array(caseArb(ctx), { minLength: opts.batch, maxLength: opts.batch }), async (batch) => {
@@ -149,6 +154,7 @@ export const formatTally = (mode: string, seed: number, r: RunResult): string =>
     `fuzz (${mode}, seed ${seed}): ${r.tally.requests} requests on ${r.tally.connections} connections in ${(r.ms / 1000).toFixed(1)} s`,
     `  by status: ${classes}`,
     gens,
+    `  slowest: ${r.tally.slowest.map((x) => `#${x.index} ${x.gen} ${x.ms} ms (${x.label})`).join('; ')}`,
     `  violations: ${r.violations.length}, server deaths: ${r.crashes.length}`,
   ].join('\n');
 };
