@@ -124,24 +124,27 @@ export const checkExchange = (c: Case, index: number, result: WireResult, port: 
 
 /** Groups violations by kind, generator and a shape of the label, keeping the first of each. */
 export const summarize = (violations: Violation[], limit = 40): string => {
-  const groups = new Map<string, { first: Violation; count: number }>();
+  // One group per kind of problem and shape of answer (an empty 417 is one finding, whatever the route).
+  const groups = new Map<string, { first: Violation; count: number; gens: Set<string> }>();
   for (const x of violations) {
-    const shape = x.label.replace(/\d+/g, 'N').replace(/[?].*$/, '?…').slice(0, 60);
-    const detailShape = x.detail.replace(/\d+/g, 'N').slice(0, 80);
-    const key = `${x.kind} | ${x.gen} | ${shape} | ${detailShape}`;
+    const detailShape = x.detail.replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, 'UUID').replace(/\d+/g, 'N').slice(0, 60);
+    const key = `${x.kind} | ${x.kind === 'hang' || x.kind === 'dropped' || x.kind === 'crash-suspect' ? x.label.replace(/\d+/g, 'N').slice(0, 40) : ''} | ${detailShape}`;
     const g = groups.get(key);
-    if (g === undefined) groups.set(key, { first: x, count: 1 });
-    else g.count += 1;
+    if (g === undefined) groups.set(key, { first: x, count: 1, gens: new Set([x.gen]) });
+    else {
+      g.count += 1;
+      g.gens.add(x.gen);
+    }
   }
   const lines: string[] = [];
   let shown = 0;
-  for (const { first, count } of [...groups.values()].sort((a, b) => b.count - a.count)) {
+  for (const { first, count, gens } of [...groups.values()].sort((a, b) => b.count - a.count)) {
     if (shown >= limit) {
       lines.push(`… and ${groups.size - limit} more kinds`);
       break;
     }
     shown += 1;
-    lines.push(`- [${first.kind}] x${count} gen=${first.gen} #${first.index} ${first.label}\n    ${first.detail}\n    ${first.repro}`);
+    lines.push(`- [${first.kind}] x${count} (generators: ${[...gens].join(', ')}) e.g. #${first.index} ${first.label}\n    ${first.detail}\n    ${first.repro}`);
   }
   return lines.join('\n');
 };

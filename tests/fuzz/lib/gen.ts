@@ -389,8 +389,9 @@ const routeCase = (ctx: FuzzContext): fc.Arbitrary<Case> => {
   );
   return endpoint.chain((ep) => {
     if (ep.kind === 'query') {
-      return fc.tuple(authHeaders(ctx), queryString(ctx, ep.fields), sendArb).map(([auth, q, send]) =>
-        mkCase(ctx, 'route', { method: ep.method, target: `${ep.path}${q}`, headers: auth }, send));
+      // Sometimes with a JSON body, which a GET may carry and must not change the answer's shape.
+      return fc.tuple(authHeaders(ctx), queryString(ctx, ep.fields), sendArb, fc.option(jsonObject(ctx, ep.fields), { freq: 8 })).map(([auth, q, send, body]) =>
+        mkCase(ctx, 'route', { method: ep.method, target: `${ep.path}${q}`, headers: body === null ? auth : withCt('application/json', auth), body: body === null ? undefined : b(body) }, send));
     }
     const body = ep.kind === 'none'
       ? fc.oneof({ weight: 3, arbitrary: fc.constant('') }, { weight: 1, arbitrary: jsonObject(ctx, ep.fields) }, { weight: 1, arbitrary: mutatedJson(jsonObject(ctx, ep.fields)) })
@@ -624,6 +625,12 @@ const rawCase = (ctx: FuzzContext): fc.Arbitrary<Case> => {
   );
   const raws: fc.Arbitrary<Raw> = fc.oneof(
     { weight: 3, arbitrary: garbageLine.map((g) => single(g)) },
+    // Any token as a method (lowercase, unknown, punctuation), on a known path.
+    {
+      weight: 2,
+      arbitrary: fc.tuple(fc.stringMatching(/^[A-Za-z!#$%&'*+.^_`|~-]{1,12}$/), fc.constantFrom(...ENDPOINTS.map((e) => e.path), '/healthz', '/docs/1'))
+        .map(([m, p]) => single(`${m} ${p} HTTP/1.1\r\n${host}\r\n${auth}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`, [m])),
+    },
     {
       weight: 6,
       arbitrary: fc.constantFrom(
