@@ -11,7 +11,14 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const ok = (r: Rec): boolean => r.status >= 200 && r.status < 300;
 const what = (r: Rec): string => `${r.op} ${r.status || r.error}${r.json?.message ? ` ${String(r.json.message)}` : ''}`;
 
-export interface ProbeResult { recovered: boolean; at: number; rounds: number; lastFailure: string }
+export interface ProbeResult {
+  recovered: boolean;
+  at: number;
+  rounds: number;
+  lastFailure: string;
+  /** The successful round's requests: total time and its slowest ones (where the recovery time went). */
+  lastRound: string;
+}
 
 export class Probe {
   private uploads = 0;
@@ -78,11 +85,17 @@ export class Probe {
     let lastFailure = '';
     while (performance.now() < deadline && !abort()) {
       rounds += 1;
+      const from = this.rec.records.length;
+      const t0 = performance.now();
       const failure = await this.round(Math.min(15_000, Math.max(1_000, deadline - performance.now())));
-      if (failure === null) return { recovered: true, at: this.rec.now(), rounds, lastFailure };
+      if (failure === null) {
+        const mine = this.rec.records.slice(from).filter((r) => r.client === 'probe').sort((a, b) => b.ms - a.ms);
+        const lastRound = `last round ${((performance.now() - t0) / 1000).toFixed(1)} s, slowest: ${mine.slice(0, 2).map((r) => `${r.op} ${(r.ms / 1000).toFixed(1)} s`).join(', ')}`;
+        return { recovered: true, at: this.rec.now(), rounds, lastFailure, lastRound };
+      }
       lastFailure = failure;
       await sleep(250);
     }
-    return { recovered: false, at: this.rec.now(), rounds, lastFailure };
+    return { recovered: false, at: this.rec.now(), rounds, lastFailure, lastRound: '' };
   }
 }

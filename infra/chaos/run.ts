@@ -197,7 +197,10 @@ try {
       }
       result.probeRounds += outcome.rounds;
       result.lastFailure = outcome.lastFailure;
-      if (outcome.recovered) result.recoveredAt = outcome.at;
+      if (outcome.recovered) {
+        result.recoveredAt = outcome.at;
+        result.notes.push(outcome.lastRound);
+      }
       else violation(`${result.fault}: never recovered: no probe round succeeded within ${cfg.recoveryTimeoutMs / 1000} s; last failure: ${outcome.lastFailure}`);
       return;
     }
@@ -412,7 +415,7 @@ try {
       checked += 1; // a sha mismatch is flagged on the record (badBytes)
     }
   };
-  await Promise.all([checkBytes(), checkBytes(), checkBytes(), checkBytes()]);
+  await Promise.all(Array.from({ length: 8 }, checkBytes));
   log(`bytes: ${checked} of ${model.alive.size} surviving files downloaded`);
   if (byteFailures.length > 0) violation(`BYTES: ${byteFailures.length} surviving file(s) could not be checked:\n      ${byteFailures.slice(0, 10).join('\n      ')}`);
   await ensureInstance('checking the bytes');
@@ -449,11 +452,11 @@ try {
   }
   for (const [k, list] of unacked) console.log(`    recorded though answered with an error: ${k}: ${list.length} (e.g. ${list.slice(0, 3).map((r) => `${r.id} at ${secs(r.at)} s`).join(', ')})`);
   console.log('=== chaos: recovery per fault (s) ===');
-  console.log(`  ${'fault'.padEnd(22)} ${'from fault'.padStart(10)} ${'from restart'.padStart(12)}  notes`);
+  console.log(`  ${'fault'.padEnd(22)} ${'at'.padStart(7)} ${'from fault'.padStart(10)} ${'from restart'.padStart(12)}  notes`);
   for (const r of results) {
     const fromFault = r.recoveredAt === undefined ? 'NEVER' : secs(r.recoveredAt - r.injectedAt);
     const fromRestart = r.restartedAt === undefined ? '-' : r.recoveredAt === undefined ? 'NEVER' : secs(r.recoveredAt - r.restartedAt);
-    console.log(`  ${r.fault.padEnd(22)} ${fromFault.padStart(10)} ${fromRestart.padStart(12)}  ${r.notes.join('; ')}`);
+    console.log(`  ${r.fault.padEnd(22)} ${secs(r.injectedAt).padStart(7)} ${fromFault.padStart(10)} ${fromRestart.padStart(12)}  ${r.notes.join('; ')}`);
   }
   console.log(`=== chaos: ${rec.records.length} requests, ${final.length} events, ${results.length} faults, ${violations.length} violations, ${secs(performance.now() - began)} s ===`);
   exitCode = violations.length === 0 ? 0 : 1;
@@ -461,6 +464,7 @@ try {
   violation(`the run stopped: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
   exitCode = 1;
 } finally {
+  if (exitCode === 0 && env.CHAOS_ARTIFACTS) await keepArtifacts('chaos run passed').catch((e: unknown) => log(`could not keep artifacts: ${String(e)}`));
   if (exitCode !== 0) {
     console.log('\n=== chaos: violations ===');
     const shown = violations.slice(0, 200);

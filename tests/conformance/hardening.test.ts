@@ -79,7 +79,11 @@ const exchange = async (
   void closed.then(() => { isClosed = true; });
   socket.on('data', (chunk: Buffer) => chunks.push(chunk));
   socket.on('error', () => {});
-  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  // A server that is gone refuses the connection: that closes the socket, never hangs the test.
+  await new Promise<void>((resolve) => {
+    socket.once('connect', () => resolve());
+    socket.once('close', () => resolve());
+  });
   const write = (data: Buffer | string): Promise<boolean> => new Promise((resolve) => {
     if (socket.destroyed || !socket.writable) return resolve(false);
     socket.write(data, (err) => resolve(err === undefined || err === null));
@@ -189,7 +193,10 @@ describe('finding 1: multipart bodies that break off never crash the server', ()
     for (const name of ['junk', 'file']) {
       const socket = net.connect(fx.server.port, '127.0.0.1');
       socket.on('error', () => {});
-      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      await new Promise<void>((resolve) => {
+        socket.once('connect', () => resolve());
+        socket.once('close', () => resolve());
+      });
       socket.write(multipartHead('X', { 'Content-Length': '100000' }));
       socket.write(`--X\r\nContent-Disposition: form-data; name="${name}"; filename="a.txt"\r\n\r\n${'A'.repeat(1000)}`);
       await sleep(100);

@@ -19,7 +19,7 @@ const nonJsonAllowed = (method: string, path: string, res: WireResponse): boolea
   const ct = (header(res, 'content-type') ?? '').toLowerCase();
   if (/^\/docs\/[^/]+\/?$/.test(path) && ct.startsWith('text/html')) return true;
   if (/^\/files\/[^/]+\/content\/?$/.test(path) && (res.status === 200 || res.status === 206) && method !== 'POST') return true;
-  if (path === '/metrics' && method === 'GET' && res.status === 200 && ct.startsWith('text/plain')) return true;
+  if (/^\/metrics\/?$/.test(path) && method === 'GET' && res.status === 200 && ct.startsWith('text/plain')) return true;
   // The OpenAPI document is JSON but, being a document, not the envelope.
   if (path === '/api/V1/openapi.json' && method === 'GET' && res.status === 200 && ct.startsWith('application/json')) return true;
   return false;

@@ -18,6 +18,8 @@ export interface RunOptions {
   batch: number;
   timeoutMs: number;
   maxRestarts: number;
+  /** Hangs after which the run stops (each costs `timeoutMs`; the run fails anyway). */
+  maxHangs: number;
   /** Only this case index is sent (the others are generated and skipped). */
   replay?: number;
   log: (line: string) => void;
@@ -31,6 +33,8 @@ export interface RunResult {
   crashes: string[];
   ms: number;
   cases: number;
+  /** Why the run ended before its count, if it did. */
+  stoppedEarly?: string;
 }
 
 const envInt = (name: string, fallback: number): number => {
@@ -51,6 +55,7 @@ export const optionsFromEnv = (defaultRequests: number, log: (line: string) => v
     batch: Math.max(1, envInt('FUZZ_BATCH', 64)),
     timeoutMs: Math.max(1000, envInt('FUZZ_TIMEOUT_MS', 30_000)),
     maxRestarts: envInt('FUZZ_MAX_RESTARTS', 3),
+    maxHangs: envInt('FUZZ_MAX_HANGS', 5),
     log,
   };
   if (replay !== undefined && replay !== '') opts.replay = envInt('FUZZ_REPLAY', 0);
@@ -79,6 +84,7 @@ export async function runFuzz(server: Server, ctx: FuzzContext, opts: RunOptions
   let index = 0;
   let requests = 0;
   let aborted = false;
+  let stoppedEarly: string | undefined;
   const started = Date.now();
   const batches = opts.replay !== undefined ? Math.ceil((opts.replay + 1) / opts.batch) : Math.ceil(opts.requests / opts.batch);
   let lastReport = started;
@@ -136,6 +142,13 @@ export async function runFuzz(server: Server, ctx: FuzzContext, opts: RunOptions
       return true;
     }
     violations.push(...found);
+    const hangs = violations.filter((v) => v.kind === 'hang').length;
+    if (hangs >= opts.maxHangs && opts.replay === undefined) {
+      stoppedEarly = `stopped after case ${index - 1}: ${hangs} hangs of ${opts.timeoutMs} ms each (FUZZ_MAX_HANGS=${opts.maxHangs})`;
+      opts.log(stoppedEarly);
+      aborted = true;
+      return true;
+    }
     if (Date.now() - lastReport > 15_000) {
       lastReport = Date.now();
       opts.log(`fuzz: ${requests} requests in ${((Date.now() - started) / 1000).toFixed(0)} s, ${violations.length} violations so far`);
@@ -143,7 +156,7 @@ export async function runFuzz(server: Server, ctx: FuzzContext, opts: RunOptions
     return true;
   });
   await fc.assert(property, { seed: opts.seed, numRuns: batches, endOnFailure: true });
-  return { tally, violations, crashes, ms: Date.now() - started, cases: index };
+  return { tally, violations, crashes, ms: Date.now() - started, cases: index, ...(stoppedEarly === undefined ? {} : { stoppedEarly }) };
 }
 
 /** The end-of-run summary: counts per status class and per generator. */
@@ -161,6 +174,7 @@ export const formatTally = (mode: string, seed: number, r: RunResult): string =>
 
 export const failureReport = (seed: number, r: RunResult): string => [
   `fuzz found ${r.violations.length} violations and ${r.crashes.length} server deaths; reproduce with FUZZ_SEED=${seed} (one case: FUZZ_SEED=${seed} FUZZ_REPLAY=<#>)`,
+  ...(r.stoppedEarly === undefined ? [] : [r.stoppedEarly]),
   ...r.crashes.map((c) => `\n${c}`),
   summarize(r.violations),
 ].join('\n');

@@ -97,7 +97,7 @@ export async function makeWorld(c: Api, maxUploadBytes: number): Promise<{ ctx: 
 }
 
 /** The sentinel's statistics, file list, comments and bytes are what they were before the run. */
-export async function checkSentinel(c: Api, sentinel: Sentinel): Promise<void> {
+export async function checkSentinel(c: Api, sentinel: Sentinel, settleMs = 15_000): Promise<void> {
   const token = sentinel.user.token;
   // Reads may lag writes in distributed mode; give them a moment to settle before judging.
   await waitFor(async () => {
@@ -106,7 +106,7 @@ export async function checkSentinel(c: Api, sentinel: Sentinel): Promise<void> {
     assert.equal(now.files, sentinel.files, 'the sentinel\'s file list changed during the fuzz');
     assert.equal(now.comments, sentinel.comments, 'the sentinel\'s comments changed during the fuzz');
     return true;
-  }, { timeoutMs: 15_000, intervalMs: 500 });
+  }, { timeoutMs: settleMs, intervalMs: 500 });
   for (const [i, id] of sentinel.fileIds.entries()) {
     ok(await c.update(token, { id, enabled: true }), 'sentinel enable');
     const got = await fetchBytes(c, token, id);

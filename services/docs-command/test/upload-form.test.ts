@@ -1,0 +1,133 @@
+// readUploadForm against real sockets: broken, cut-off and oversized multipart bodies end in a
+// DocshareError (never an uncaught stream error, which would fail this file), stop reading at the
+// limit, and leave no spool file behind.
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Request } from 'express';
+import { DocshareError, M } from '@docshare/contracts';
+import { readUploadForm, type UploadForm } from '../src/upload-form.ts';
+
+const MAX = 10_000;
+let spoolDir = '';
+let server: Server;
+let port = 0;
+/** The outcome of the last form read by the server, and how many body bytes had arrived by then. */
+let last: Promise<{ form?: UploadForm; error?: unknown; received: number }> = Promise.resolve({ received: 0 });
+let requests = 0;
+
+before(async () => {
+  spoolDir = await mkdtemp(join(tmpdir(), 'upload-form-test-'));
+  server = createServer((req, res) => {
+    let received = 0;
+    req.on('data', (chunk: Buffer) => { received += chunk.length; });
+    // The express helpers readUploadForm uses: `get` of a header.
+    const request = Object.assign(req, { get: (name: string) => req.headers[name.toLowerCase()] }) as unknown as Request;
+    requests += 1;
+    last = readUploadForm(request, spoolDir, MAX).then(
+      (form) => ({ form, received }),
+      (error: unknown) => ({ error, received }),
+    );
+    void last.then(() => {
+      res.setHeader('Connection', 'close');
+      res.end('done');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  port = (server.address() as net.AddressInfo).port;
+});
+
+after(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  await rm(spoolDir, { recursive: true, force: true });
+});
+
+/** Sends a multipart request (boundary X) with `body`, optionally cutting the socket after it. */
+const send = async (body: string | Buffer, options: { length?: number; cut?: boolean } = {}): Promise<void> => {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.on('error', () => {});
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  const length = options.length ?? Buffer.byteLength(body);
+  socket.write(`POST / HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=X\r\nContent-Length: ${length}\r\n\r\n`);
+  socket.write(body);
+  if (options.cut) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    socket.destroy();
+  }
+  await new Promise<void>((resolve) => {
+    socket.on('close', () => resolve());
+    socket.resume();
+  });
+};
+
+const expectFailure = async (kind: DocshareError['kind'], message: string): Promise<number> => {
+  const outcome = await last;
+  assert.ok(outcome.error instanceof DocshareError, `expected a DocshareError, got ${String(outcome.error)}`);
+  assert.equal(outcome.error.kind, kind);
+  assert.equal(outcome.error.message, message);
+  assert.deepEqual(await readdir(spoolDir), [], 'no spool file may be left behind');
+  return outcome.received;
+};
+
+const part = (name: string, filename?: string): string =>
+  `--X\r\nContent-Disposition: form-data; name="${name}"${filename === undefined ? '' : `; filename="${filename}"`}\r\n\r\n`;
+
+describe('readUploadForm', () => {
+  it('reads a well-formed form: fields, the file spooled with its size', async () => {
+    await send(`${part('title')}T\r\n${part('file', 'a.txt')}hello\r\n--X--\r\n`);
+    const { form } = await last;
+    assert.ok(form);
+    assert.deepEqual(form.fields, { title: 'T' });
+    assert.equal(form.file?.size, 5);
+    assert.equal(form.file?.fileName, 'a.txt');
+    await form.discard();
+  });
+
+  it('an ignored part cut off by the end of the form → invalid "Malformed multipart body"', async () => {
+    await send(`${part('junk', 'a.txt')}AAAA`);
+    await expectFailure('invalid', M.malformedMultipart);
+  });
+
+  it('a second file part cut off → invalid "Malformed multipart body", the first one\'s spool removed', async () => {
+    await send(`${part('file', 'a.txt')}AAAA\r\n${part('file', 'b.txt')}BBBB`);
+    await expectFailure('invalid', M.malformedMultipart);
+  });
+
+  it('a client gone in the middle of an ignored part or of the file part → "Request aborted", nothing left', async () => {
+    for (const name of ['junk', 'file']) {
+      await send(`${part(name, 'a.txt')}${'A'.repeat(500)}`, { length: 5_000, cut: true });
+      await expectFailure('invalid', M.requestAborted);
+    }
+  });
+
+  it('a file over the limit → too_large "File too large", and reading stops there', async () => {
+    const total = 64 * 1024 * 1024;
+    const socket = net.connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.write(`POST / HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=X\r\nContent-Length: ${total}\r\n\r\n${part('file', 'big.bin')}`);
+    const seen = requests;
+    while (requests === seen) await new Promise((resolve) => setTimeout(resolve, 5));
+    let failed = false;
+    void last.then(() => { failed = true; });
+    // Write until the form has failed; the server must not need the whole body for that.
+    const chunk = Buffer.alloc(64 * 1024, 0x41);
+    for (let sent = 0; sent < total && !failed; sent += chunk.length) {
+      if (!socket.write(chunk)) await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    const received = await expectFailure('too_large', M.fileTooLarge);
+    assert.ok(received < total / 2, `read ${received} of ${total} bytes`);
+    socket.destroy();
+  });
+
+  it('a multipart header without a boundary → invalid "Malformed multipart body"', async () => {
+    const request = { headers: { 'content-type': 'multipart/form-data' }, get: () => 'multipart/form-data' } as unknown as Request;
+    await assert.rejects(readUploadForm(request, spoolDir, MAX), (error: unknown) =>
+      error instanceof DocshareError && error.message === M.malformedMultipart);
+  });
+});
