@@ -339,6 +339,23 @@ describe('finding 5: every answer on the public port is the JSON envelope', () =
     await expectAlive();
   });
 
+  it('an HTTP/1.1 request without Host → 400 JSON with X-Request-Id (Node would answer an empty 400)', async () => {
+    const res = await exchange('GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expectEnvelope(res, 400, 'Bad request');
+    assert.ok(res.headers['x-request-id'], describeRaw(res));
+    await expectAlive();
+  });
+
+  it('an Expect other than 100-continue → 417 JSON (Node would answer an empty 417)', async () => {
+    const res = await request('GET', '/api/V1/openapi.json', { Expect: 'nothing' });
+    expectEnvelope(res, 417, 'Expectation failed');
+    assert.ok(res.headers['x-request-id'], describeRaw(res));
+  });
+
+  it('the operational paths are case-sensitive like every other path: /HEALTHZ, /Metrics → 404 JSON', async () => {
+    for (const path of ['/HEALTHZ', '/Metrics', '/meTricS', '/ReadyZ']) expectEnvelope(await request('GET', path), 404, 'Not found');
+  });
+
   it('an Upgrade request answers like any other request', async () => {
     const res = await request('GET', '/healthz', { Upgrade: 'websocket', Connection: 'Upgrade' });
     assert.ok(res.status !== undefined && res.status < 500, describeRaw(res));

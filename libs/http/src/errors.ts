@@ -117,6 +117,7 @@ const CLIENT_MESSAGES: Record<number, string> = {
   413: M.bodyTooLarge,
   414: 'URI too long',
   415: 'Unsupported media type',
+  417: 'Expectation failed',
   431: M.headersTooLarge,
 };
 

@@ -27,7 +27,8 @@ export const makeOps = (
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
     registers: [registry],
   });
-  const router = express.Router();
+  // Paths are case-sensitive everywhere (docs/api-decisions.md): `/HEALTHZ` is `Not found`.
+  const router = express.Router({ caseSensitive: true });
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'success', service });
   });

@@ -115,12 +115,22 @@ export const listen = async (
   handler: RequestListener, port: number, host: string, limits: HttpLimits = httpLimitsOf(process.env), logger?: Logger,
 ): Promise<{ server: Server; port: number }> => {
   const server = createServer({
+    // Node would answer a request without Host itself, with an empty 400: answered in the envelope below.
+    requireHostHeader: false,
     requestTimeout: 0,
     headersTimeout: limits.headersTimeoutMs,
     // Node checks header deadlines on this interval (30 s by default, which would triple a 10 s bound).
     connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
     keepAliveTimeout: limits.keepAliveTimeoutMs,
-  }, handler);
+  }, (req, res) => {
+    if (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.headers.host === undefined) {
+      // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400.
+      return answerRaw(res, 400);
+    }
+    handler(req, res);
+  });
+  // Any Expect but 100-continue: Node would answer an empty 417.
+  server.on('checkExpectation', (_req, res: ServerResponse) => answerRaw(res, 417));
   server.timeout = limits.idleTimeoutMs;
   server.maxConnections = limits.maxConnections;
   server.on('clientError', onClientError(logger));
@@ -132,6 +142,15 @@ export const listen = async (
   });
   const address = server.address();
   return { server, port: typeof address === 'object' && address !== null ? address.port : port };
+};
+
+/** A JSON error answered before any application code ran (no request id was taken from the client yet). */
+const answerRaw = (res: ServerResponse, status: number): void => {
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('X-Request-Id', randomUUID());
+  res.setHeader('Connection', 'close');
+  res.end(JSON.stringify({ status: 'error', message: clientErrorMessage(status) }));
 };
 
 /** CONNECT (a proxy tunnel) is no method of this API: 405 in the envelope, then close. */

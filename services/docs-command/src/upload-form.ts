@@ -68,8 +68,10 @@ export const readUploadForm = async (req: Request, spoolDir: string, maxBytes: n
   const writes: Promise<void>[] = [];
   let received = 0;
 
+  /** The file part being spooled: ended with an error when the form fails, so its spool write settles. */
+  let filePart: Readable | null = null;
+  let settled = false;
   const outcome = new Promise<void>((resolve, reject) => {
-    let settled = false;
     const settle = (failure?: unknown): void => {
       if (settled) return;
       settled = true;
@@ -78,7 +80,9 @@ export const readUploadForm = async (req: Request, spoolDir: string, maxBytes: n
       // Stop reading here: the rest of the body stays unread, and the file part (if any) ends.
       req.unpipe(parser);
       req.pause();
-      parser.destroy(failure instanceof Error ? failure : new Error(String(failure)));
+      const reason = failure instanceof Error ? failure : new Error(String(failure));
+      parser.destroy(reason);
+      filePart?.destroy(reason);
       reject(failure);
     };
     const count = (chunk: Buffer): void => {
@@ -100,13 +104,16 @@ export const readUploadForm = async (req: Request, spoolDir: string, maxBytes: n
     parser.on('file', (name, stream, info) => {
       // Busboy destroys a part's stream with an error when the form ends inside it.
       stream.on('error', () => {});
-      if (name !== 'file' || file !== null || !info.filename) {
+      // Busboy goes on parsing the chunk in hand after an error: a part that starts after the form
+      // failed is never spooled (nothing would end its stream).
+      if (settled || name !== 'file' || file !== null || !info.filename) {
         stream.resume();
         return;
       }
       stream.on('limit', () => settle(tooLarge(M.fileTooLarge)));
       file = { path: join(spoolDir, `upload-${randomUUID()}`), size: 0, fileName: cleanFileName(info.filename), contentType: contentTypeOf(info.mimeType) };
       spooled.push(file.path);
+      filePart = stream;
       // A spool write that fails (disk full) ends the form with that error: ours, not the client's.
       const write = spool(stream, file).catch((error: unknown) => {
         settle(error);

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import net from 'node:net';
+import { PassThrough } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -129,5 +130,26 @@ describe('readUploadForm', () => {
     const request = { headers: { 'content-type': 'multipart/form-data' }, get: () => 'multipart/form-data' } as unknown as Request;
     await assert.rejects(readUploadForm(request, spoolDir, MAX), (error: unknown) =>
       error instanceof DocshareError && error.message === M.malformedMultipart);
+  });
+});
+
+describe('a part that starts after the form failed', () => {
+  it('is never spooled: a malformed part header followed by a file in the same chunk ends the form at once', { timeout: 20_000 }, async () => {
+    // Busboy reports `Malformed part header` (over 2,000 header pairs) and then goes on parsing the
+    // chunk in hand, announcing the next part; spooling it would wait for a stream nobody ends.
+    const headers = Array.from({ length: 3000 }, (_, i) => `X-P${i}: v\r\n`).join('');
+    const body = Buffer.from(`--X\r\nContent-Disposition: form-data; name="title"\r\n${headers}\r\nx\r\n`
+      + `--X\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\n${'a'.repeat(MAX + 5_000)}\r\n--X--\r\n`);
+    const req = Object.assign(new PassThrough(), {
+      headers: { 'content-type': 'multipart/form-data; boundary=X', 'content-length': String(body.length) },
+      get: (name: string) => (name.toLowerCase() === 'content-type' ? 'multipart/form-data; boundary=X' : String(body.length)),
+    });
+    // The form's error and the file's start arrive in one chunk, the file's end in the next.
+    const cut = body.length - 100;
+    req.write(body.subarray(0, cut));
+    setImmediate(() => req.end(body.subarray(cut)));
+    await assert.rejects(readUploadForm(req as unknown as Request, spoolDir, MAX), (error: unknown) =>
+      error instanceof DocshareError && error.message === M.malformedMultipart);
+    assert.deepEqual(await readdir(spoolDir), []);
   });
 });

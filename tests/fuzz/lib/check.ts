@@ -127,7 +127,8 @@ export const summarize = (violations: Violation[], limit = 40): string => {
   // One group per kind of problem and shape of answer (an empty 417 is one finding, whatever the route).
   const groups = new Map<string, { first: Violation; count: number; gens: Set<string> }>();
   for (const x of violations) {
-    const detailShape = x.detail.replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, 'UUID').replace(/\d+/g, 'N').slice(0, 60);
+    const status = /^HTTP (\d{3})/.exec(x.detail)?.[1] ?? '';
+    const detailShape = `${status} ${x.detail.replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, 'UUID').replace(/\d+/g, 'N').slice(0, 60)}`;
     const key = `${x.kind} | ${x.kind === 'hang' || x.kind === 'dropped' || x.kind === 'crash-suspect' ? x.label.replace(/\d+/g, 'N').slice(0, 40) : ''} | ${detailShape}`;
     const g = groups.get(key);
     if (g === undefined) groups.set(key, { first: x, count: 1, gens: new Set([x.gen]) });
