@@ -2,6 +2,7 @@ import { Agent, request, type IncomingHttpHeaders } from 'node:http';
 import type { RequestHandler } from 'express';
 import { pipeline } from 'node:stream';
 import { RETRY_AFTER_SECONDS, closeEarly, sendError, type Logger } from '@docshare/http';
+import { M } from '@docshare/contracts';
 
 /** Headers that belong to one connection, not to the request (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set([
@@ -34,7 +35,7 @@ export const httpUpstream = (baseUrl: string, logger: Logger, timeoutMs = 120_00
   const target = new URL(baseUrl);
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
   return (req, res) => {
-    const failure = typeof res.locals.failureMessage === 'string' ? res.locals.failureMessage : 'Service unavailable';
+    const failure = typeof res.locals.failureMessage === 'string' ? res.locals.failureMessage : M.unavailable;
     let answered = false;
     let incomingDone = false;
     const outgoing = request({
