@@ -17,6 +17,14 @@ const forwardable = (headers: IncomingHttpHeaders, drop: ReadonlySet<string>): R
   return out;
 };
 
+/**
+ * A body that came chunked (no Content-Length) goes on chunked. Node frames it so by itself only
+ * for some methods: a chunked DELETE or GET would be sent unframed, and the service would read its
+ * body as the next request.
+ */
+const framingOf = (headers: IncomingHttpHeaders): Record<string, string> =>
+  headers['transfer-encoding'] !== undefined && headers['content-length'] === undefined ? { 'transfer-encoding': 'chunked' } : {};
+
 const FROM_SERVICE_DROP = new Set(['x-request-id', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy', 'ratelimit']);
 const TO_SERVICE_DROP = new Set(['host']);
 
@@ -41,7 +49,7 @@ export const httpUpstream = (baseUrl: string, logger: Logger, timeoutMs = 120_00
     const outgoing = request({
       protocol: target.protocol, hostname: target.hostname, port: target.port, agent,
       method: req.method, path: req.originalUrl, timeout: timeoutMs,
-      headers: { ...forwardable(req.headers, TO_SERVICE_DROP), 'x-forwarded-for': req.ip ?? '' },
+      headers: { ...forwardable(req.headers, TO_SERVICE_DROP), ...framingOf(req.headers), 'x-forwarded-for': req.ip ?? '' },
     }, (incoming) => {
       answered = true;
       incoming.once('end', () => { incomingDone = true; });

@@ -52,6 +52,7 @@ const service = (): Express => {
     }, 500);
   });
   app.get('/ok', (_req, res) => res.json({ status: 'success' }));
+  app.delete('/echo', express.json(), (req, res) => res.json({ status: 'success', body: req.body as unknown }));
   app.use(errorHandler(logger));
   return app;
 };
@@ -171,6 +172,20 @@ describe('gateway proxy', () => {
     assert.ok(res.closed, 'the client must see the answer cut off');
     assert.ok(res.text.length < res.text.indexOf('\r\n\r\n') + 4 + 1000, 'the answer is shorter than announced');
     await expectAlive();
+  });
+
+  it('a chunked DELETE body reaches the service framed (Node sends DELETE bodies unframed by default)', async () => {
+    const json = Buffer.from(JSON.stringify({ id: 'x'.repeat(300) }));
+    const res = await exchange(port, 'DELETE /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n',
+      function* () {
+        for (let i = 0; i < json.length; i += 53) {
+          const piece = json.subarray(i, i + 53);
+          yield Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')]);
+        }
+        yield Buffer.from('0\r\n\r\n');
+      });
+    assert.equal(statusOf(res.text), 200, res.text);
+    assert.deepEqual(bodyOf(res.text), { status: 'success', body: { id: 'x'.repeat(300) } });
   });
 
   it('a service that cannot be reached → 503 with the route\'s message and Retry-After', async () => {
