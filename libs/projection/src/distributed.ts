@@ -28,7 +28,7 @@ export const commonConfig = (env: NodeJS.ProcessEnv) => {
     mongoConnectTimeoutMs: e.int('MONGO_CONNECT_TIMEOUT_MS', 2_000, 100),
     mongoSocketTimeoutMs: e.int('MONGO_SOCKET_TIMEOUT_MS', 10_000, 0),
     /** Consumer group session: also how long a restarted projector waits to get its partitions back. */
-    kafkaSessionTimeoutMs: e.int('KAFKA_SESSION_TIMEOUT_MS', 10_000, 6_000),
+    kafkaSessionTimeoutMs: e.int('KAFKA_SESSION_TIMEOUT_MS', 6_000, 6_000),
     kafkaHeartbeatIntervalMs: e.int('KAFKA_HEARTBEAT_INTERVAL_MS', 1_000, 100),
     /** Longest pause between kafkajs retries: how soon after Kafka returns publishing and consuming resume. */
     kafkaRetryMaxMs: e.int('KAFKA_RETRY_MAX_MS', 1_000, 100),
