@@ -89,6 +89,9 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
         if (!form.file) throw new DocshareError('invalid', M.fileRequired);
         const metadata = parseUploadMetadata(form.fields);
         const result = await commands.upload(actorId, form.file, metadata, metaOf(req), storage);
+        // The read models count the upload now: its hold goes before the answer, or the client's
+        // next upload could arrive while both still count (refused as over the quota).
+        storage.release();
         res.status(201).json({
           status: 'success', message: M.uploaded, file_id: String(result.fileId),
           category_id: String(result.categoryId), category_name: result.categoryName,
