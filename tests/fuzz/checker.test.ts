@@ -22,6 +22,10 @@ describe('fuzz response checker', () => {
     assert.deepEqual(kinds('GET', '/metrics', res(200, [['Content-Type', 'text/plain; version=0.0.4']], '# HELP x')), []);
     assert.deepEqual(kinds('GET', '/api/V1/openapi.json', res(200, [JSON_CT], '{"openapi":"3.1.0"}')), []);
     assert.deepEqual(kinds('HEAD', '/api/V1/openapi.json', res(405, [JSON_CT], '')), []);
+    // Routed like the server routes them: a fragment ends the path, a trailing slash is the same route.
+    assert.deepEqual(kinds('GET', '/metrics#x', res(200, [['Content-Type', 'text/plain; version=0.0.4']], '# HELP x')), []);
+    assert.deepEqual(kinds('GET', '/api/V1/openapi.json/', res(200, [JSON_CT], '{"openapi":"3.1.0"}')), []);
+    assert.deepEqual(kinds('GET', '/metricsx', res(200, [['Content-Type', 'text/plain; version=0.0.4']], '# HELP x')), ['not-json']);
   });
 
   it('flags a 5xx, a body that is not the envelope, an empty 400, a leak, a status mismatch and a missing X-Request-Id', () => {

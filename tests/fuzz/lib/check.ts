@@ -15,13 +15,16 @@ const STACK = /\bat [^\s]+ \(?[^)\s]*:\d+:\d+\)?/;
 const INTERNALS = /node_modules|\.ts:\d+|"stack"|ECONNREFUSED|ENOENT|TypeError|ReferenceError|SyntaxError|RangeError/;
 
 /** Documented answers that are not the JSON envelope (decisions §12, §13, docs/api-decisions.md "Links"). */
-const nonJsonAllowed = (method: string, path: string, res: WireResponse): boolean => {
+const nonJsonAllowed = (method: string, target: string, res: WireResponse): boolean => {
   const ct = (header(res, 'content-type') ?? '').toLowerCase();
+  // Routed as the server routes it: the path without query or fragment (a `#` in a request target
+  // ends the path for express too), a trailing slash allowed (express's non-strict routing).
+  const path = target.replace(/[?#].*$/s, '');
   if (/^\/docs\/[^/]+\/?$/.test(path) && ct.startsWith('text/html')) return true;
   if (/^\/files\/[^/]+\/content\/?$/.test(path) && (res.status === 200 || res.status === 206) && method !== 'POST') return true;
   if (/^\/metrics\/?$/.test(path) && method === 'GET' && res.status === 200 && ct.startsWith('text/plain')) return true;
   // The OpenAPI document is JSON but, being a document, not the envelope.
-  if (path === '/api/V1/openapi.json' && method === 'GET' && res.status === 200 && ct.startsWith('application/json')) return true;
+  if (/^\/api\/V1\/openapi\.json\/?$/.test(path) && method === 'GET' && res.status === 200 && ct.startsWith('application/json')) return true;
   return false;
 };
 
