@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { api } from '../../tests/support/client.ts';
-import { startServer, TARGET, type Server } from '../../tests/support/server.ts';
+import { alive, startServer, TARGET, type Server } from '../../tests/support/server.ts';
 import { eventually } from '../../tests/support/wait.ts';
 
 const SERVICES = ['docs-command', 'stats-projector', 'files-projector', 'search-projector', 'gateway'];
@@ -14,14 +14,6 @@ const pidOf = async (server: Server, service: string): Promise<number | null> =>
   const text = await readFile(join(server.dataDir, 'run', `${service}.pid`), 'utf8').catch(() => null);
   const pid = Number(text?.trim());
   return text !== null && Number.isSafeInteger(pid) && pid > 0 ? pid : null;
-};
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 };
 
 if (TARGET !== 'distributed') throw new Error('this test runs a distributed instance: set DOCSHARE_TARGET=distributed and the servers\' URLs');

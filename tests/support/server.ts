@@ -79,6 +79,16 @@ process.on('exit', () => {
   for (const child of live) signalTree(child, 'SIGKILL');
 });
 
+/** Whether a process of ours with this pid still runs. */
+export const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 export async function freePort(): Promise<number> {
   return await new Promise<number>((resolve, reject) => {
     const srv = net.createServer();

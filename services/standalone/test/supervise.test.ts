@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { api } from '../../../tests/support/client.ts';
-import { freePort, type Server } from '../../../tests/support/server.ts';
+import { alive, freePort, type Server } from '../../../tests/support/server.ts';
 import { eventually } from '../../../tests/support/wait.ts';
 
 const SUPERVISE = join(import.meta.dirname, '..', 'src', 'supervise.ts');
@@ -58,15 +58,6 @@ const startSupervisor = async (env: Record<string, string>): Promise<Supervisor>
 
 const started = (s: Supervisor): number[] =>
   s.logs().filter((l) => l.component === 'supervisor' && l.msg === 'docshare started').map((l) => Number(l.pid));
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 const healthy = async (baseUrl: string): Promise<boolean> => {
   try {
