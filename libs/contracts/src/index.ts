@@ -3,3 +3,4 @@ export * from './errors.ts';
 export * from './messages.ts';
 export * from './values.ts';
 export * from './keyed-queue.ts';
+export * from './backoff.ts';

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import type { Admin, Consumer, EachBatchPayload, IHeaders, KafkaMessage, LogEntry, Message, Producer } from 'kafkajs';
-import type { CloudEvent, StoredEvent } from '@docshare/contracts';
+import { backoffMs, type CloudEvent, type StoredEvent } from '@docshare/contracts';
 import type { ConsumerOptions, EventConsumer, EventHandler, EventPublisher, Subscription } from './port.ts';
 
 export * from './kafka-topics.ts';
@@ -225,7 +225,7 @@ export function toKafkaMessage(record: StoredEvent<CloudEvent>): Message {
 
 /** Jittered exponential backoff: between half and all of min(cap, base·2^(attempt-1)). */
 const backoffDelay = (attempt: number, baseMs: number, capMs: number): number => {
-  const ceiling = Math.min(capMs, baseMs * 2 ** (attempt - 1));
+  const ceiling = backoffMs(attempt, baseMs, capMs);
   return ceiling / 2 + Math.random() * (ceiling / 2);
 };
 

@@ -1,6 +1,6 @@
 import { MongoServerError } from 'mongodb';
 import type { Db } from 'mongodb';
-import type { CloudEvent, StoredEvent } from '@docshare/contracts';
+import { backoffMs, type CloudEvent, type StoredEvent } from '@docshare/contracts';
 import type { EventPublisher } from '@docshare/event-bus';
 import { mongoOutbox } from '@docshare/event-store/mongo';
 import { makeLease } from './lease.ts';
@@ -144,7 +144,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     });
   };
 
-  const backoff = (failures: number): number => Math.min(retryMaxMs, retryMinMs * 2 ** Math.min(failures - 1, 30));
+  const backoff = (failures: number): number => backoffMs(failures, retryMinMs, retryMaxMs);
   let failure: unknown = null;
 
   const run = async (): Promise<void> => {

@@ -1,4 +1,4 @@
-import type { CloudEvent, DocshareEvent, EventType, StoredEvent } from '@docshare/contracts';
+import { backoffMs, type CloudEvent, type DocshareEvent, type EventType, type StoredEvent } from '@docshare/contracts';
 import type { EventConsumer, Subscription } from '@docshare/event-bus';
 import type { ReadStore, Update } from '@docshare/read-store';
 import { isTransient, type Logger } from '@docshare/http';
@@ -53,7 +53,7 @@ export const retryTransient = (
       return await handle(record);
     } catch (error) {
       if (!isTransient(error)) throw error;
-      const delay = Math.min(maxDelayMs, 100 * 2 ** Math.min(attempt, 10)) * (0.5 + Math.random() / 2);
+      const delay = backoffMs(attempt + 1, 100, maxDelayMs) * (0.5 + Math.random() / 2);
       logger.warn({ err: error, attempt, eventId: record.event.id, subject: record.event.subject }, 'dependency unavailable; retrying');
       await new Promise((resolve) => setTimeout(resolve, delay));
     }

@@ -1,5 +1,5 @@
 import express, { type Express } from 'express';
-import type { CloudEvent, StoredEvent } from '@docshare/contracts';
+import { backoffMs, type CloudEvent, type StoredEvent } from '@docshare/contracts';
 import type { EventConsumer } from '@docshare/event-bus';
 import { closeServer, counter, exitGracefully, listen, makeOps, requestLog, type Logger, type Ops, type ReadinessCheck } from '@docshare/http';
 import { runProjector, type RunningProjector } from './runner.ts';
@@ -108,7 +108,7 @@ export const startProjectorService = async (options: ProjectorServiceOptions): P
         logger.info({ group, attempt }, `${name} consuming`);
         return;
       } catch (err) {
-        const delay = Math.min(joinRetryMaxMs, 200 * 2 ** Math.min(attempt - 1, 10));
+        const delay = backoffMs(attempt, 200, joinRetryMaxMs);
         logger.warn({ err, group, attempt, retryInMs: delay }, 'could not join the consumer group; serving queries and retrying');
         await new Promise<void>((resolve) => {
           const timer = setTimeout(done, delay);

@@ -1,5 +1,6 @@
 import express from 'express';
 import { Gauge } from 'prom-client';
+import { backoffMs } from '@docshare/contracts';
 import { makeTokens, makeUrlSigner } from '@docshare/auth';
 import { makeMinioBlobStore } from '@docshare/blob-store/minio';
 import { openMongoClaimStore } from '@docshare/claim-store/mongo';
@@ -45,7 +46,7 @@ void (async () => {
       return await ensureKafkaTopics(config);
     } catch (err) {
       logger.warn({ err, attempt }, 'could not check the Kafka topics; retrying');
-      await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 200 * 2 ** Math.min(attempt, 10))));
+      await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt + 1, 200, 5_000)));
     }
   }
 })();

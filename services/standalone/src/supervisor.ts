@@ -4,6 +4,7 @@
  * by the distributed stack (infra/stack/services.ts), one supervisor per service.
  */
 import type { ChildProcess } from 'node:child_process';
+import { backoffMs } from '@docshare/contracts';
 import type { Logger } from '@docshare/http';
 
 /**
@@ -31,7 +32,7 @@ export interface RestartPolicy {
 
 /** Delay before the restart that follows `restartsInARow` earlier ones. */
 export const restartDelayMs = (policy: RestartPolicy, restartsInARow: number): number =>
-  Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** Math.min(restartsInARow, 30));
+  backoffMs(restartsInARow + 1, policy.initialDelayMs, policy.maxDelayMs);
 
 export interface SuperviseOptions {
   /** Name of the supervised service, in every log line. */
