@@ -62,6 +62,15 @@ export const sendError = (res: Response, status: number, message: string): void 
 };
 
 /**
+ * 503 with Retry-After and the route's failure message (`Error during search`, ...), or `fallback`
+ * where the route names none: a dependency is down, the client may try again.
+ */
+export const sendUnavailable = (res: Response, fallback: string = M.unavailable): void => {
+  if (!res.headersSent) res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
+  sendError(res, 503, typeof res.locals.failureMessage === 'string' ? res.locals.failureMessage : fallback);
+};
+
+/**
  * Sets the message a route answers with when something unexpected fails (the spec names one for
  * some endpoints: `Error during deletion`, `Error during search`, `Error fetching user stats`).
  */
@@ -137,11 +146,9 @@ const isDecodeError = (error: { code?: unknown }): boolean =>
 export const errorHandler = (logger: Logger): ErrorRequestHandler => (error, req, res, _next) => {
   if (error instanceof DocshareError) {
     if (error.kind === 'unavailable') {
-      res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
       logger.warn({ err: error, requestId: res.locals.requestId }, 'unavailable');
       // A backend failure answers with the route's own message where the spec names one.
-      const message = typeof res.locals.failureMessage === 'string' ? res.locals.failureMessage : error.message;
-      return sendError(res, statusOf(error.kind), message);
+      return sendUnavailable(res, error.message);
     }
     sendError(res, statusOf(error.kind), error.message);
     return;
@@ -165,9 +172,7 @@ export const errorHandler = (logger: Logger): ErrorRequestHandler => (error, req
   }
   if (isTransient(error)) {
     logger.warn({ err: error, requestId: res.locals.requestId, method: req.method, path: req.path }, 'dependency unavailable');
-    res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
-    const message = typeof res.locals.failureMessage === 'string' ? res.locals.failureMessage : M.unavailable;
-    return sendError(res, 503, message);
+    return sendUnavailable(res);
   }
   logger.error({ err: error, requestId: res.locals.requestId, method: req.method, path: req.path }, 'request failed');
   const message = typeof res.locals.failureMessage === 'string' ? res.locals.failureMessage : M.internal;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type RequestHandler, type Request, type Response } from 'express';
 import { invalid, unauthorized, LIMITS, M } from '@docshare/contracts';
-import { RETRY_AFTER_SECONDS, sendError } from './errors.ts';
+import { sendError, sendUnavailable } from './errors.ts';
 
 /** The header the gateway sets to the authenticated user's id; any client-sent value is removed first. */
 export const IDENTITY_HEADER = 'x-docshare-user-id';
@@ -107,8 +107,7 @@ export const requestDeadline = (
     }
     res.setHeader('Connection', 'close');
     if (!req.complete) return sendError(res, 408, M.requestTimeout);
-    res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
-    sendError(res, 503, typeof res.locals.failureMessage === 'string' ? res.locals.failureMessage : M.unavailable);
+    sendUnavailable(res);
   }, ms);
   res.once('close', () => clearTimeout(timer));
   next();

@@ -144,11 +144,11 @@ export const listen = async (
   return { server, port: typeof address === 'object' && address !== null ? address.port : port };
 };
 
-/** A JSON error answered before any application code ran (no request id was taken from the client yet). */
+/** A JSON error answered outside the application's routes (before them, or after a stall); keeps a request id already set. */
 const answerRaw = (res: ServerResponse, status: number): void => {
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.setHeader('X-Request-Id', randomUUID());
+  if (!res.hasHeader('X-Request-Id')) res.setHeader('X-Request-Id', randomUUID());
   res.setHeader('Connection', 'close');
   res.end(JSON.stringify({ status: 'error', message: clientErrorMessage(status) }));
 };
@@ -167,9 +167,7 @@ const onIdle = (socket: Socket): void => {
   const response = responseOn(socket);
   if (response !== undefined && !response.headersSent && !response.req.complete && socket.writable) {
     closeEarly(response);
-    response.statusCode = 408;
-    response.setHeader('Content-Type', 'application/json; charset=utf-8');
-    response.end(JSON.stringify({ status: 'error', message: clientErrorMessage(408) }));
+    answerRaw(response, 408);
     return;
   }
   // A request the server is still working on is not idle on the client's side: its deadline, if

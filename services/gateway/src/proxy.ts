@@ -1,8 +1,7 @@
 import { Agent, request, type IncomingHttpHeaders } from 'node:http';
 import type { RequestHandler } from 'express';
 import { pipeline } from 'node:stream';
-import { RETRY_AFTER_SECONDS, closeEarly, sendError, type Logger } from '@docshare/http';
-import { M } from '@docshare/contracts';
+import { closeEarly, sendUnavailable, type Logger } from '@docshare/http';
 
 /** Headers that belong to one connection, not to the request (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set([
@@ -43,7 +42,6 @@ export const httpUpstream = (baseUrl: string, logger: Logger, timeoutMs = 120_00
   const target = new URL(baseUrl);
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
   return (req, res) => {
-    const failure = typeof res.locals.failureMessage === 'string' ? res.locals.failureMessage : M.unavailable;
     let answered = false;
     let incomingDone = false;
     const outgoing = request({
@@ -78,12 +76,8 @@ export const httpUpstream = (baseUrl: string, logger: Logger, timeoutMs = 120_00
       // connection after an early answer is no failure at all.
       if (answered || res.destroyed || res.writableEnded) return;
       logger.warn({ err, upstream: baseUrl, requestId: res.locals.requestId }, 'upstream failed');
-      if (!res.headersSent) {
-        res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
-        sendError(res, 503, failure);
-      } else {
-        res.destroy();
-      }
+      // A half-sent answer is cut (sendError destroys it); otherwise 503 with the route's message.
+      sendUnavailable(res);
     });
     res.on('close', () => {
       // Whatever of the exchange is unfinished (the client left, or the body was cut short) ends.
