@@ -32,6 +32,20 @@ describe('chaos checker', () => {
     assert.match(result.violations.join('\n'), /LOST: acknowledged upload/);
   });
 
+  it('accepts a sell that changed nothing only when an earlier request already put the file up for sale', () => {
+    const sell = (status: number, at: number): Rec => ({
+      ...json(status, { status: 'success', message: 'File updated successfully' }),
+      op: 'sell', path: '/api/V1/docs/api-update', fileId: '7', at,
+    });
+    const swallowed: Rec = { ...sell(0, 1000), status: 0, error: 'TypeError: fetch failed (UND_ERR_SOCKET)', contentType: undefined, json: undefined, body: undefined };
+    const again = sell(200, 5000);
+    const put = event('docs.file.updated.v1', swallowed.id, { fileId: 7, changes: { forSale: true, price: 3 } });
+    assert.deepEqual(checkRecord([swallowed, again], [put], [{ from: 900, to: 2000, label: 'gateway' }]).violations, []);
+    assert.match(checkRecord([again], [], []).violations.join('\n'), /LOST: acknowledged sell/);
+    const later = { ...swallowed, at: 9000 };
+    assert.match(checkRecord([later, again], [{ ...put, causationid: later.id }], [{ from: 8900, to: 9500, label: 'gateway' }]).violations.join('\n'), /LOST: acknowledged sell/);
+  });
+
   it('finds a write recorded twice, even one that was not acknowledged', () => {
     const a = upload('1');
     const b: Rec = { ...upload('', 0), status: 0, error: 'TimeoutError', timedOut: true, contentType: undefined, json: undefined, body: undefined };
