@@ -1,19 +1,32 @@
 /**
  * npm run rebuild -- <stats|files|search|all>
  *
- * Replays every event of the event store into a fresh read model (a new MongoDB generation, or a
- * new Elasticsearch index), swaps it in (generation pointer / alias), then re-applies the events
- * recorded meanwhile to the live model (idempotent: guards ignore what is already there), and
- * drops the old generation. The projectors keep running throughout.
+ * Rebuilds a read model from the event store while everything runs, exactly:
+ *
+ *   1. replay every event into a fresh generation (a new MongoDB collection prefix, or a new
+ *      Elasticsearch index), in pages with one bulk write each; then again from where it ended,
+ *      so the rest is short;
+ *   2. begin the switch (libs/projection/src/fence.ts): the live projectors finish the batch in
+ *      hand and wait, so from now on only this process writes the new generation;
+ *   3. replay the events recorded meanwhile into it, up to the log's end as read after step 2:
+ *      every event a projector has not already written where the switch will point;
+ *   4. point the model at the new generation and end the switch: the projectors go on from their
+ *      committed offsets into the new generation (what they re-apply up to that end changes
+ *      nothing: each document's guard is the position of the last event it applied);
+ *   5. drop the old generation once readers' pointer caches have moved on.
+ *
+ * The projectors are held only for step 3 (usually well under a second); a rebuild that dies
+ * during it holds them until the switch's deadline (SWITCH_MAX_MS), then they go on with the old
+ * generation. Writes are never held; reads that wait for a consistency token wait that long.
  *
  * Env: MONGO_URL, MONGO_COMMAND_DB (docshare), MONGO_READ_DB (docshare_read), ELASTICSEARCH_URL,
- * ELASTICSEARCH_ALIAS (docshare-files).
+ * ELASTICSEARCH_ALIAS (docshare-files), REBUILD_SWITCH_MAX_MS (30000).
  */
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
 import type { EventStore } from '@docshare/event-store';
 import { openMongoEventStore } from '@docshare/event-store/mongo';
 import { envReader } from '@docshare/http';
-import { publishGeneration } from '@docshare/projection';
+import { beginSwitch, finishSwitch } from '@docshare/projection';
 import { connectMongo } from '@docshare/projection/distributed';
 import type { ReadStore } from '@docshare/read-store';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
@@ -23,21 +36,16 @@ import { statsHandler } from '@docshare/stats-projector';
 import { searchHandler } from '@docshare/search-projector';
 
 const PAGE = 1_000;
-/**
- * How far before the rebuild's end the catch-up pass starts. Positions are claimed by the insert
- * that commits the append, so nothing at or below the end can appear later; the margin is only a
- * cheap safety net (re-applying is idempotent).
- */
-const CATCH_UP_MARGIN = 100;
 
+/** Replays the log after `after` into `handle` a page at a time: one bulk write per page. */
 const replay = async (
-  events: EventStore, after: number, handle: (record: StoredEvent<CloudEvent>) => Promise<void>,
+  events: EventStore, after: number, handle: (records: readonly StoredEvent<CloudEvent>[]) => Promise<void>,
 ): Promise<{ count: number; last: number }> => {
   let position = after;
   let count = 0;
   for (;;) {
     const page = await events.readAll(position, PAGE);
-    for (const record of page) await handle(record);
+    if (page.length > 0) await handle(page);
     count += page.length;
     const last = page.at(-1);
     if (!last || page.length < PAGE) return { count, last: last?.position ?? position };
@@ -57,38 +65,58 @@ const { client, db } = await connectMongo(env.string('MONGO_URL'), env.string('M
 const readDb = client.db(env.string('MONGO_READ_DB', 'docshare_read'));
 const events = await openMongoEventStore(db);
 
+const switchMaxMs = env.int('REBUILD_SWITCH_MAX_MS', 30_000, 1_000);
+/** How long readers may keep an old generation's pointer cached (generations.ts: 1 s), with a margin. */
+const READER_CACHE_MS = 2_500;
+
+/**
+ * Steps 1–4 for one model: `into` applies a page to the fresh generation, `publish` points the
+ * model at it (inside the switch). Returns what the report says.
+ */
+const rebuildInto = async (
+  model: string, to: string, into: (records: readonly StoredEvent<CloudEvent>[]) => Promise<void>, publish: () => Promise<void>,
+): Promise<{ count: number; held: number }> => {
+  const first = await replay(events, 0, into);
+  const second = await replay(events, first.last, into);
+  const until = await beginSwitch(readDb, model, to, switchMaxMs);
+  const heldFrom = performance.now();
+  try {
+    // Read after the switch began: every event a projector may still write outside the new generation is at or below it.
+    const end = await events.lastPosition();
+    const last = await replay(events, second.last, into);
+    if (last.last < end) throw new Error(`the log ended at ${last.last}, before ${end}`);
+    if (Date.now() >= until.getTime() - 1_000) throw new Error(`the switch took longer than REBUILD_SWITCH_MAX_MS (${switchMaxMs} ms)`);
+    await publish();
+  } catch (error) {
+    await finishSwitch(readDb, model, null);
+    throw error;
+  }
+  return { count: first.count + second.count, held: performance.now() - heldFrom };
+};
+
 const rebuildMongo = async (
-  model: 'stats' | 'files', handlerFor: (store: ReadStore) => (record: StoredEvent<CloudEvent>) => Promise<void>,
+  model: 'stats' | 'files', handlerFor: (store: ReadStore) => (records: readonly StoredEvent<CloudEvent>[]) => Promise<void>,
 ): Promise<string> => {
   const began = performance.now();
-  const end = await events.lastPosition();
   const prefix = `${model}_g${Date.now()}_`;
   // The same indexes as the projector's live generation (stats: none; files: the listing indexes).
   const fresh = makeMongoReadStore(readDb, { prefix, ...(model === 'stats' ? { indexes: {} } : {}) });
   await fresh.ensureIndexes();
-  const handle = handlerFor(fresh);
-  const { count } = await replay(events, 0, handle);
-  const previous = await publishGeneration(readDb, model, prefix);
-  // Let every reader's pointer cache (1 s) expire, then catch up what the live projector wrote
-  // to the old generation meanwhile.
-  const settleAndCatchUp = async (): Promise<number> => {
-    await new Promise((r) => setTimeout(r, 2_500));
-    return (await replay(events, Math.max(0, end - CATCH_UP_MARGIN), handle)).count;
-  };
-  let caughtUp = { count: await settleAndCatchUp() };
-  if (previous && previous !== prefix) {
+  let previous = '';
+  const { count, held } = await rebuildInto(model, prefix, handlerFor(fresh), async () => {
+    previous = await finishSwitch(readDb, model, prefix);
+  });
+  if (previous !== prefix) {
+    await new Promise((r) => setTimeout(r, READER_CACHE_MS));
     // clear() drops exactly the collections of that generation (not every name it prefixes:
     // the default generation `stats_` prefixes the new `stats_g…_` too).
     const old = makeMongoReadStore(readDb, { prefix: previous, indexes: {} });
     await old.clear();
-    // A projector write that was already under way against the old generation when the pointer
-    // flipped may land after the first catch-up: catch up once more, and drop what it recreated.
-    caughtUp = { count: caughtUp.count + await settleAndCatchUp() };
-    await old.clear();
     await old.close();
   }
   await fresh.close();
-  return `${model}: ${count} events replayed into ${prefix}*, swapped in, ${caughtUp.count} re-applied; ${((performance.now() - began) / 1000).toFixed(1)} s`;
+  const seconds = (performance.now() - began) / 1000;
+  return `${model}: ${count} events replayed into ${prefix}* (${Math.round(count / seconds)} events/s), swapped in; projectors held ${Math.round(held)} ms; ${seconds.toFixed(1)} s`;
 };
 
 const rebuildSearch = async (): Promise<string> => {
@@ -96,13 +124,15 @@ const rebuildSearch = async (): Promise<string> => {
   const index = await makeElasticsearchSearchIndex({
     node: env.string('ELASTICSEARCH_URL'), alias: env.string('ELASTICSEARCH_ALIAS', 'docshare-files'),
   });
-  const end = await events.lastPosition();
   const { index: fresh } = await index.rebuildInto();
-  const { count } = await replay(events, 0, searchHandler(fresh));
-  await fresh.publish();
-  const caughtUp = await replay(events, Math.max(0, end - CATCH_UP_MARGIN), searchHandler(index));
+  const to = `search_g${Date.now()}`;
+  const { count, held } = await rebuildInto('search', to, searchHandler(fresh, { refresh: false }), async () => {
+    await fresh.publish();
+    await finishSwitch(readDb, 'search', to);
+  });
   await index.close();
-  return `search: ${count} events replayed into a new index, alias swapped, ${caughtUp.count} re-applied; ${((performance.now() - began) / 1000).toFixed(1)} s`;
+  const seconds = (performance.now() - began) / 1000;
+  return `search: ${count} events replayed into a new index (${Math.round(count / seconds)} events/s), alias swapped; projectors held ${Math.round(held)} ms; ${seconds.toFixed(1)} s`;
 };
 
 try {

@@ -69,27 +69,32 @@ try {
   console.log(`publish, 100 events per call:           ${rate(total, performance.now() - started)}`);
   const published = position;
 
-  // Replay: a new group reads everything from the beginning; per-event commits, then commits at most once a second.
-  const replay = async (commitIntervalMs: number): Promise<void> => {
-    const replayBus = makeKafkaBus({ brokers, clientId: 'docshare-measure', topic, deadLetterTopic, consumer: { maxWaitTimeInMs: 500, commitIntervalMs } });
+  // Replay: a new group reads everything from the beginning; one event (and commit) at a time, then in batches.
+  const replay = async (batches: boolean): Promise<void> => {
+    const replayBus = makeKafkaBus({ brokers, clientId: 'docshare-measure', topic, deadLetterTopic, consumer: { maxWaitTimeInMs: 500 } });
     let seen = 0;
     let done = (): void => {};
     const replayed = new Promise<void>((resolve) => (done = resolve));
     const group = `measure-replay-${randomUUID()}`;
     groups.push(group);
     const began = performance.now();
-    const subscription = await replayBus.consumer.subscribe(group, async () => {
-      if (++seen === published) done();
-    });
+    const subscription = batches
+      ? await replayBus.consumer.subscribeBatches(group, async (batch) => {
+        seen += batch.records.length;
+        if (seen >= published) done();
+      })
+      : await replayBus.consumer.subscribe(group, async () => {
+        if (++seen === published) done();
+      });
     const joined = performance.now() - began;
     await replayed;
-    const label = commitIntervalMs === 0 ? 'commit per event' : `commitIntervalMs ${commitIntervalMs}`;
+    const label = batches ? 'batches, commit per batch' : 'commit per event';
     console.log(`replay by a new group, ${label}: ${rate(published, performance.now() - began - joined)} (subscribe took ${Math.round(joined)} ms)`);
     await subscription.stop();
     await replayBus.close();
   };
-  await replay(0);
-  await replay(1000);
+  await replay(false);
+  await replay(true);
 
   // Latency: one event at a time into an idle, joined subscriber.
   const latencyGroup = `measure-latency-${randomUUID()}`;

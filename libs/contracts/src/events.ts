@@ -1,7 +1,8 @@
 /**
  * Every event docshare records, in one CloudEvents 1.0 structured-JSON envelope (decisions §14).
- * `subject` is the stream (entity) id, e.g. `file-12`; it is also the Kafka key, so one entity's
- * events stay in order. `streamversion` is the event's 1-based position in its stream: projections
+ * `subject` is the stream (entity) id, e.g. `file-12`. The Kafka key is `partitionKeyOf(event)`:
+ * the user whose read-model documents the event changes, so one stream's events stay in order and
+ * one partition carries every change to a given document. `streamversion` is the event's 1-based position in its stream: projections
  * use (subject, streamversion) to ignore anything they have already applied.
  */
 export interface CloudEvent<TType extends string = string, TData = unknown> {
@@ -72,4 +73,21 @@ export const streamIds = {
   user: (id: number): string => `user-${id}`,
   file: (id: number): string => `file-${id}`,
   category: (id: number): string => `category-${id}`,
+};
+
+/**
+ * The bus partition key of an event: `user-<id>` of the user whose read-model documents it changes
+ * (a file's events and the comments on it: the file's owner; a registration: the user), else its
+ * subject (categories). So each read-model document is written from one partition only, by one
+ * consumer at a time, in log order: what lets a projection guard a document with one number
+ * (the position of the last event applied) on a store whose updates are not atomic. A stream's
+ * events share the key, so they keep their order too.
+ */
+export const partitionKeyOf = (event: CloudEvent): string => {
+  const data = event.data as Partial<Record<'ownerId' | 'fileOwnerId' | 'userId', unknown>> | null;
+  const owner = event.type === 'docs.comment.posted.v1' ? data?.fileOwnerId
+    : event.type === 'docs.user.registered.v1' ? data?.userId
+    : event.type.startsWith('docs.file.') ? data?.ownerId
+    : undefined;
+  return typeof owner === 'number' && Number.isSafeInteger(owner) ? `user-${owner}` : event.subject;
 };

@@ -4,3 +4,4 @@ export * from './messages.ts';
 export * from './values.ts';
 export * from './keyed-queue.ts';
 export * from './backoff.ts';
+export * from './consistency.ts';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
 import { testEvent } from '@docshare/contracts/testing';
-import type { ConsumerOptions, EventConsumer, EventHandler, Subscription } from './port.ts';
+import type { BatchConsumerOptions, BatchHandler, ConsumerOptions, EventBatch, EventConsumer, EventHandler, Subscription } from './port.ts';
 
 /** An EventConsumer under test plus a way to record events it should then deliver. */
 export interface ConsumerHarness {
@@ -91,19 +91,23 @@ export const eventConsumerContract = (name: string, make: () => Promise<Consumer
     test: (
       harness: ConsumerHarness,
       subscribe: (group: string, handler: EventHandler, options?: ConsumerOptions) => Promise<Subscription>,
+      subscribeBatches: (group: string, handler: BatchHandler, options?: BatchConsumerOptions) => Promise<Subscription>,
     ) => Promise<void>,
   ): Promise<void> => {
     const harness = await make();
     const stops: (() => Promise<void>)[] = [];
-    const subscribe = async (group: string, handler: EventHandler, options?: ConsumerOptions): Promise<Subscription> => {
-      const subscription = await harness.consumer.subscribe(group, handler, options);
+    const tracked = (subscription: Subscription): Subscription => {
       let stopped: Promise<void> | null = null;
       const stop = (): Promise<void> => (stopped ??= subscription.stop());
       stops.push(stop);
       return { stop };
     };
+    const subscribe = async (group: string, handler: EventHandler, options?: ConsumerOptions): Promise<Subscription> =>
+      tracked(await harness.consumer.subscribe(group, handler, options));
+    const subscribeBatches = async (group: string, handler: BatchHandler, options?: BatchConsumerOptions): Promise<Subscription> =>
+      tracked(await harness.consumer.subscribeBatches(group, handler, options));
     try {
-      await test(harness, subscribe);
+      await test(harness, subscribe, subscribeBatches);
     } finally {
       await Promise.all(stops.map((stop) => stop()));
       await harness.close();
@@ -237,6 +241,51 @@ export const eventConsumerContract = (name: string, make: () => Promise<Consumer
         const deadAt = seen.deliveries.findIndex((d) => d.outcome === 'dead-lettered');
         const firstLater = seen.deliveries.findIndex((d) => d.version > 2);
         assert.ok(deadAt < firstLater, 'a later event of the subject was delivered before the dead letter');
+      }));
+
+    it('in batches: every event, each subject in order, and a batch\'s `through` covers each of its records', () =>
+      withHarness(async (harness, _subscribe, subscribeBatches) => {
+        const source = eventSource();
+        const subjects = ['a', 'b', 'c', 'd'].map((label) => source.subject(label));
+        const batches: EventBatch[] = [];
+        await subscribeBatches(freshGroup('batches'), async (batch) => {
+          batches.push({ ...batch, records: batch.records.filter((r) => r.event.subject.startsWith(source.prefix)) });
+        }, { maxBatch: 7 });
+        const events = source.events(subjects, 10);
+        await harness.publish(events);
+        const delivered = () => batches.flatMap((b) => b.records.map((r) => r.event.id));
+        await waitFor(() => events.every((e) => delivered().includes(e.id)), 'every event in batches');
+        for (const batch of batches) {
+          assert.ok(batch.records.length <= 7, `a batch of ${batch.records.length} records, over maxBatch`);
+          for (const record of batch.records) assert.ok(batch.through >= record.position, `through ${batch.through} < position ${record.position}`);
+        }
+        for (const subject of subjects) {
+          const order = batches.flatMap((b) => b.records).filter((r) => r.event.subject === subject).map((r) => r.event.streamversion);
+          assert.deepEqual([...new Set(order)], range(1, 10), `${subject} out of order`);
+        }
+      }));
+
+    it('in batches: a batch that keeps failing is split, and only the event that fails alone is dead-lettered', () =>
+      withHarness(async (harness, _subscribe, subscribeBatches) => {
+        const source = eventSource();
+        const subject = source.subject('split');
+        const events = source.events([subject], 6);
+        const poison = events[2]!.id;
+        const ok = new Set<string>();
+        const dead: string[] = [];
+        await subscribeBatches(freshGroup('split'), async (batch) => {
+          if (batch.records.some((r) => r.event.id === poison)) throw new Error('planned failure');
+          for (const r of batch.records) if (r.event.subject === subject) ok.add(r.event.id);
+        }, {
+          maxAttempts: 2,
+          onDeadLetter: (record) => {
+            if (record.event.subject === subject) dead.push(record.event.id);
+          },
+        });
+        await harness.publish(events);
+        const others = events.filter((e) => e.id !== poison).map((e) => e.id);
+        await waitFor(() => others.every((id) => ok.has(id)) && dead.length > 0, 'the other events handled and the poison dead-lettered');
+        assert.deepEqual(dead, [poison]);
       }));
   });
 };

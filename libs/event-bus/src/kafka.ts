@@ -1,8 +1,9 @@
 import { createRequire } from 'node:module';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import type { Admin, Consumer, EachBatchPayload, IHeaders, KafkaMessage, LogEntry, Message, Producer } from 'kafkajs';
-import { backoffMs, type CloudEvent, type StoredEvent } from '@docshare/contracts';
-import type { ConsumerOptions, EventConsumer, EventHandler, EventPublisher, Subscription } from './port.ts';
+import { backoffMs, partitionKeyOf, type CloudEvent, type StoredEvent } from '@docshare/contracts';
+import { oneAtATime } from './batches.ts';
+import type { BatchConsumerOptions, BatchHandler, EventBatch, EventConsumer, EventPublisher, Subscription } from './port.ts';
 
 export * from './kafka-topics.ts';
 
@@ -33,12 +34,6 @@ export interface KafkaConsumerTuning {
   retryBaseDelayMs?: number;
   /** Cap on the redelivery delay (default 1 000 ms). */
   retryMaxDelayMs?: number;
-  /**
-   * 0 (default): commit each record's offset as soon as it is handled. More: commit at most this
-   * often (and at the end of every fetched batch, and on stop), trading a larger redelivery window
-   * after a crash or rebalance for replay throughput. Never before the handler resolved.
-   */
-  commitIntervalMs?: number;
 }
 
 export interface KafkaBusOptions {
@@ -78,6 +73,8 @@ export const kafkaHeaders = {
   type: 'ce_type',
   specversion: 'ce_specversion',
   position: 'docshare_position',
+  /** On a record with no value: every event of this partition up to this position precedes it. */
+  watermark: 'docshare_watermark',
   correlationId: 'correlation_id',
   dlqError: 'dlq_error',
   dlqGroup: 'dlq_group',
@@ -186,10 +183,18 @@ const isCloudEvent = (value: unknown): value is CloudEvent => {
   );
 };
 
-type Decoded = { ok: true; record: StoredEvent<CloudEvent> } | { ok: false; reason: string };
+type Decoded =
+  | { ok: true; record: StoredEvent<CloudEvent> }
+  | { ok: true; watermark: number }
+  | { ok: false; reason: string };
 
-/** A Kafka record as the handler sees it; anything that is not a docshare CloudEvent is poison. */
+/** A Kafka record as the handler sees it: an event, a watermark, or poison (anything else). */
 export function decodeKafkaRecord(message: Pick<KafkaMessage, 'value' | 'headers' | 'offset'>): Decoded {
+  const mark = headerText(message.headers, kafkaHeaders.watermark);
+  if (mark !== undefined && (message.value === null || message.value.length === 0)) {
+    const watermark = Number(mark);
+    return Number.isSafeInteger(watermark) && watermark >= 0 ? { ok: true, watermark } : { ok: false, reason: `bad watermark ${mark}` };
+  }
   if (message.value === null || message.value.length === 0) return { ok: false, reason: 'record has no value' };
   let parsed: unknown;
   try {
@@ -206,7 +211,7 @@ export function decodeKafkaRecord(message: Pick<KafkaMessage, 'value' | 'headers
   return { ok: true, record: { position, event: parsed } };
 }
 
-/** The Kafka record for one stored event: structured-mode CloudEvent, keyed by subject. */
+/** The Kafka record for one stored event: structured-mode CloudEvent, keyed by `partitionKeyOf`. */
 export function toKafkaMessage(record: StoredEvent<CloudEvent>): Message {
   const { event } = record;
   if (typeof event.subject !== 'string' || event.subject === '') {
@@ -220,8 +225,19 @@ export function toKafkaMessage(record: StoredEvent<CloudEvent>): Message {
     [kafkaHeaders.position]: String(record.position),
   };
   if (typeof event.correlationid === 'string') headers[kafkaHeaders.correlationId] = event.correlationid;
-  return { key: event.subject, value: JSON.stringify(event), headers };
+  return { key: partitionKeyOf(event), value: JSON.stringify(event), headers };
 }
+
+/**
+ * The watermark records that follow a published batch, one per partition: a consumer that reads
+ * one knows it has seen every event of its partition up to `position`, even a partition the
+ * batch put nothing on. That is how a projector's progress can be one number per partition that
+ * every partition advances, which consistency tokens (global positions) are compared with.
+ */
+export const watermarkMessages = (position: number, partitions: number): Message[] =>
+  Array.from({ length: partitions }, (_, partition) => ({
+    partition, key: null, value: null, headers: { [kafkaHeaders.watermark]: String(position) },
+  }));
 
 /** Jittered exponential backoff: between half and all of min(cap, base·2^(attempt-1)). */
 const backoffDelay = (attempt: number, baseMs: number, capMs: number): number => {
@@ -276,7 +292,6 @@ export function makeKafkaBus(options: KafkaBusOptions): KafkaBus {
   const heartbeatInterval = tuning.heartbeatInterval ?? 1000;
   const retryBaseDelayMs = tuning.retryBaseDelayMs ?? 20;
   const retryMaxDelayMs = tuning.retryMaxDelayMs ?? 1000;
-  const commitIntervalMs = tuning.commitIntervalMs ?? 0;
   const retryMaxMs = options.retryMaxMs ?? 1_000;
   const kafka = makeClient(options.brokers, options.clientId, logger, retryMaxMs);
   const producer = sharedProducer(kafka, retryMaxMs);
@@ -305,13 +320,29 @@ export function makeKafkaBus(options: KafkaBusOptions): KafkaBus {
     if (publisherClosed && subscriptions.size === 0) await producer.disconnect();
   };
 
+  /** The event topic's partition count, for watermarks: asked once a minute; 0 (no watermarks) while unknown. */
+  let partitions: { count: number; at: number } | null = null;
+  const partitionCount = async (): Promise<number> => {
+    if (partitions && Date.now() - partitions.at < 60_000) return partitions.count;
+    try {
+      const metadata = await (await adminClient()).fetchTopicMetadata({ topics: [topic] });
+      partitions = { count: metadata.topics[0]?.partitions.length ?? 0, at: Date.now() };
+    } catch (error) {
+      warn({ topic, err: error }, 'could not read the topic\'s partitions; publishing without watermarks');
+      return partitions?.count ?? 0;
+    }
+    return partitions.count;
+  };
+
   const publisher: EventPublisher = {
     async publish(records) {
       if (publisherClosed) throw new Error('the Kafka publisher is closed');
       if (records.length === 0) return;
-      const messages = records.map(toKafkaMessage);
+      const last = Math.max(...records.map((r) => r.position));
       const sending = (async () => {
         const ready = await producer.ready();
+        // In the same send: on each partition the watermark lands after the batch's events.
+        const messages = [...records.map(toKafkaMessage), ...watermarkMessages(last, await partitionCount())];
         await ready.send({ topic, acks: -1, messages });
       })();
       publishing.add(sending);
@@ -328,12 +359,14 @@ export function makeKafkaBus(options: KafkaBusOptions): KafkaBus {
     },
   };
 
-  const subscribe = async (group: string, handler: EventHandler, consumerOptions: ConsumerOptions = {}): Promise<Subscription> => {
+  const subscribeBatches = async (group: string, handler: BatchHandler, consumerOptions: BatchConsumerOptions = {}): Promise<Subscription> => {
     if (closed) throw new Error('the Kafka bus is closed');
     if (typeof group !== 'string' || group === '') throw new Error('subscribe needs a non-empty group name');
     const maxAttempts = consumerOptions.maxAttempts ?? 5;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new Error(`maxAttempts must be a positive integer, got ${maxAttempts}`);
     const { onDeadLetter } = consumerOptions;
+    const maxBatch = consumerOptions.maxBatch ?? 500;
+    if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new Error(`maxBatch must be a positive integer, got ${maxBatch}`);
 
     let stopping = false;
     const wakers = new Set<() => void>();
@@ -405,94 +438,126 @@ export function makeKafkaBus(options: KafkaBusOptions): KafkaBus {
     };
 
     /** Calls the handler, keeping the group session alive however long it takes. */
-    const runHandler = async (payload: EachBatchPayload, record: StoredEvent<CloudEvent>): Promise<void> => {
+    const runHandler = async (payload: EachBatchPayload, batch: EventBatch): Promise<void> => {
       const beat = setInterval(() => {
         payload.heartbeat().catch(() => {
           // A rebalance is noticed by the next heartbeat or commit after the handler returns.
         });
       }, heartbeatInterval);
       try {
-        await handler(record);
+        await handler(batch);
       } finally {
         clearInterval(beat);
       }
     };
 
-    /** Delivers one record: handler with retries, else dead letter. 'abandoned' leaves it uncommitted. */
-    const processMessage = async (payload: EachBatchPayload, message: KafkaMessage): Promise<Outcome> => {
-      const { batch } = payload;
-      const decoded = decodeKafkaRecord(message);
-      if (!decoded.ok) {
-        warn({ ...where(batch.topic, batch.partition, message), reason: decoded.reason }, 'poison record: dead-lettering it unhandled');
-        return writeDeadLetter(payload, message, decoded.reason, 0);
-      }
-      const { record } = decoded;
+    const alive = (payload: EachBatchPayload): boolean => !stopping && payload.isRunning() && !payload.isStale();
+
+    /** The handler on `batch`, up to maxAttempts times: 'failed' once they all failed. */
+    const attempt = async (payload: EachBatchPayload, batch: EventBatch): Promise<Outcome | { failed: unknown }> => {
       let lastError: unknown;
-      for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+      for (let n = 1; n <= maxAttempts; n++) {
         try {
-          await runHandler(payload, record);
+          await runHandler(payload, batch);
           return 'done';
         } catch (error) {
           lastError = error;
         }
-        if (attempt === maxAttempts) break;
-        if (stopping || !payload.isRunning() || payload.isStale()) return 'abandoned';
-        await pause(backoffDelay(attempt, retryBaseDelayMs, retryMaxDelayMs));
-        if (stopping || !payload.isRunning() || payload.isStale()) return 'abandoned';
+        if (n === maxAttempts) break;
+        if (!alive(payload)) return 'abandoned';
+        await pause(backoffDelay(n, retryBaseDelayMs, retryMaxDelayMs));
+        if (!alive(payload)) return 'abandoned';
         await payload.heartbeat();
       }
-      const reason = errorMessage(lastError);
+      return { failed: lastError };
+    };
+
+    /** Dead-letters one event its handler failed on every time, then tells onDeadLetter. */
+    const giveUp = async (payload: EachBatchPayload, message: KafkaMessage, record: StoredEvent<CloudEvent>, error: unknown): Promise<Outcome> => {
+      const { batch } = payload;
       warn(
-        { ...where(batch.topic, batch.partition, message), eventId: record.event.id, attempts: maxAttempts, err: lastError },
+        { ...where(batch.topic, batch.partition, message), eventId: record.event.id, attempts: maxAttempts, err: error },
         'handler failed on every attempt: dead-lettering the event',
       );
-      if ((await writeDeadLetter(payload, message, reason, maxAttempts)) === 'abandoned') return 'abandoned';
+      if ((await writeDeadLetter(payload, message, errorMessage(error), maxAttempts)) === 'abandoned') return 'abandoned';
       if (onDeadLetter) {
         // The event is safe in the dead-letter topic now, so a failing callback cannot hold the partition forever.
-        for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+        for (let n = 1; n <= maxAttempts; n++) {
           try {
-            await onDeadLetter(record, lastError);
+            await onDeadLetter(record, error);
             break;
-          } catch (error) {
-            logError({ ...where(batch.topic, batch.partition, message), err: error, attempt }, 'onDeadLetter failed');
-            if (attempt === maxAttempts || stopping) break;
-            await pause(backoffDelay(attempt, retryBaseDelayMs, retryMaxDelayMs));
+          } catch (callbackError) {
+            logError({ ...where(batch.topic, batch.partition, message), err: callbackError, attempt: n }, 'onDeadLetter failed');
+            if (n === maxAttempts || stopping) break;
+            await pause(backoffDelay(n, retryBaseDelayMs, retryMaxDelayMs));
           }
         }
       }
       return 'done';
     };
 
-    const eachBatch = async (payload: EachBatchPayload): Promise<void> => {
-      const { batch, resolveOffset, commitOffsetsIfNecessary, heartbeat, isRunning, isStale } = payload;
-      /** Offset after the last record handled or dead-lettered and not yet committed. */
-      let uncommitted: string | null = null;
-      let lastCommitAt = Date.now();
-      const commit = async (): Promise<void> => {
-        if (uncommitted === null) return;
-        const offset = uncommitted;
-        uncommitted = null;
-        lastCommitAt = Date.now();
-        await commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset }] }] });
-      };
-      let failed = false;
-      try {
-        for (const message of batch.messages) {
-          if (stopping || !isRunning() || isStale()) break;
-          if ((await processMessage(payload, message)) === 'abandoned') break;
-          resolveOffset(message.offset);
-          uncommitted = (BigInt(message.offset) + 1n).toString();
-          if (Date.now() - lastCommitAt >= commitIntervalMs) await commit();
-          await heartbeat();
-        }
-      } catch (error) {
-        failed = true;
-        throw error;
-      } finally {
-        // Handled records are committed even when the batch ends early: on stop, staleness or a rebalance.
-        if (failed) await commit().catch(() => {});
-        else await commit();
+    /**
+     * Delivers a run of records (events and watermarks) as one batch; when it keeps failing, its
+     * events one at a time, so only an event that fails alone is dead-lettered. 'abandoned' leaves
+     * the run uncommitted (stop, rebalance): it is delivered again.
+     */
+    const deliverRun = async (payload: EachBatchPayload, run: { message: KafkaMessage; record?: StoredEvent<CloudEvent> }[], through: number): Promise<Outcome> => {
+      const events = run.filter((item) => item.record !== undefined) as { message: KafkaMessage; record: StoredEvent<CloudEvent> }[];
+      const partition = payload.batch.partition;
+      const whole = await attempt(payload, { partition, records: events.map((e) => e.record), through });
+      if (whole === 'done' || whole === 'abandoned') return whole;
+      if (events.length === 0) return 'done'; // only a watermark: the next batch carries a later one
+      if (events.length === 1) return giveUp(payload, events[0]!.message, events[0]!.record, whole.failed);
+      for (const { message, record } of events) {
+        const one = await attempt(payload, { partition, records: [record], through: record.position });
+        if (one === 'abandoned') return one;
+        if (one !== 'done' && (await giveUp(payload, message, record, one.failed)) === 'abandoned') return 'abandoned';
       }
+      const rest = await attempt(payload, { partition, records: [], through });
+      return rest === 'abandoned' ? rest : 'done';
+    };
+
+    const eachBatch = async (payload: EachBatchPayload): Promise<void> => {
+      const { batch, resolveOffset, commitOffsetsIfNecessary, heartbeat } = payload;
+      let run: { message: KafkaMessage; record?: StoredEvent<CloudEvent> }[] = [];
+      let events = 0;
+      let through = 0;
+      /** Delivers the run so far and commits past it; false when it was abandoned. */
+      const flush = async (): Promise<boolean> => {
+        const last = run.at(-1);
+        if (!last) return true;
+        if ((await deliverRun(payload, run, through)) === 'abandoned') return false;
+        run = [];
+        events = 0;
+        await commitPast(last.message);
+        return true;
+      };
+      const commitPast = async (message: KafkaMessage): Promise<void> => {
+        resolveOffset(message.offset);
+        const offset = (BigInt(message.offset) + 1n).toString();
+        await commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset }] }] });
+        await heartbeat();
+      };
+      for (const message of batch.messages) {
+        if (!alive(payload)) return;
+        const decoded = decodeKafkaRecord(message);
+        if (!decoded.ok) {
+          if (!(await flush())) return;
+          warn({ ...where(batch.topic, batch.partition, message), reason: decoded.reason }, 'poison record: dead-lettering it unhandled');
+          if ((await writeDeadLetter(payload, message, decoded.reason, 0)) === 'abandoned') return;
+          await commitPast(message);
+          continue;
+        }
+        if ('watermark' in decoded) {
+          run.push({ message });
+          through = Math.max(through, decoded.watermark);
+        } else {
+          run.push({ message, record: decoded.record });
+          through = Math.max(through, decoded.record.position);
+          if (++events >= maxBatch && !(await flush())) return;
+        }
+      }
+      if (alive(payload)) await flush();
     };
 
     const tracked = async (payload: EachBatchPayload): Promise<void> => {
@@ -573,7 +638,7 @@ export function makeKafkaBus(options: KafkaBusOptions): KafkaBus {
   };
 
   return {
-    consumer: { subscribe },
+    consumer: { subscribe: (group, handler, consumerOptions) => subscribeBatches(group, oneAtATime(handler), { ...consumerOptions, maxBatch: 1 }), subscribeBatches },
     publisher,
     async close() {
       closed = true;

@@ -1,5 +1,6 @@
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
-import type { ConsumerOptions, EventConsumer, EventHandler, Subscription } from './port.ts';
+import { oneAtATime } from './batches.ts';
+import type { BatchConsumerOptions, BatchHandler, EventBatch, EventConsumer, Subscription } from './port.ts';
 
 /**
  * What the bus needs from the event log. The event store's FileEventLog satisfies it; it is
@@ -11,7 +12,7 @@ export interface AppendLog {
 }
 
 export interface LogBusOptions {
-  /** Events read from the log per batch (default 256). */
+  /** Events read from the log per batch, at most (default 256; a subscription's maxBatch may lower it). */
   batchSize?: number;
   /** First redelivery delay; it doubles per failed attempt (default 5 ms). */
   baseDelayMs?: number;
@@ -73,8 +74,9 @@ export function makeLogBus(log: AppendLog, options: LogBusOptions = {}): LogBus 
 
   const backoff = (attempt: number): number => Math.min(baseDelayMs * 2 ** (attempt - 1), maxDelayMs);
 
-  const startDelivery = (name: string, group: GroupState, handler: EventHandler, consumer: ConsumerOptions): Subscription => {
+  const startDelivery = (name: string, group: GroupState, handler: BatchHandler, consumer: BatchConsumerOptions): Subscription => {
     const maxAttempts = consumer.maxAttempts ?? 5;
+    const limit = Math.min(batchSize, consumer.maxBatch ?? batchSize);
     let stopping = false;
     let appended = false;
     let interrupt: (() => void) | null = null;
@@ -118,18 +120,35 @@ export function makeLogBus(log: AppendLog, options: LogBusOptions = {}): LogBus 
       }
     };
 
-    const deliver = async (record: StoredEvent<CloudEvent>): Promise<Outcome> => {
-      for (let attempt = 1; ; attempt++) {
+    /** The handler on `batch`, up to maxAttempts times; the last error once they all failed. */
+    const attempt = async (batch: EventBatch): Promise<'acked' | 'stopped' | { failed: unknown }> => {
+      for (let n = 1; ; n++) {
         try {
-          await handler(record);
+          await handler(batch);
           return 'acked';
         } catch (error) {
-          if (attempt >= maxAttempts) return deadLetter(record, error);
+          if (n >= maxAttempts) return { failed: error };
           if (stopping) return 'stopped';
-          await pause(backoff(attempt));
+          await pause(backoff(n));
           if (stopping) return 'stopped';
         }
       }
+    };
+
+    /** A batch; when it keeps failing, its events one at a time, so only one that fails alone is dead-lettered. */
+    const deliver = async (records: StoredEvent<CloudEvent>[]): Promise<Outcome> => {
+      const through = records.at(-1)?.position ?? 0;
+      const whole = await attempt({ partition: 0, records, through });
+      if (whole === 'acked' || whole === 'stopped') return whole;
+      if (records.length === 1) return deadLetter(records[0]!, whole.failed);
+      for (const record of records) {
+        const one = await attempt({ partition: 0, records: [record], through: record.position });
+        if (one === 'stopped') return one;
+        if (one !== 'acked' && (await deadLetter(record, one.failed)) === 'stopped') return 'stopped';
+        group.acked = record.position;
+        settleWaiters();
+      }
+      return 'acked';
     };
 
     const run = async (): Promise<void> => {
@@ -138,7 +157,7 @@ export function makeLogBus(log: AppendLog, options: LogBusOptions = {}): LogBus 
         appended = false;
         let batch: StoredEvent<CloudEvent>[];
         try {
-          batch = await log.readAll(group.acked, batchSize);
+          batch = await log.readAll(group.acked, limit);
           readFailures = 0;
         } catch (error) {
           warn(`group ${name}: reading the log failed`, error);
@@ -149,11 +168,9 @@ export function makeLogBus(log: AppendLog, options: LogBusOptions = {}): LogBus 
           if (!appended && !stopping) await pause(null);
           continue;
         }
-        for (const record of batch) {
-          if (stopping || (await deliver(record)) === 'stopped') return;
-          group.acked = record.position;
-          settleWaiters();
-        }
+        if (stopping || (await deliver(batch)) === 'stopped') return;
+        group.acked = batch.at(-1)!.position;
+        settleWaiters();
         // Replaying a long log must not starve I/O: every delivery so far may have been microtasks only.
         await new Promise((resolve) => setImmediate(resolve));
       }
@@ -176,17 +193,22 @@ export function makeLogBus(log: AppendLog, options: LogBusOptions = {}): LogBus 
     };
   };
 
+  const subscribeBatches = async (name: string, handler: BatchHandler, consumer: BatchConsumerOptions = {}): Promise<Subscription> => {
+    if (typeof name !== 'string' || name === '') throw new Error('subscribe needs a non-empty group name');
+    const maxAttempts = consumer.maxAttempts ?? 5;
+    if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new Error(`maxAttempts must be a positive integer, got ${maxAttempts}`);
+    let group = groups.get(name);
+    if (!group) groups.set(name, (group = { acked: 0, active: false }));
+    const maxBatch = consumer.maxBatch ?? batchSize;
+    if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new Error(`maxBatch must be a positive integer, got ${maxBatch}`);
+    if (group.active) throw new Error(`consumer group ${name} already has an active subscriber; stop it first`);
+    group.active = true;
+    return startDelivery(name, group, handler, consumer);
+  };
+
   return {
-    async subscribe(name, handler, consumer = {}) {
-      if (typeof name !== 'string' || name === '') throw new Error('subscribe needs a non-empty group name');
-      const maxAttempts = consumer.maxAttempts ?? 5;
-      if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new Error(`maxAttempts must be a positive integer, got ${maxAttempts}`);
-      let group = groups.get(name);
-      if (!group) groups.set(name, (group = { acked: 0, active: false }));
-      if (group.active) throw new Error(`consumer group ${name} already has an active subscriber; stop it first`);
-      group.active = true;
-      return startDelivery(name, group, handler, consumer);
-    },
+    subscribe: (name, handler, consumer = {}) => subscribeBatches(name, oneAtATime(handler), { ...consumer, maxBatch: 1 }),
+    subscribeBatches,
 
     waitForGroups(position, timeoutMs) {
       if (reached(position)) return Promise.resolve(true);

@@ -13,7 +13,7 @@ import { eventConsumerContract } from '../src/contract.ts';
 import type { ConsumerHarness } from '../src/contract.ts';
 import { decodeKafkaRecord, ensureTopics, makeKafkaBus, parseBrokers, toKafkaMessage } from '../src/kafka.ts';
 import type { KafkaBus, KafkaBusLogger, KafkaConsumerTuning } from '../src/kafka.ts';
-import type { ConsumerOptions, EventHandler, Subscription } from '../src/port.ts';
+import type { BatchConsumerOptions, BatchHandler, ConsumerOptions, EventHandler, Subscription } from '../src/port.ts';
 
 const brokers = parseBrokers(process.env.KAFKA_BROKERS);
 if (brokers.length === 0) {
@@ -87,11 +87,17 @@ async function makeHarness(): Promise<KafkaHarness> {
     subscriptions.push(subscription);
     return subscription;
   };
+  const subscribeBatches = async (group: string, handler: BatchHandler, options?: BatchConsumerOptions): Promise<Subscription> => {
+    groups.add(group);
+    const subscription = await bus.consumer.subscribeBatches(group, handler, options);
+    subscriptions.push(subscription);
+    return subscription;
+  };
   return {
     bus,
     topic,
     deadLetterTopic,
-    consumer: { subscribe },
+    consumer: { subscribe, subscribeBatches },
     subscribe,
     publishRecords,
     publish: async (events) => void (await publishRecords(events)),
@@ -139,13 +145,19 @@ eventConsumerContract('kafka', makeHarness);
 const limit = { timeout: 30_000 };
 
 describe('Kafka bus', () => {
-  it('writes each event as plain CloudEvent JSON keyed by its subject, with the ce_ headers', limit, () =>
+  it('writes each event as plain CloudEvent JSON keyed by its partition key, with the ce_ headers, then a watermark on every partition', limit, () =>
     withHarness(async (harness) => {
       const [a, b] = [`file-${randomUUID()}`, `user-${randomUUID()}`];
       const records = await harness.publishRecords([...testEvents(a, 1, 3), ...testEvents(b, 1, 3)]);
 
-      const raw = await readRaw(harness.topic, (messages) => messages.length >= records.length);
+      const all = await readRaw(harness.topic, (messages) => messages.length >= records.length + 3);
+      const raw = all.filter((m) => m.value !== null && m.value.length > 0);
       assert.equal(raw.length, records.length);
+      const marks = all.filter((m) => m.value === null || m.value.length === 0);
+      assert.deepEqual(marks.map((m) => m.partition).sort(), [0, 1, 2]);
+      for (const mark of marks) assert.equal(text(mark.headers, 'docshare_watermark'), String(records.at(-1)!.position));
+      // A file's events are keyed by their owner, so one partition holds everything a user's documents are built from.
+      assert.equal(toKafkaMessage({ position: 1, event: { ...testEvent('file-1', 1), type: 'docs.file.viewed.v1', data: { fileId: 1, ownerId: 7 } } }).key, 'user-7');
       for (const message of raw) {
         const value: unknown = JSON.parse(message.value!.toString('utf8'));
         const record = records.find((r) => r.event.id === (value as CloudEvent).id);
@@ -240,11 +252,12 @@ describe('Kafka bus', () => {
         await waitFor(() => first.includes(3), 'the handler of v3 to start');
 
         // One subject, so one partition: v1 and v2 (offsets 0, 1) are committed, v3 (offset 2) is not.
-        const committed = async (): Promise<string[]> => {
+        // (The other partitions hold only the publish's watermark, at offset 0, committed.)
+        const committed = async (): Promise<string> => {
           const [offsets] = await (await admin()).fetchOffsets({ groupId: group, topics: [harness.topic] });
-          return (offsets?.partitions ?? []).map((p) => p.offset).filter((offset) => offset !== '-1');
+          return String(Math.max(...(offsets?.partitions ?? []).map((p) => Number(p.offset))));
         };
-        assert.deepEqual(await committed(), ['2']);
+        assert.equal(await committed(), '2');
 
         const stopping = firstSubscription.stop(); // waits for the hung handler…
         const second: number[] = [];
@@ -258,38 +271,30 @@ describe('Kafka bus', () => {
         await stopping;
         assert.equal(firstFinished, true);
         // The evicted member's late commit of v3 is fenced off; the group stays at the second member's position.
-        await waitFor(async () => (await committed()).join() === '5', 'the second member to commit v5');
+        // v5 at offset 4, then the watermark at 5.
+        await waitFor(async () => (await committed()) === '6', 'the second member to commit v5 and the watermark');
       } finally {
         release(); // else a failed assertion would leave stop(), and the harness, waiting on the hung handler
       }
     }));
 
-  it('with a commit interval, still commits every handled event by the time stop resolves', limit, async () => {
-    const harness = await makeHarness();
-    const bus = makeKafkaBus({
-      brokers,
-      clientId: 'docshare-kafka-test',
-      topic: harness.topic,
-      deadLetterTopic: harness.deadLetterTopic,
-      logger,
-      consumer: { ...tuning, commitIntervalMs: 60_000 },
-    });
-    try {
-      const group = `interval-${randomUUID()}`;
+  it('in batches, commits each handled batch, watermarks included: every partition\'s `through` reaches the last position', limit, () =>
+    withHarness(async (harness) => {
+      const group = `batches-${randomUUID()}`;
       const subject = `file-${randomUUID()}`;
-      await harness.publish(testEvents(subject, 1, 4));
-      const first: number[] = [];
-      const subscription = await bus.consumer.subscribe(group, async (record) => void first.push(record.event.streamversion));
-      await waitFor(() => first.length === 4, 'the first four events');
+      const records = await harness.publishRecords(testEvents(subject, 1, 4));
+      const through = new Map<number, number>();
+      const subscription = await harness.consumer.subscribeBatches(group, async (batch) => {
+        through.set(batch.partition, Math.max(through.get(batch.partition) ?? 0, batch.through));
+      });
+      const last = records.at(-1)!.position;
+      // One publish: its events land on one partition, and a watermark on each of the three.
+      await waitFor(() => [0, 1, 2].every((p) => (through.get(p) ?? 0) >= last), 'every partition through the last position');
       await subscription.stop();
       const [offsets] = await (await admin()).fetchOffsets({ groupId: group, topics: [harness.topic] });
-      assert.deepEqual((offsets?.partitions ?? []).map((p) => p.offset).filter((offset) => offset !== '-1'), ['4']);
+      assert.deepEqual((offsets?.partitions ?? []).map((p) => p.offset).sort(), ['1', '1', '5']);
       await (await admin()).deleteGroups([group]).catch(() => {});
-    } finally {
-      await bus.close();
-      await harness.close();
-    }
-  });
+    }));
 
   it('splits partitions between two subscribers of one group, which together see every event', limit, () =>
     withHarness(async (harness) => {

@@ -4,9 +4,6 @@ import { Gauge, type Registry } from 'prom-client';
 import { DEAD_LETTER_TOPIC, EVENTS_TOPIC, ensureTopics, makeKafkaBus, topicPlan, type KafkaBus } from '@docshare/event-bus/kafka';
 import { envReader, publicBaseUrlOf, type Logger } from '@docshare/http';
 
-/** The consumer groups whose progress read-your-writes waits on. */
-export const PROJECTOR_GROUPS = ['stats-projector', 'files-projector', 'search-projector'] as const;
-
 /** What every distributed service reads from its environment. */
 export const commonConfig = (env: NodeJS.ProcessEnv) => {
   const e = envReader(env);
@@ -32,6 +29,8 @@ export const commonConfig = (env: NodeJS.ProcessEnv) => {
     kafkaHeartbeatIntervalMs: e.int('KAFKA_HEARTBEAT_INTERVAL_MS', 1_000, 100),
     /** Longest pause between kafkajs retries: how soon after Kafka returns publishing and consuming resume. */
     kafkaRetryMaxMs: e.int('KAFKA_RETRY_MAX_MS', 1_000, 100),
+    /** Longest a read carrying a consistency token waits for its read model before answering as it is. */
+    consistencyWaitMs: e.int('CONSISTENCY_WAIT_MS', 5_000, 0),
   };
 };
 

@@ -33,7 +33,7 @@ export const makeGenerationalReadStore = <S extends ReadStore>(
   return {
     prefix,
     current: store,
-    apply: async (collection, id, update, guard) => (await store()).apply(collection, id, update, guard),
+    applyBatch: async (updates) => (await store()).applyBatch(updates),
     get: async (collection, id) => (await store()).get(collection, id),
     find: async (collection, filter, options) => (await store()).find(collection, filter, options),
     count: async (collection, filter) => (await store()).count(collection, filter),

@@ -1,11 +1,12 @@
 import { backoffMs, type CloudEvent, type DocshareEvent, type EventType, type StoredEvent } from '@docshare/contracts';
-import type { EventConsumer, Subscription } from '@docshare/event-bus';
-import type { ReadStore, Update } from '@docshare/read-store';
+import type { EventBatch, EventConsumer, Subscription } from '@docshare/event-bus';
+import type { GuardedUpdate, Update } from '@docshare/read-store';
+import type { Checkpoints } from './consistency.ts';
 import { isTransient, type Logger } from '@docshare/http';
 
 export { isTransient };
 
-/** One idempotent change to one read-model document, guarded by the event it comes from. */
+/** One change to one read-model document; applied under the position of the event it comes from. */
 export interface ReadOp {
   collection: string;
   id: string;
@@ -27,13 +28,22 @@ export const known = (event: CloudEvent): DocshareEvent | null =>
     ? (event as DocshareEvent)
     : null;
 
-/** Applies a projection's ops to the store, each guarded by (subject, streamversion). */
-export const applyProjection = async (store: ReadStore, projection: Projection, record: StoredEvent<CloudEvent>): Promise<void> => {
-  const event = known(record.event);
-  if (!event) return;
-  const guard = { stream: event.subject, version: event.streamversion };
-  for (const op of projection(event)) await store.apply(op.collection, op.id, op.update, guard);
-};
+/** A read model's handler: applies a batch of events (idempotently: a batch may come again). */
+export type BatchApply = (records: readonly StoredEvent<CloudEvent>[]) => Promise<void>;
+
+/** The ops of `record` under its position (the store's per-document guard). */
+export const guarded = (record: StoredEvent<CloudEvent>, ops: readonly ReadOp[]): GuardedUpdate[] =>
+  ops.map((op) => ({ ...op, position: record.position }));
+
+/**
+ * The batch handler of a projector group: applies the batch to the read model, then records the
+ * group's checkpoint for the batch's partition (what consistency tokens wait on).
+ */
+export const projectBatches = (apply: BatchApply, checkpoints: Checkpoints, group: string) =>
+  async (batch: EventBatch): Promise<void> => {
+    if (batch.records.length > 0) await apply(batch.records);
+    await checkpoints.record(group, batch.partition, batch.through);
+  };
 
 export interface RunningProjector {
   subscription: Subscription;
@@ -46,25 +56,25 @@ export interface RunningProjector {
  * Other failures go to the bus, which redelivers and finally dead-letters.
  */
 export const retryTransient = (
-  handle: (record: StoredEvent<CloudEvent>) => Promise<void>, logger: Logger, maxDelayMs = 5_000,
-) => async (record: StoredEvent<CloudEvent>): Promise<void> => {
+  handle: (batch: EventBatch) => Promise<void>, logger: Logger, maxDelayMs = 5_000,
+) => async (batch: EventBatch): Promise<void> => {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await handle(record);
+      return await handle(batch);
     } catch (error) {
       if (!isTransient(error)) throw error;
       const delay = backoffMs(attempt + 1, 100, maxDelayMs) * (0.5 + Math.random() / 2);
-      logger.warn({ err: error, attempt, eventId: record.event.id, subject: record.event.subject }, 'dependency unavailable; retrying');
+      logger.warn({ err: error, attempt, partition: batch.partition, events: batch.records.length, first: batch.records[0]?.position }, 'dependency unavailable; retrying');
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
   }
 };
 
-/** Subscribes `handle` as consumer group `group`: every event, at least once, acknowledged after `handle` resolves. */
+/** Subscribes `handle` as consumer group `group`: every event, at least once, in batches acknowledged after `handle` resolves. */
 export const runProjector = async (
-  consumer: EventConsumer, group: string, handle: (record: StoredEvent<CloudEvent>) => Promise<void>, logger: Logger,
+  consumer: EventConsumer, group: string, handle: (batch: EventBatch) => Promise<void>, logger: Logger,
 ): Promise<RunningProjector> => {
-  const subscription = await consumer.subscribe(group, retryTransient(handle, logger), {
+  const subscription = await consumer.subscribeBatches(group, retryTransient(handle, logger), {
     onDeadLetter: (record, error) => {
       logger.error({ err: error, group, eventId: record.event.id, type: record.event.type, subject: record.event.subject,
         correlationId: record.event.correlationid }, 'event dead-lettered after repeated failures');

@@ -1,12 +1,12 @@
 import express, { type Express } from 'express';
-import { backoffMs, type CloudEvent, type StoredEvent } from '@docshare/contracts';
-import type { EventConsumer } from '@docshare/event-bus';
+import { backoffMs } from '@docshare/contracts';
+import type { EventBatch, EventConsumer } from '@docshare/event-bus';
 import { closeServer, counter, exitGracefully, listen, makeOps, requestLog, type Logger, type Ops, type ReadinessCheck } from '@docshare/http';
-import { runProjector, type RunningProjector } from './runner.ts';
-import type { Progress } from './progress.ts';
+import { projectBatches, runProjector, type BatchApply, type RunningProjector } from './runner.ts';
+import { honourConsistency, makeConsistencyGate, type Checkpoints } from './consistency.ts';
 
 export interface ProjectorServiceOptions {
-  /** Service name; the name its progress is recorded under. */
+  /** Service name. */
   name: string;
   /** Kafka consumer group (default: the name). */
   group?: string;
@@ -16,9 +16,14 @@ export interface ProjectorServiceOptions {
    * subscription it runs in the background, retried until it succeeds.
    */
   prepare?: () => Promise<void>;
-  /** Applies one event to the read model; must be idempotent. */
-  handle: (record: StoredEvent<CloudEvent>) => Promise<void>;
-  progress: Progress;
+  /** Applies a batch of events to the read model; must be idempotent. */
+  handle: BatchApply;
+  /** Where the group's progress is recorded, and where its queries read it to honour consistency tokens. */
+  checkpoints: Checkpoints;
+  /** Partitions of the event topic: a token is reached when every one of them is through it. */
+  partitions: number;
+  /** Longest a query carrying a consistency token waits for the read model (default 5 000 ms). */
+  consistencyWaitMs?: number;
   /** The service's query API. */
   queryApp: Express;
   /** What the queries need (the read store): /readyz fails while one of these fails. */
@@ -50,7 +55,8 @@ export interface ProjectorService {
 
 /**
  * One projector process: serves its query API with /healthz, /readyz and /metrics, consumes its
- * group's events (acknowledging each after the read-model write and the progress record), and
+ * group's events in batches (acknowledging each after the read-model write and the checkpoint),
+ * holds queries that carry a consistency token until the read model has reached it, and
  * stops gracefully on SIGTERM (stop accepting, finish the event in hand, commit, close clients).
  *
  * The HTTP port opens first and the consumer joins its group in the background: the read model
@@ -70,12 +76,15 @@ export const startProjectorService = async (options: ProjectorServiceOptions): P
   };
   const ops = makeOps(name, options.checks, undefined, { consumer: consumerCheck, ...options.softChecks });
   const projected = counter(ops.registry, 'docshare_events_projected_total', 'Events applied to the read model', ['type']);
+  const lagging = counter(ops.registry, 'docshare_consistency_timeouts_total', 'Queries answered before the read model reached their consistency token');
   options.metrics?.(ops);
   const app = express();
   app.disable('x-powered-by');
   app.use(ops.httpMetrics);
   app.use(ops.router);
   app.use(requestLog(logger));
+  const gate = makeConsistencyGate(options.checkpoints, group, options.partitions);
+  app.use(honourConsistency(gate, options.consistencyWaitMs ?? 5_000, () => lagging.inc()));
   app.use(options.queryApp);
 
   const { server, port } = await listen(app, options.port, options.host);
@@ -83,15 +92,15 @@ export const startProjectorService = async (options: ProjectorServiceOptions): P
 
   let projector: RunningProjector | null = null;
   let wake: (() => void) | null = null;
-  const handle = async (record: StoredEvent<CloudEvent>): Promise<void> => {
-    const { event } = record;
-    await options.handle(record);
-    await options.progress.record(name, event.subject, event.streamversion);
-    projected.inc({ type: event.type });
-    logger.info({
-      correlationId: event.correlationid, causationId: event.causationid, eventId: event.id, type: event.type,
-      subject: event.subject, version: event.streamversion,
-    }, 'event projected');
+  const project = projectBatches(options.handle, options.checkpoints, group);
+  const handle = async (batch: EventBatch): Promise<void> => {
+    await project(batch);
+    for (const { event } of batch.records) projected.inc({ type: event.type });
+    if (batch.records.length > 0) {
+      logger.debug({
+        partition: batch.partition, events: batch.records.length, first: batch.records[0]!.position, through: batch.through,
+      }, 'batch projected');
+    }
   };
   const consuming = (async () => {
     for (let attempt = 1; state === 'joining'; attempt++) {

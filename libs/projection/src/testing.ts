@@ -51,3 +51,20 @@ export const makeHistory = () => {
 /** Every record twice in a row (a redelivery after each), then the whole history again (a replay). */
 export const deliveredTwice = (records: readonly StoredEvent[]): StoredEvent[] =>
   [...records.flatMap((r) => [r, r]), ...records];
+
+/** `records` cut into consecutive batches of `size` (the last may be shorter). */
+export const inBatches = <T>(records: readonly T[], size: number): T[][] => {
+  const batches: T[][] = [];
+  for (let i = 0; i < records.length; i += size) batches.push(records.slice(i, i + size));
+  return batches;
+};
+
+/**
+ * Batches of `size` as a redelivering bus hands them over: each batch comes again, whole, after
+ * the next one began (a crash between applying a batch and committing it), so every batch is
+ * applied twice and some documents see it half-applied already.
+ */
+export const redeliveredBatches = <T>(records: readonly T[], size: number): T[][] => {
+  const batches = inBatches(records, size);
+  return batches.flatMap((batch, i) => (i === 0 ? [batch] : [[...batches[i - 1]!.slice(Math.floor(size / 2)), ...batch], batch]));
+};

@@ -5,7 +5,7 @@ import { testEvent } from '@docshare/contracts/testing';
 import { isTransient, retryTransient } from '../src/runner.ts';
 
 const logger = makeLogger('test', 'silent');
-const record = { position: 1, event: testEvent('file-1', 1) };
+const record = { partition: 0, records: [{ position: 1, event: testEvent('file-1', 1) }], through: 1 };
 
 describe('retryTransient', () => {
   it('retries a dependency outage in place until it passes', async () => {

@@ -1,22 +1,22 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import express from 'express';
-import type { EventConsumer, EventHandler } from '@docshare/event-bus';
+import type { BatchHandler, EventConsumer } from '@docshare/event-bus';
 import { makeLogger } from '@docshare/http';
 import { testEvent } from '@docshare/contracts/testing';
-import { startProjectorService, type Progress } from '../src/index.ts';
+import { makeMemoryCheckpoints, startProjectorService } from '../src/index.ts';
 
 const logger = makeLogger('test', 'silent');
-const progress: Progress = { record: async () => {}, reached: async () => true };
 
 /** A consumer whose group join takes as long as the test says (a Kafka session to expire, Kafka down). */
 const slowConsumer = () => {
   let release!: () => void;
   let fail!: (error: Error) => void;
-  const joins: { group: string; handler: EventHandler }[] = [];
+  const joins: { group: string; handler: BatchHandler }[] = [];
   let stops = 0;
   const consumer: EventConsumer = {
-    subscribe: async (group, handler) => {
+    subscribe: async () => { throw new Error('projectors subscribe in batches'); },
+    subscribeBatches: async (group, handler) => {
       joins.push({ group, handler });
       await new Promise<void>((resolve, reject) => {
         release = resolve;
@@ -39,12 +39,12 @@ const get = async (port: number, path: string) => {
   return { status: res.status, body: await res.json() as { checks?: Record<string, string> } };
 };
 
-const start = (consumer: EventConsumer, checks: Record<string, () => Promise<void>> = { mongodb: async () => {} }) => {
+const start = (consumer: EventConsumer, checks: Record<string, () => Promise<void>> = { mongodb: async () => {} }, checkpoints = makeMemoryCheckpoints()) => {
   let closed = 0;
   const handled: string[] = [];
   const service = startProjectorService({
-    name: 'test-projector', consumer, progress, queryApp: queryApp(), checks, port: 0, host: '127.0.0.1', logger,
-    handle: async (record) => { handled.push(record.event.id); },
+    name: 'test-projector', consumer, checkpoints, partitions: 1, queryApp: queryApp(), checks, port: 0, host: '127.0.0.1', logger,
+    handle: async (records) => { handled.push(...records.map((r) => r.event.id)); },
     close: async () => { closed += 1; },
     joinRetryMaxMs: 20, handleSignals: false,
   });
@@ -68,7 +68,7 @@ describe('startProjectorService', () => {
     assert.equal(service.consumerState(), 'consuming');
     assert.deepEqual((await get(service.port, '/readyz')).body.checks, { mongodb: 'ok', consumer: 'ok' });
     // The handler it subscribed applies events.
-    await fake.joins[0]?.handler({ position: 1, event: testEvent('file-1', 1) });
+    await fake.joins[0]?.handler({ partition: 0, records: [{ position: 1, event: testEvent('file-1', 1) }], through: 1 });
     assert.equal(handled.length, 1);
     await service.stop();
   });
@@ -112,5 +112,30 @@ describe('startProjectorService', () => {
     assert.equal(fake.stops(), 1);
     assert.equal(closed(), 1);
     await assert.rejects(fetch(`http://127.0.0.1:${service.port}/q`));
+  });
+
+  it('holds a query that carries a consistency token until a batch brings the group through it; others pass at once', async () => {
+    const fake = slowConsumer();
+    const { service: starting } = start(fake.consumer);
+    const service = await starting;
+    fake.release();
+    await service.consuming;
+    const handler = fake.joins[0]!.handler;
+    await handler({ partition: 0, records: [{ position: 3, event: testEvent('file-1', 1) }], through: 3 });
+    // Already reached, or no token: answered at once.
+    const reached = await fetch(`http://127.0.0.1:${service.port}/q`, { headers: { 'x-docshare-consistency': '3' } });
+    assert.equal(reached.status, 200);
+    assert.equal((await fetch(`http://127.0.0.1:${service.port}/q`)).status, 200);
+    let answered = false;
+    const waiting = fetch(`http://127.0.0.1:${service.port}/q`, { headers: { 'x-docshare-consistency': '5' } }).then((res) => {
+      answered = true;
+      return res.status;
+    });
+    // A watermark-only batch (no records) moves the checkpoint too.
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    assert.equal(answered, false, 'answered before the read model reached its token');
+    await handler({ partition: 0, records: [], through: 5 });
+    assert.equal(await waiting, 200);
+    await service.stop();
   });
 });

@@ -65,6 +65,8 @@ export interface RateLimiter {
   status(): RateLimitStatus;
   /** Disconnects from Redis; the limiter keeps answering from memory afterwards. */
   close(): Promise<void>;
+  /** The Redis connection (fails fast while down), for other per-user state the gateways share; null without Redis. */
+  redis: Redis | null;
 }
 
 const DEFAULT_PREFIX = 'docshare-rl';
@@ -96,6 +98,7 @@ export function makeRateLimiter(options: RateLimiterOptions): RateLimiter {
       ready: async () => {},
       status: () => ({ mode: 'memory', fallbackDecisions: 0, connectionErrors: 0 }),
       close: async () => {},
+      redis: null,
     };
   }
 
@@ -189,6 +192,7 @@ export function makeRateLimiter(options: RateLimiterOptions): RateLimiter {
 
   return {
     limiter,
+    redis: client,
     async ready(): Promise<void> {
       if (client.status !== 'ready') throw new Error(`rate limit store (Redis at ${where}) is ${client.status}`);
       await client.ping();

@@ -1,17 +1,28 @@
-import type { Doc, Filter, FindOptions, Guard, ReadStore, Scalar, Update } from './port.ts';
-import { checkCount, checkUpdate } from './validate.ts';
+import type { Doc, Filter, FindOptions, GuardedUpdate, ReadStore, Scalar } from './port.ts';
+import { checkCount, checkGuardedUpdate, checkQueryField } from './validate.ts';
 
 interface Stored {
   id: string;
   /** Top-level fields without `_id`; a Map so names like `__proto__` stay plain data. */
   fields: Map<string, unknown>;
-  /** Highest version applied per stream: the in-memory twin of Mongo's `_seen` sub-document. */
-  seen: Map<string, number>;
+  /** Position of the last update applied: the in-memory twin of Mongo's `_pos`. */
+  pos: number;
   /** Insertion order, the final tie-breaker, so index lookups and scans return the same order. */
   seq: number;
 }
 
 interface Keyed { stored: Stored; keys: unknown[] }
+
+/** A document as a batch leaves it, before the batch commits. */
+interface Staged {
+  collection: string;
+  id: string;
+  existing: Stored | undefined;
+  /** A copy of the fields (values are never changed in place, so a shallow one). */
+  fields: Map<string, unknown>;
+  pos: number;
+  touched: Set<string>;
+}
 
 /** Equality index of one field: value (null also for missing) -> ids of the documents holding it. */
 type FieldIndex = Map<Scalar, Set<string>>;
@@ -209,38 +220,60 @@ export function makeMemoryReadStore(): ReadStore {
   }
 
   return {
-    async apply(collectionName: string, id: string, update: Update, guard: Guard): Promise<boolean> {
-      checkUpdate(update, guard);
+    async applyBatch(updates: readonly GuardedUpdate[]): Promise<number> {
+      for (const guarded of updates) checkGuardedUpdate(guarded);
 
-      const collection = collectionOf(collectionName, true) as Collection;
-      const existing = collection.docs.get(id);
-      if (existing && (existing.seen.get(guard.stream) ?? -Infinity) >= guard.version) return false;
-
-      // Compute every new value before changing anything, so a rejected update leaves no trace.
-      const changes = new Map<string, unknown>();
-      if (!existing) for (const [name, value] of Object.entries(update.setOnInsert ?? {})) changes.set(name, storable(value));
-      for (const [name, value] of Object.entries(update.set ?? {})) changes.set(name, storable(value));
-      for (const [name, by] of Object.entries(update.inc ?? {})) {
-        const held = existing?.fields.get(name);
-        // A missing field counts from 0; null does not (Mongo refuses $inc on null).
-        const current = held === undefined ? 0 : held;
-        if (typeof current !== 'number') {
-          throw new Error(`cannot inc field ${name} of non-numeric value ${JSON.stringify(current)}`);
+      // Stage every document the batch changes, one update at a time, before changing anything:
+      // an update refused by what a document holds then leaves no trace of the batch.
+      const staged = new Map<string, Staged>();
+      let applied = 0;
+      for (const { collection, id, update, position } of updates) {
+        const key = `${collection}\u0000${id}`;
+        let doc = staged.get(key);
+        if (!doc) {
+          const existing = collections.get(collection)?.docs.get(id);
+          doc = { collection, id, existing, fields: new Map(existing?.fields), pos: existing?.pos ?? 0, touched: new Set() };
+          staged.set(key, doc);
         }
-        changes.set(name, current + by);
+        if (position <= doc.pos) continue;
+        // A stored document has applied something (pos > 0): pos 0 means it does not exist yet.
+        if (doc.pos === 0) {
+          for (const [name, value] of Object.entries(update.setOnInsert ?? {})) doc.fields.set(name, storable(value));
+        }
+        for (const [name, value] of Object.entries(update.set ?? {})) doc.fields.set(name, storable(value));
+        for (const [name, by] of Object.entries(update.inc ?? {})) {
+          const held = doc.fields.get(name);
+          // A missing field counts from 0; null does not (Mongo refuses $inc on null).
+          const current = held === undefined ? 0 : held;
+          if (typeof current !== 'number') {
+            throw new Error(`cannot inc field ${name} of non-numeric value ${JSON.stringify(current)}`);
+          }
+          doc.fields.set(name, current + by);
+        }
+        for (const fields of [update.setOnInsert ?? {}, update.set ?? {}, update.inc ?? {}]) {
+          for (const name of Object.keys(fields)) doc.touched.add(name);
+        }
+        doc.pos = position;
+        applied++;
       }
 
-      const stored: Stored = existing ?? { id, fields: new Map(), seen: new Map(), seq: nextSeq++ };
-      for (const [field, index] of collection.indexes) {
-        if (existing && !changes.has(field)) continue;
-        if (existing) for (const key of matchKeys(existing.fields.get(field))) indexRemove(index, key, id);
-        const value = changes.has(field) ? changes.get(field) : undefined;
-        for (const key of matchKeys(value)) indexAdd(index, key, id);
+      for (const doc of staged.values()) {
+        const { existing, id } = doc;
+        if (existing && doc.pos === existing.pos) continue;
+        const collection = collectionOf(doc.collection, true) as Collection;
+        for (const [field, index] of collection.indexes) {
+          if (existing && !doc.touched.has(field)) continue;
+          if (existing) for (const key of matchKeys(existing.fields.get(field))) indexRemove(index, key, id);
+          for (const key of matchKeys(doc.fields.get(field))) indexAdd(index, key, id);
+        }
+        if (existing) {
+          existing.fields = doc.fields;
+          existing.pos = doc.pos;
+        } else {
+          collection.docs.set(id, { id, fields: doc.fields, pos: doc.pos, seq: nextSeq++ });
+        }
       }
-      for (const [name, value] of changes) stored.fields.set(name, value);
-      stored.seen.set(guard.stream, guard.version);
-      if (!existing) collection.docs.set(id, stored);
-      return true;
+      return applied;
     },
 
     async get(collectionName: string, id: string): Promise<Doc | null> {
@@ -249,6 +282,8 @@ export function makeMemoryReadStore(): ReadStore {
     },
 
     async find(collectionName: string, filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
+      for (const field of Object.keys(filter)) checkQueryField('filter', field);
+      for (const [field] of options.sort ?? []) checkQueryField('sort', field);
       const skip = checkCount('skip', options.skip) ?? 0;
       const limit = checkCount('limit', options.limit);
       const collection = collectionOf(collectionName, false);
@@ -275,6 +310,7 @@ export function makeMemoryReadStore(): ReadStore {
     },
 
     async count(collectionName: string, filter: Filter): Promise<number> {
+      for (const field of Object.keys(filter)) checkQueryField('filter', field);
       const collection = collectionOf(collectionName, false);
       if (!collection) return 0;
       const [only, ...more] = Object.entries(filter);

@@ -1,27 +1,44 @@
-import { MongoServerError } from 'mongodb';
-import type { Collection, Db, Document, Filter as MongoFilter, Sort, UpdateFilter } from 'mongodb';
-import type { Doc, Filter, FindOptions, Guard, ReadStore, Update } from './port.ts';
-import { checkCount, checkName, checkUpdate } from './validate.ts';
-import { makeKeyedQueue } from '@docshare/contracts';
+import { MongoBulkWriteError, MongoServerError } from 'mongodb';
+import type { AnyBulkWriteOperation, Collection, Db, Document, Filter as MongoFilter, Sort, UpdateFilter } from 'mongodb';
+import type { Doc, Filter, FindOptions, GuardedUpdate, ReadStore } from './port.ts';
+import { checkCount, checkGuardedUpdate, checkName, checkQueryField } from './validate.ts';
 
 /*
  * Read models on MongoDB (or FerretDB 1.x). Read-model collection `c` is the collection
- * `<prefix><c>`; each document carries `_seen: { <stream>: <version> }`, the newest version of
- * every stream it reflects. An update is one upsert:
+ * `<prefix><c>`; each document carries `_pos`, the position of the last update it applied (one
+ * number, whatever the number of events that touched it). `applyBatch`:
  *
- *   updateOne({ _id, '_seen.<stream>': { $not: { $gte: version } } },
- *             { $set: { ...set, '_seen.<stream>': version }, $inc, $setOnInsert }, { upsert: true })
+ * 1. groups the batch per document, in order, and merges each document's consecutive updates
+ *    into as few writes as keep their meaning (mergeWrites): one write applies the updates at
+ *    positions first..last;
+ * 2. sends, round k holding every document's k-th write, one unordered bulkWrite per collection of
  *
- * The filter reads "has not seen this stream at this version or later" (a missing entry matches).
- * If the document exists and has seen it, nothing matches and the upsert's insert collides with
- * the existing `_id`: that duplicate key means "already applied" (false). Of concurrent duplicates
- * on a new document one insert wins; the others collide. Nothing here needs transactions or
- * aggregation; `$not`, dotted `$set` paths, upserts and exclusion projections all work on FerretDB.
+ *      updateOne({ _id, _pos: { $not: { $gte: first } } },
+ *                { $set: { ...set, _pos: last }, $inc, $setOnInsert }, { upsert: true })
  *
- * FerretDB 1.x runs an update as read-then-write (docs/mongodb.md), so two updates of ONE
- * document at the same moment can lose one of them there (MongoDB applies each atomically). This
- * store therefore applies the updates of one document one at a time within a process: one
- * projector replica per read model is safe on FerretDB; several need real MongoDB.
+ *    "has applied nothing at `first` or later" (a missing `_pos` or document matches). When the
+ *    document exists and has, nothing matches and the upsert's insert collides with its `_id`: a
+ *    duplicate key (E11000) for that op alone;
+ * 3. settles each such document on its own (settle): reads its `_pos`, drops the updates at or
+ *    below it and applies the rest with `{ _id, _pos: <what it read> }`, re-reading when that no
+ *    longer matches. That is the batch overlapping an earlier, interrupted delivery of the same
+ *    events: the common case (nothing applied yet) costs one upsert per document and round.
+ *
+ * Callers guarantee one writer per document (port.ts), so nothing needs transactions, aggregation
+ * or atomic read-modify-write across writers: `$not`, upserts and exclusion projections all work
+ * on FerretDB, whose updates are read-then-write (docs/mongodb.md).
+ *
+ * FerretDB 1.24 (SQLite) differs from MongoDB here, as probed against the local server:
+ * - its `update` command ignores `ordered: false`: it stops at the first failing op, reports that
+ *   error at index 0 whatever the op's index (and `upserted` indexes are off too), and drops the
+ *   counts of the ops it did apply. Which ops of a failed multi-op bulk applied is then unknown,
+ *   and `_pos` alone cannot tell "applied now" from "applied by an earlier delivery";
+ * - an `update` command in which 100 or more ops match existing documents never answers.
+ * So on FerretDB (told by `buildInfo.ferretdbVersion`) every bulkWrite holds one op, sent one
+ * after another (FerretDB serialises writes anyway, and concurrent ones were slower); the code
+ * path is otherwise MongoDB's. A server that reports fewer outcomes than ops is handled anyway:
+ * every op of that bulk is settled, which keeps the documents exact but may undercount what the
+ * bulk applied. FerretDB also drops null `$setOnInsert` values: after it inserts, they are `$set`.
  *
  * `clear` drops exactly the collections written under this prefix, which it finds in the
  * `read_store_collections` registry (so a prefix never touches another prefix's collections,
@@ -31,7 +48,7 @@ import { makeKeyedQueue } from '@docshare/contracts';
 
 /**
  * An index of a read-model collection: fields in order, 1 ascending, -1 descending. Never unique:
- * a read model takes whatever the events say, and `apply` reads a duplicate key as "already applied".
+ * a read model takes whatever the events say, and `applyBatch` reads a duplicate key as "already applied".
  */
 export interface ReadModelIndex {
   name: string;
@@ -81,7 +98,7 @@ function toMongoFilter(filter: Filter): MongoFilter<StoredDoc> {
   const query: Record<string, unknown> = {};
   for (const [field, condition] of Object.entries(filter)) {
     checkName('filter field', field);
-    if (field === '_seen') throw new Error('cannot filter on _seen');
+    checkQueryField('filter', field);
     if (condition !== null && typeof condition === 'object') {
       if (!Array.isArray(condition.in)) throw new Error(`filter on ${field}: expected a scalar or { in: [...] }`);
       query[field] = { $in: condition.in };
@@ -93,10 +110,94 @@ function toMongoFilter(filter: Filter): MongoFilter<StoredDoc> {
   return query as MongoFilter<StoredDoc>;
 }
 
+/** Reads never show the guard: `_pos`, nor the `_seen` map that documents of earlier versions may carry. */
+const HIDDEN = { _pos: 0, _seen: 0 } as const;
+
 function toDoc(stored: StoredDoc): Doc {
-  const { _seen: _ignored, ...fields } = stored;
+  const { _pos: _p, _seen: _s, ...fields } = stored;
   return fields as Doc;
 }
+
+/** Consecutive updates of one document merged into one upsert, which applies them all or none. */
+interface Write {
+  /** Index, among the document's updates, of the first one merged here. */
+  from: number;
+  /** Positions of the first and the last update merged here. */
+  first: number;
+  last: number;
+  /** How many updates it merges. */
+  count: number;
+  set: Record<string, unknown>;
+  inc: Record<string, number>;
+  setOnInsert: Record<string, unknown>;
+}
+
+/** The updates of one document in a batch, positions increasing, and their writes. */
+interface Run {
+  collection: string;
+  id: string;
+  updates: GuardedUpdate[];
+  writes: Write[];
+}
+
+/** Integers add up exactly in any order; other numbers only in the order Mongo would add them. */
+const exactSum = (a: number, b: number): boolean =>
+  Number.isSafeInteger(a) && Number.isSafeInteger(b) && Number.isSafeInteger(a + b);
+
+/**
+ * The fewest writes that apply `updates` (one document's, positions increasing) as if one at a
+ * time. Each next update joins the current write when every field it touches stays under one
+ * operator there: `set` then `set` keeps the later value, `inc` then `inc` adds up (integers only,
+ * so the sum is exactly the sequential one). Its `setOnInsert` is dropped: by then the write's
+ * first update has upserted the document, so it would not apply. Anything else (a field `set` in
+ * one and `inc`ed in the other, `setOnInsert` then `set`...) starts a new write there.
+ */
+function mergeWrites(updates: readonly GuardedUpdate[]): Write[] {
+  const writes: Write[] = [];
+  let write: Write | undefined;
+  updates.forEach(({ update, position }, index) => {
+    const set = Object.entries(update.set ?? {});
+    const inc = Object.entries(update.inc ?? {});
+    if (write) {
+      const w = write;
+      const fits = set.every(([name]) => !(name in w.inc) && !(name in w.setOnInsert))
+        && inc.every(([name, by]) => !(name in w.set) && !(name in w.setOnInsert) && exactSum(w.inc[name] ?? 0, by));
+      if (fits) {
+        for (const [name, value] of set) w.set[name] = value;
+        for (const [name, by] of inc) w.inc[name] = (w.inc[name] ?? 0) + by;
+        w.last = position;
+        w.count++;
+        return;
+      }
+    }
+    write = {
+      from: index, first: position, last: position, count: 1,
+      set: Object.fromEntries(set), inc: Object.fromEntries(inc), setOnInsert: { ...update.setOnInsert },
+    };
+    writes.push(write);
+  });
+  return writes;
+}
+
+/** A top-level undefined is stored as null, as the driver would (it would otherwise drop the field). */
+const nullForUndefined = (fields: Record<string, unknown>): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(fields).map(([name, value]) => [name, value === undefined ? null : value]));
+
+function toMongoUpdate(write: Write): UpdateFilter<StoredDoc> {
+  const update: Document = { $set: { ...nullForUndefined(write.set), _pos: write.last } };
+  if (Object.keys(write.inc).length > 0) update['$inc'] = write.inc;
+  if (Object.keys(write.setOnInsert).length > 0) update['$setOnInsert'] = nullForUndefined(write.setOnInsert);
+  return update as UpdateFilter<StoredDoc>;
+}
+
+/** Fields a write's `$setOnInsert` sets to null, which FerretDB 1.x drops. */
+const nullsOnInsert = (write: Write): string[] =>
+  Object.entries(write.setOnInsert).filter(([, value]) => value === undefined || value === null).map(([name]) => name);
+
+const isDuplicateKey = (error: unknown): boolean => error instanceof MongoServerError && error.code === 11000;
+
+/** How many times `settle` re-reads a document whose `_pos` moved under it before giving up. */
+const SETTLE_ATTEMPTS = 5;
 
 /** A ReadStore on `db`. `close` leaves the client open: its owner closes it. */
 /** A MongoDB read store; `ensureIndexes` creates the configured indexes now (services call it at start). */
@@ -153,64 +254,159 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
     return ready;
   };
 
-  // Updates of one document run one after another (see the header: FerretDB updates are not atomic).
-  const serialized = makeKeyedQueue();
+  /** Whether the server is FerretDB (see the header), asked once. */
+  let ferret: Promise<boolean> | undefined;
+  const isFerret = (): Promise<boolean> =>
+    (ferret ??= db.command({ buildInfo: 1 }).then((info) => typeof info['ferretdbVersion'] === 'string', () => false));
+
+  /** On FerretDB, `$set` the null `setOnInsert` fields of a write that just inserted its document. */
+  const fixInsert = async (target: Collection<StoredDoc>, id: string, write: Write, onFerret: boolean): Promise<void> => {
+    const nulls = nullsOnInsert(write);
+    if (!onFerret || nulls.length === 0) return;
+    await target.updateOne({ _id: id }, { $set: Object.fromEntries(nulls.map((name) => [name, null])) });
+  };
+
+  /**
+   * Applies what `run` still lacks from its update `from` on, reading its `_pos`: the slow path
+   * after a duplicate key. Each write is guarded by the exact `_pos` the previous one left (or its
+   * absence), so a document that changed under it is read again. Returns how many updates applied.
+   */
+  const settle = async (run: Run, from: number, onFerret: boolean): Promise<number> => {
+    const target = collectionOf(run.collection);
+    const updates = run.updates.slice(from);
+    let applied = 0;
+    for (let attempt = 0; attempt < SETTLE_ATTEMPTS; attempt++) {
+      const found = await target.findOne({ _id: run.id }, { projection: { _pos: 1 } });
+      // A document without `_pos` (missing, or written by an earlier version) has applied nothing.
+      let at = typeof found?.['_pos'] === 'number' ? (found['_pos'] as number) : undefined;
+      const rest = updates.filter(({ position }) => at === undefined || position > at);
+      let settled = true;
+      for (const write of mergeWrites(rest)) {
+        const filter = at === undefined ? { _id: run.id, _pos: { $exists: false } } : { _id: run.id, _pos: at };
+        try {
+          const result = await target.updateOne(filter as MongoFilter<StoredDoc>, toMongoUpdate(write), { upsert: at === undefined });
+          if (result.matchedCount + result.upsertedCount === 0) settled = false;
+          else if (result.upsertedCount > 0) await fixInsert(target, run.id, write, onFerret);
+        } catch (error) {
+          if (!isDuplicateKey(error)) throw error;
+          settled = false;
+        }
+        if (!settled) break;
+        applied += write.count;
+        at = write.last;
+      }
+      if (settled) return applied;
+    }
+    throw new Error(`cannot apply updates to ${run.collection}/${run.id}: its _pos kept changing (another writer?)`);
+  };
+
+  /**
+   * Sends the round's write of each run (all of one collection) as one unordered bulkWrite, or one
+   * op per bulkWrite on FerretDB. Returns how many updates applied, and the runs that hit a
+   * duplicate key (to settle).
+   */
+  const sendRound = async (collection: string, runs: Run[], round: number, onFerret: boolean): Promise<{ applied: number; refused: Run[] }> => {
+    const target = collectionOf(collection);
+    let applied = 0;
+    const refused: Run[] = [];
+    const chunkSize = onFerret ? 1 : runs.length;
+    for (let start = 0; start < runs.length; start += chunkSize) {
+      const chunk = runs.slice(start, start + chunkSize);
+      const writes = chunk.map((run) => run.writes[round] as Write);
+      const ops: AnyBulkWriteOperation<StoredDoc>[] = chunk.map((run, i) => ({
+        updateOne: {
+          filter: { _id: run.id, _pos: { $not: { $gte: (writes[i] as Write).first } } } as MongoFilter<StoredDoc>,
+          update: toMongoUpdate(writes[i] as Write),
+          upsert: true,
+        },
+      }));
+      let failed: Set<number>;
+      let upserted: unknown[];
+      try {
+        const result = await target.bulkWrite(ops, { ordered: false });
+        failed = new Set();
+        upserted = Object.values(result.upsertedIds);
+      } catch (error) {
+        if (!(error instanceof MongoBulkWriteError)) throw error;
+        const errors = error.result.getWriteErrors();
+        // Anything but "already applied" (e.g. an inc of a text field) fails the batch.
+        if (errors.length === 0 || errors.some((e) => e.code !== 11000)) throw error;
+        const told = error.result.matchedCount + error.result.upsertedCount + errors.length;
+        // Every op is accounted for (MongoDB), or the server stopped without saying what it did: settle them all.
+        failed = told === ops.length ? new Set(errors.map((e) => e.index)) : new Set(ops.keys());
+        upserted = told === ops.length ? Object.values(error.result.upsertedIds) : [];
+      }
+      // Matched by `_id`, not by op index: ids are unique within a round, and FerretDB's indexes are off.
+      const inserted = new Set(upserted);
+      for (const [i, run] of chunk.entries()) {
+        const write = writes[i] as Write;
+        if (failed.has(i)) {
+          refused.push(run);
+          continue;
+        }
+        applied += write.count;
+        if (inserted.has(run.id)) await fixInsert(target, run.id, write, onFerret);
+      }
+    }
+    return { applied, refused };
+  };
+
+  /** Runs `task` on every item: all at once, or one after another on FerretDB. */
+  const each = async <T, R>(items: readonly T[], oneByOne: boolean, task: (item: T) => Promise<R>): Promise<R[]> => {
+    if (!oneByOne) return Promise.all(items.map(task));
+    const results: R[] = [];
+    for (const item of items) results.push(await task(item));
+    return results;
+  };
 
   return {
     ensureIndexes: async () => {
       for (const collection of Object.keys(indexes)) await prepare(collection);
     },
-    async apply(collection: string, id: string, update: Update, guard: Guard): Promise<boolean> {
-      const target = collectionOf(collection);
-      if (typeof id !== 'string') throw new Error('document id must be a string');
-      checkUpdate(update, guard);
 
-      const seen = `_seen.${guard.stream}`;
-      const set: Record<string, unknown> = { [seen]: guard.version };
-      for (const [name, value] of Object.entries(update.set ?? {})) set[name] = value === undefined ? null : value;
-      const mongoUpdate: Record<string, unknown> = { $set: set };
-      if (update.inc && Object.keys(update.inc).length > 0) mongoUpdate['$inc'] = { ...update.inc };
-      if (update.setOnInsert && Object.keys(update.setOnInsert).length > 0) {
-        mongoUpdate['$setOnInsert'] = Object.fromEntries(
-          Object.entries(update.setOnInsert).map(([name, value]) => [name, value === undefined ? null : value]),
-        );
+    async applyBatch(updates: readonly GuardedUpdate[]): Promise<number> {
+      for (const guarded of updates) {
+        checkGuardedUpdate(guarded);
+        fullName(guarded.collection);
       }
-      const filter = { _id: id, [seen]: { $not: { $gte: guard.version } } } as MongoFilter<StoredDoc>;
+      // Per document, in order. An update at or below an earlier position of its document in the
+      // batch would be skipped (the document has applied that one, or something later): drop it.
+      const runs = new Map<string, Run>();
+      for (const guarded of updates) {
+        const key = `${guarded.collection}\u0000${guarded.id}`;
+        let run = runs.get(key);
+        if (!run) runs.set(key, (run = { collection: guarded.collection, id: guarded.id, updates: [], writes: [] }));
+        const previous = run.updates[run.updates.length - 1];
+        if (!previous || guarded.position > previous.position) run.updates.push(guarded);
+      }
+      if (runs.size === 0) return 0;
+      for (const run of runs.values()) run.writes = mergeWrites(run.updates);
+      await Promise.all([...new Set(updates.map((guarded) => guarded.collection))].map(prepare));
+      const onFerret = await isFerret();
 
-      await prepare(collection);
-      return serialized(`${fullName(collection)}\u0000${id}`, async () => {
-        const upsert = async () => {
-          try {
-            return await target.updateOne(filter, mongoUpdate as UpdateFilter<StoredDoc>, { upsert: true });
-          } catch (error) {
-            // Another writer (a replica) may have inserted the document between our match and our
-            // insert: then it exists and the update must be tried once more as a plain match.
-            if (error instanceof MongoServerError && error.code === 11000) {
-              return await target.updateOne(filter, mongoUpdate as UpdateFilter<StoredDoc>, { upsert: true });
-            }
-            throw error;
-          }
-        };
-        try {
-          const result = await upsert();
-          if (result.upsertedCount > 0) {
-            // FerretDB 1.x drops null values of $setOnInsert: put them in, where still missing.
-            for (const [name, value] of Object.entries(update.setOnInsert ?? {})) {
-              if (value !== undefined && value !== null) continue;
-              await target.updateOne({ _id: id, [name]: { $exists: false } } as MongoFilter<StoredDoc>, { $set: { [name]: null } });
-            }
-          }
-          return result.upsertedCount > 0 || result.matchedCount > 0;
-        } catch (error) {
-          // The document exists and has seen this stream at this version or later.
-          if (error instanceof MongoServerError && error.code === 11000) return false;
-          throw error;
+      let applied = 0;
+      let pending = [...runs.values()];
+      // Round k sends every document's k-th write: the writes of one document go in order.
+      for (let round = 0; pending.length > 0; round++) {
+        const byCollection = new Map<string, Run[]>();
+        for (const run of pending) {
+          const list = byCollection.get(run.collection);
+          if (list) list.push(run);
+          else byCollection.set(run.collection, [run]);
         }
-      });
+        const sent = await each([...byCollection], onFerret, ([collection, list]) => sendRound(collection, list, round, onFerret));
+        const refused = new Set(sent.flatMap(({ refused: runs }) => runs));
+        for (const { applied: count } of sent) applied += count;
+        // A refused document settles everything it has left, from this round's write on.
+        const settled = await each([...refused], onFerret, (run) => settle(run, (run.writes[round] as Write).from, onFerret));
+        for (const count of settled) applied += count;
+        pending = pending.filter((run) => !refused.has(run) && run.writes.length > round + 1);
+      }
+      return applied;
     },
 
     async get(collection: string, id: string): Promise<Doc | null> {
-      const found = await collectionOf(collection).findOne({ _id: id }, { projection: { _seen: 0 } });
+      const found = await collectionOf(collection).findOne({ _id: id }, { projection: HIDDEN });
       return found ? toDoc(found) : null;
     },
 
@@ -221,11 +417,12 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
       const limit = checkCount('limit', options.limit);
       for (const [field, direction] of options.sort ?? []) {
         checkName('sort field', field);
+        checkQueryField('sort', field);
         if (direction !== 1 && direction !== -1) throw new Error(`sort direction of ${field} must be 1 or -1`);
       }
       // Mongo reads limit 0 as "no limit"; the port means "no documents".
       if (limit === 0) return [];
-      let cursor = target.find(query, { projection: { _seen: 0 } });
+      let cursor = target.find(query, { projection: HIDDEN });
       if (options.sort && options.sort.length > 0) cursor = cursor.sort(options.sort as Sort);
       if (skip > 0) cursor = cursor.skip(skip);
       if (limit !== undefined) cursor = cursor.limit(limit);

@@ -1,17 +1,17 @@
 /**
- * Which event an update comes from: a document applies it only if it has not yet seen `stream` at
- * `version` or later. A `stream` that is empty, holds '.' or starts with '$', or a non-finite
- * `version`, is refused.
+ * One change to one document, from the event at `position` (the event's 1-based place in the
+ * global event log).
  */
-export interface Guard { stream: string; version: number }
+export interface GuardedUpdate { collection: string; id: string; update: Update; position: number }
 
 export type Scalar = string | number | boolean | null;
 
 /**
- * A MongoDB-shaped update of top-level fields. Refused (nothing written, the guard not recorded)
- * as Mongo would refuse it: a field name that is empty, holds '.' or starts with '$'; `_id` or
- * `_seen`; one field in two operators; an `inc` by a non-finite number or of a non-numeric field
- * (null included; a missing field counts from 0). A top-level `undefined` is stored as null.
+ * A MongoDB-shaped update of top-level fields. Refused (nothing written, no position recorded)
+ * as Mongo would refuse it: a field name that is empty, holds '.' or starts with '$'; `_id`, `_pos`
+ * or `_seen` (the guard of earlier versions, which old documents may carry); one field in two
+ * operators; an `inc` by a non-finite number or of a non-numeric field (null included; a missing
+ * field counts from 0). A top-level `undefined` is stored as null.
  */
 export interface Update {
   set?: Record<string, unknown>;
@@ -19,7 +19,10 @@ export interface Update {
   setOnInsert?: Record<string, unknown>;
 }
 
-/** Equality on top-level fields, or `{ in: [...] }`: a missing field equals null, an array matches by any element. */
+/**
+ * Equality on top-level fields, or `{ in: [...] }`: a missing field equals null, an array matches
+ * by any element. `_pos` and `_seen` are refused (in sorts too).
+ */
 export type Filter = Record<string, Scalar | { in: Scalar[] }>;
 
 export interface FindOptions {
@@ -33,13 +36,32 @@ export interface FindOptions {
 export type Doc = Record<string, unknown> & { _id: string };
 
 /**
- * Documents of read models, updated idempotently: every update names the event it comes from,
- * and a document ignores an update from an event it already reflects. Implementable with plain
- * MongoDB (or FerretDB 1.x) upserts: no transactions, no aggregation.
+ * Documents of read models, updated idempotently: every update carries the position of the event
+ * it comes from, and a document ignores an update from an event it already reflects. Implementable
+ * with plain MongoDB (or FerretDB 1.x) upserts: no transactions, no aggregation.
+ *
+ * What callers guarantee: all updates of one document come from ONE writer at a time (the
+ * projector that owns the Kafka partition the document's events are on), in increasing position
+ * order, and one event makes at most one update per document (a second update of the same
+ * document at the same position is skipped as already applied). Concurrent `applyBatch` calls
+ * must not touch the same document.
  */
 export interface ReadStore {
-  /** Upserts (collection, id) with `update` unless the document already reflects `guard`; true when applied. */
-  apply(collection: string, id: string, update: Update, guard: Guard): Promise<boolean>;
+  /**
+   * Applies `updates` as if one at a time, in array order: each applies only when its document has
+   * not yet applied an update at `position` or later, and an applied one records `position` on the
+   * document (field `_pos`, never returned by get/find, refused as a field name in updates, filters
+   * and sorts). A missing document has applied nothing (an applied update upserts it). So a
+   * redelivered or replayed update changes nothing, and a batch that was half applied before a
+   * crash can be applied again whole. Resolves to the number of updates applied.
+   *
+   * Every update is validated first: one invalid update (see Update; a position that is not a
+   * positive safe integer; an id that is not a string) rejects the batch and nothing is written.
+   * An update refused only by what its document holds (an `inc` of a non-numeric field) rejects
+   * the batch too, and is not applied: the memory store then has written nothing of the batch, the
+   * MongoDB store may have written other updates of it (which a redelivery does not apply twice).
+   */
+  applyBatch(updates: readonly GuardedUpdate[]): Promise<number>;
   get(collection: string, id: string): Promise<Doc | null>;
   find(collection: string, filter: Filter, options?: FindOptions): Promise<Doc[]>;
   count(collection: string, filter: Filter): Promise<number>;

@@ -1,13 +1,23 @@
-import type { Guard, Update } from './port.ts';
+import type { GuardedUpdate, Update } from './port.ts';
 
-/** Fields a read model may not write: the document id and the guard bookkeeping. */
-const RESERVED = new Set(['_id', '_seen']);
+/**
+ * Fields a read model may neither write nor filter or sort on: the document id (writable by no
+ * update), the position guard `_pos`, and `_seen`, the guard of earlier versions that old
+ * documents may still carry (reads hide both).
+ */
+const RESERVED = new Set(['_id', '_pos', '_seen']);
+const BOOKKEEPING = new Set(['_pos', '_seen']);
 
 /** Rejects names Mongo would read as paths or operators, so embedded mode cannot accept what production refuses. */
 export function checkName(kind: string, name: string): void {
   if (typeof name !== 'string' || name === '' || name.includes('.') || name.startsWith('$')) {
     throw new Error(`invalid ${kind} name ${JSON.stringify(name)}: must be non-empty, without '.' and not start with '$'`);
   }
+}
+
+/** Refuses a filter or sort on the guard bookkeeping, which reads never show. */
+export function checkQueryField(kind: string, name: string): void {
+  if (BOOKKEEPING.has(name)) throw new Error(`cannot ${kind} on ${name}: it is reserved`);
 }
 
 /** `value` (skip or limit) when absent or a non-negative integer; throws otherwise. */
@@ -19,15 +29,11 @@ export function checkCount(kind: string, value: number | undefined): number | un
 }
 
 /**
- * Refuses what Mongo would refuse of an `apply`, before anything is written: a guard with an
- * invalid stream or a non-finite version, an invalid or reserved field name, one field in two
- * operators, an `inc` by anything but a finite number.
+ * Refuses what Mongo would refuse of an update, before anything is written: an invalid or
+ * reserved field name, one field in two operators, an `inc` by anything but a finite number.
  */
-export function checkUpdate(update: Update, guard: Guard): void {
-  checkName('stream', guard.stream);
-  if (typeof guard.version !== 'number' || !Number.isFinite(guard.version)) {
-    throw new Error(`guard version must be a finite number, got ${guard.version}`);
-  }
+export function checkUpdate(update: Update): void {
+  if (update === null || typeof update !== 'object') throw new Error('update must be an object');
   const touched = new Set<string>();
   for (const fields of [update.setOnInsert ?? {}, update.set ?? {}, update.inc ?? {}]) {
     for (const name of Object.keys(fields)) {
@@ -41,4 +47,16 @@ export function checkUpdate(update: Update, guard: Guard): void {
   for (const [name, by] of Object.entries(update.inc ?? {})) {
     if (typeof by !== 'number' || !Number.isFinite(by)) throw new Error(`inc of ${name} must be a finite number`);
   }
+}
+
+/** Refuses an invalid member of an `applyBatch`: see checkUpdate, plus the id and the position. */
+export function checkGuardedUpdate(guarded: GuardedUpdate): void {
+  if (guarded === null || typeof guarded !== 'object') throw new Error('guarded update must be an object');
+  const { collection, id, update, position } = guarded;
+  if (typeof collection !== 'string' || collection === '') throw new Error(`invalid collection name ${JSON.stringify(collection)}`);
+  if (typeof id !== 'string') throw new Error('document id must be a string');
+  if (!Number.isSafeInteger(position) || position <= 0) {
+    throw new Error(`position must be a positive safe integer, got ${String(position)}`);
+  }
+  checkUpdate(update);
 }

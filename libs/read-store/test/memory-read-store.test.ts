@@ -11,11 +11,11 @@ describe('memory read store', () => {
   it('keeps insertion order for equal sort keys and without sort', async () => {
     const store = makeMemoryReadStore();
     for (const [id, group] of [['z', 1], ['y', 2], ['x', 1], ['w', 2]] as const) {
-      await store.apply('c', id, { set: { group } }, { stream: 's', version: id.charCodeAt(0) });
+      await store.applyBatch([{ collection: 'c', id, update: { set: { group } }, position: id.charCodeAt(0) }]);
     }
     // Moving a document between index buckets must not change its place in the order.
     await store.find('c', { group: 1 });
-    await store.apply('c', 'z', { set: { group: 2 } }, { stream: 't', version: 1 });
+    await store.applyBatch([{ collection: 'c', id: 'z', update: { set: { group: 2 } }, position: 1000 }]);
     assert.deepEqual((await store.find('c', { group: 2 })).map((d) => d._id), ['z', 'y', 'w']);
     assert.deepEqual((await store.find('c', {}, { sort: [['group', -1]] })).map((d) => d._id), ['z', 'y', 'w', 'x']);
     assert.deepEqual((await store.find('c', {}, { skip: 1, limit: 2 })).map((d) => d._id), ['y', 'x']);
@@ -24,9 +24,11 @@ describe('memory read store', () => {
 
   it('matches arrays by element, as Mongo does', async () => {
     const store = makeMemoryReadStore();
-    await store.apply('c', 'a', { set: { tags: ['x', 'y'] } }, { stream: 's', version: 1 });
-    await store.apply('c', 'b', { set: { tags: ['y', null] } }, { stream: 's', version: 2 });
-    await store.apply('c', 'c', { set: { tags: [] } }, { stream: 's', version: 3 });
+    await store.applyBatch([
+      { collection: 'c', id: 'a', update: { set: { tags: ['x', 'y'] } }, position: 1 },
+      { collection: 'c', id: 'b', update: { set: { tags: ['y', null] } }, position: 2 },
+      { collection: 'c', id: 'c', update: { set: { tags: [] } }, position: 3 },
+    ]);
     assert.deepEqual((await store.find('c', { tags: 'y' })).map((d) => d._id), ['a', 'b']);
     assert.deepEqual((await store.find('c', { tags: null })).map((d) => d._id), ['b']);
   });
@@ -54,7 +56,7 @@ describe('memory read store', () => {
       const id = `d${random(60)}`;
       const field = fields[random(fields.length)] as string;
       const value = values[random(values.length)];
-      await store.apply('c', id, { set: { [field]: value } }, { stream: `s${step}`, version: 1 });
+      await store.applyBatch([{ collection: 'c', id, update: { set: { [field]: value } }, position: step + 1 }]);
       const doc = model.get(id) ?? {};
       doc[field] = value;
       model.set(id, doc);
@@ -66,5 +68,28 @@ describe('memory read store', () => {
         assert.equal(await store.count('c', filter), found.length);
       }
     }
+  });
+
+  it('keeps indexes right across batches that touch a document several times, and a refused batch', async () => {
+    const store = makeMemoryReadStore();
+    await store.applyBatch([{ collection: 'c', id: 'a', update: { set: { k: 1, t: 'x' } }, position: 1 }]);
+    assert.equal(await store.count('c', { k: 1 }), 1);
+    await store.applyBatch([
+      { collection: 'c', id: 'a', update: { set: { k: 2 } }, position: 2 },
+      { collection: 'c', id: 'b', update: { set: { k: 2 } }, position: 3 },
+      { collection: 'c', id: 'a', update: { set: { k: 3 } }, position: 4 },
+    ]);
+    assert.deepEqual((await store.find('c', { k: 2 })).map((d) => d._id), ['b']);
+    assert.deepEqual((await store.find('c', { k: 3 })).map((d) => d._id), ['a']);
+    assert.equal(await store.count('c', { k: 1 }), 0);
+    // Refused by what `a` holds: nothing of the batch is written, indexes included.
+    await assert.rejects(store.applyBatch([
+      { collection: 'c', id: 'b', update: { set: { k: 9 } }, position: 5 },
+      { collection: 'c', id: 'n', update: { set: { k: 9 } }, position: 5 },
+      { collection: 'c', id: 'a', update: { inc: { t: 1 } }, position: 5 },
+    ]));
+    assert.equal(await store.count('c', { k: 9 }), 0);
+    assert.deepEqual((await store.find('c', {})).map((d) => d._id), ['a', 'b']);
+    assert.equal(await store.get('c', 'n'), null);
   });
 });

@@ -224,6 +224,86 @@ export function searchIndexContract(
       assert.deepEqual(hit?.tags, ['one']);
     });
 
+    it('upsertMany stores a batch; after refresh() search finds it, and getMany reads it back', async () => {
+      const w = word();
+      const docs = Array.from({ length: 5 }, (_, i) => file({ title: `Batch ${w} ${i}`, tags: [`t${i}`] }));
+      assert.equal(await index.upsertMany(docs.map((doc, i) => ({ doc, version: i + 1 }))), 5);
+      await index.refresh();
+      const result = await all(w);
+      assert.equal(result.total, 5);
+      assert.deepEqual([...ids(result)].sort(), docs.map((doc) => doc.id).sort());
+      const stored = await index.getMany(docs.map((doc) => doc.id));
+      assert.deepEqual(stored, new Map(docs.map((doc, i) => [doc.id, { doc, version: i + 1 }])));
+      // Real-time by id, as get.
+      assert.deepEqual(await index.get(docs[4]?.id as string), { doc: docs[4], version: 5 });
+    });
+
+    it('upsertMany ignores an older or equal version and stores the newer ones of the same call', async () => {
+      const [oldWord, newWord, staleWord] = [word(), word(), word()];
+      const kept = file({ title: `Kept ${oldWord}` });
+      const replaced = file({ title: `Replaced ${oldWord}` });
+      assert.equal(await index.upsertMany([{ doc: kept, version: 5 }, { doc: replaced, version: 5 }]), 2);
+      const fresh = file({ title: `Fresh ${newWord}` });
+      const newer = { ...replaced, title: `Newer ${newWord}` };
+      const stored = await index.upsertMany([
+        { doc: { ...kept, title: `Stale ${staleWord}` }, version: 4 },
+        { doc: newer, version: 6 },
+        { doc: { ...kept, title: `Same ${staleWord}` }, version: 5 },
+        { doc: fresh, version: 1 },
+      ]);
+      assert.equal(stored, 2);
+      await index.refresh();
+      assert.deepEqual(await index.getMany([kept.id, replaced.id, fresh.id]), new Map([
+        [kept.id, { doc: kept, version: 5 }], [replaced.id, { doc: newer, version: 6 }], [fresh.id, { doc: fresh, version: 1 }],
+      ]));
+      assert.deepEqual(ids(await all(staleWord)), []);
+      assert.deepEqual(ids(await all(oldWord)), [kept.id]);
+      assert.deepEqual([...ids(await all(newWord))].sort(), [replaced.id, fresh.id].sort());
+    });
+
+    it('upsertMany with the same id twice keeps the highest version, wherever it sits in the call', async () => {
+      const [lowWord, highWord] = [word(), word()];
+      const first = file({ title: `Low ${lowWord}` });
+      const second = file({ title: `Low ${lowWord}` });
+      const high = (doc: SearchDoc): SearchDoc => ({ ...doc, title: `High ${highWord}` });
+      const stored = await index.upsertMany([
+        { doc: high(first), version: 3 }, { doc: first, version: 2 },
+        { doc: second, version: 2 }, { doc: { ...second, title: 'Middle' }, version: 3 }, { doc: high(second), version: 4 },
+      ]);
+      // One stored document per id.
+      assert.equal(stored, 2);
+      await index.refresh();
+      assert.deepEqual(await index.getMany([first.id, second.id]), new Map([
+        [first.id, { doc: high(first), version: 3 }], [second.id, { doc: high(second), version: 4 }],
+      ]));
+      assert.deepEqual([...ids(await all(highWord))].sort(), [first.id, second.id].sort());
+      assert.deepEqual(ids(await all(lowWord)), []);
+    });
+
+    it('getMany returns the present ids only, with their versions', async () => {
+      const [one, two] = [file({ tags: ['x'] }), file({ visible: false })];
+      assert.equal(await index.upsert(one, 7), true);
+      assert.equal(await index.upsertMany([{ doc: two, version: 2 }]), 1);
+      const missing = fileId();
+      const found = await index.getMany([missing, one.id, two.id, one.id]);
+      assert.deepEqual([...found.keys()].sort(), [one.id, two.id].sort());
+      assert.deepEqual(found.get(one.id), { doc: one, version: 7 });
+      assert.deepEqual(found.get(two.id), { doc: two, version: 2 });
+      assert.deepEqual(await index.getMany([fileId()]), new Map());
+      // Copies, as get.
+      found.get(one.id)?.doc.tags.push('mutated');
+      assert.deepEqual((await index.get(one.id))?.doc.tags, ['x']);
+    });
+
+    it('takes empty upsertMany and getMany calls, and refuses a batch with an invalid version before writing any of it', async () => {
+      assert.equal(await index.upsertMany([]), 0);
+      assert.deepEqual(await index.getMany([]), new Map());
+      await index.refresh();
+      const doc = file();
+      await assert.rejects(index.upsertMany([{ doc, version: 1 }, { doc: file(), version: Number.NaN }]));
+      assert.equal(await index.get(doc.id), null);
+    });
+
     it('clear empties the index', async () => {
       const w = word();
       const doc = file({ title: `Cleared ${w}` });

@@ -1,7 +1,7 @@
 import { Client, errors } from '@elastic/elasticsearch';
-import type { estypes } from '@elastic/elasticsearch';
-import type { SearchDoc, SearchIndex, SearchPage, SearchResult } from './port.ts';
-import { tokenize } from './memory-search-index.ts';
+import type { DiagnosticResult, estypes } from '@elastic/elasticsearch';
+import type { SearchDoc, SearchIndex, SearchPage, SearchResult, VersionedDoc } from './port.ts';
+import { latestPerId, tokenize } from './memory-search-index.ts';
 import {
   DEFAULT_INDEX_SETTINGS, MAX_QUERY_WORDS, MAX_RESULT_WINDOW, SEARCH_FIELDS, SEARCH_INDEX_MAPPINGS, searchIndexSettings,
 } from './elasticsearch-mapping.ts';
@@ -17,7 +17,8 @@ export interface ElasticsearchSearchIndexOptions extends SearchIndexSettingsOpti
    * shard, so a client that uploads and then searches finds its file, at the cost of one small
    * segment per write. `'wait_for'`: the write waits for the next scheduled refresh (up to
    * `refreshInterval`), cheaper for the index but slower per write. `false`: searchable within
-   * `refreshInterval`, no wait. See docs/elasticsearch.md.
+   * `refreshInterval`, no wait. See docs/elasticsearch.md. Applies to `upsert` only: `upsertMany`
+   * never refreshes (its caller calls `refresh()` once per batch).
    */
   refreshOnWrite?: boolean | 'wait_for';
   /** Per request; default 30 s. */
@@ -50,7 +51,7 @@ export interface ElasticsearchSearchIndex extends SearchIndex {
 }
 
 /** What the index stores for a file: see SEARCH_INDEX_MAPPINGS. */
-interface Source {
+export interface Source {
   id: string;
   ownerId: number;
   visible: boolean;
@@ -65,7 +66,8 @@ interface Source {
 /** The analysed form of a text: the words the memory index would see, joined by spaces. */
 const analyse = (text: string): string => tokenize(text).join(' ');
 
-function toSource(doc: SearchDoc): Source {
+/** The `_source` of a document as the adapter writes it (exported for test/bulk-bench.ts's raw `_bulk`). */
+export function toSource(doc: SearchDoc): Source {
   const source: Source = {
     id: doc.id,
     ownerId: doc.ownerId,
@@ -121,6 +123,47 @@ function errorType(error: unknown): string | undefined {
 
 const isStatus = (error: unknown, status: number): boolean => error instanceof errors.ResponseError && error.statusCode === status;
 
+/** One entry of a `_bulk` that failed for a reason other than a version conflict. */
+export interface BulkFailure { id: string; status: number; type: string; reason: string }
+
+/**
+ * Some entries of an `upsertMany` failed (other than "already newer"). `cause` is the
+ * `ResponseError` that a single-document write would have thrown for the deciding failure (the
+ * first permanent one, else the first transient one), so `isTransient` (@docshare/http) sees a
+ * 429 or 5xx as transient through it, as for any other Elasticsearch request; `transient` says
+ * the same. The other entries of the call may be stored: replaying it is safe (external versions).
+ */
+export class SearchBulkError extends Error {
+  override readonly name = 'SearchBulkError';
+  readonly failures: readonly BulkFailure[];
+  readonly transient: boolean;
+  constructor(message: string, failures: readonly BulkFailure[], transient: boolean, cause: errors.ResponseError) {
+    super(message, { cause });
+    this.failures = failures;
+    this.transient = transient;
+  }
+}
+
+/** Too many requests or a server-side failure: worth retrying, as `isTransient` (@docshare/http) judges a ResponseError. */
+const transientStatus = (status: number): boolean => status === 429 || status >= 500;
+
+/**
+ * The ResponseError a single-document request would have thrown for `status` and `error`, carrying
+ * the diagnostics of the `_bulk` or `_mget` response that reported it (HTTP 200 as a whole).
+ */
+function itemError(response: DiagnosticResult, status: number, error: estypes.ErrorCause): errors.ResponseError {
+  return new errors.ResponseError({ ...response, statusCode: status, body: { error, status } });
+}
+
+/** What a single `get` answers for an `_mget` item's error: 404 for a missing index, 503 for an unavailable shard, else 500. */
+function mgetItemStatus(type: string): number {
+  if (type === 'index_not_found_exception') return 404;
+  return type === 'no_shard_available_action_exception' || type === 'unavailable_shards_exception' ? 503 : 500;
+}
+
+/** How many failures an error message names; `failures` holds them all. */
+const NAMED_FAILURES = 5;
+
 /** The query of a search: each word scores by its best field (fuzzily), words add up; visible files only. */
 export function searchQuery(words: string[]): estypes.QueryDslQueryContainer {
   return {
@@ -162,7 +205,7 @@ function checkTarget(target: Target): void {
 }
 
 /** Writes, reads and searches against `target`, which may change (clear of a rebuild index). */
-function operations(client: Client, target: Target): Pick<SearchIndex, 'upsert' | 'get' | 'search'> {
+function operations(client: Client, target: Target): Pick<SearchIndex, 'upsert' | 'get' | 'getMany' | 'upsertMany' | 'refresh' | 'search'> {
   return {
     async upsert(doc: SearchDoc, version: number): Promise<boolean> {
       checkTarget(target);
@@ -186,7 +229,7 @@ function operations(client: Client, target: Target): Pick<SearchIndex, 'upsert' 
       }
     },
 
-    async get(id: string): Promise<{ doc: SearchDoc; version: number } | null> {
+    async get(id: string): Promise<VersionedDoc | null> {
       checkTarget(target);
       try {
         const response = await client.get<Source>({ index: target.name, id, _source_includes: SOURCE_FIELDS });
@@ -197,6 +240,83 @@ function operations(client: Client, target: Target): Pick<SearchIndex, 'upsert' 
         if (isStatus(error, 404) && errorType(error) === undefined) return null;
         throw error;
       }
+    },
+
+    async getMany(ids: readonly string[]): Promise<Map<string, VersionedDoc>> {
+      checkTarget(target);
+      const found = new Map<string, VersionedDoc>();
+      const unique = [...new Set(ids)];
+      if (unique.length === 0) return found;
+      // Real-time, like get: a write is read back before any refresh.
+      const response = await client.mget<Source>({ index: target.name, ids: unique, _source_includes: SOURCE_FIELDS }, { meta: true });
+      for (const item of response.body.docs) {
+        if ('error' in item) {
+          // A missing index (or alias) or an unavailable shard: what get would have thrown, not "absent".
+          const { type, reason } = item.error;
+          throw new Error(`Elasticsearch _mget from ${target.name}: ${item._id}: ${type}: ${reason ?? ''}`, {
+            cause: itemError(response, mgetItemStatus(type), item.error),
+          });
+        }
+        if (item.found && item._source && item._version !== undefined) {
+          found.set(item._id, { doc: fromSource(item._source), version: item._version });
+        }
+      }
+      return found;
+    },
+
+    async upsertMany(entries: readonly VersionedDoc[]): Promise<number> {
+      checkTarget(target);
+      // Checked before anything is written: the call is refused whole.
+      for (const { version } of entries) checkVersion(version);
+      // Same id twice in one _bulk: the lower version would conflict or be overwritten; send only the winner.
+      const batch = latestPerId(entries);
+      if (batch.length === 0) return 0;
+      const response = await client.bulk({
+        index: target.name,
+        operations: batch.flatMap(({ doc, version }) => [
+          { index: { _id: doc.id, version, version_type: 'external' as const } },
+          toSource(doc),
+        ]),
+        // Searchable at the caller's refresh() (or the periodic refresh), never per batch here.
+        refresh: false,
+        // As upsert: a missing alias fails the entries instead of auto-creating a dynamic index.
+        require_alias: target.viaAlias,
+      }, { meta: true });
+      let stored = 0;
+      const failures: BulkFailure[] = [];
+      const causes: errors.ResponseError[] = [];
+      response.body.items.forEach((item, i) => {
+        const result = item.index;
+        const id = batch[i]?.doc.id ?? '?';
+        if (!result) {
+          failures.push({ id, status: 500, type: 'unexpected_bulk_item', reason: JSON.stringify(item) });
+          causes.push(itemError(response, 500, { type: 'unexpected_bulk_item', reason: JSON.stringify(item) }));
+        } else if (result.status === 200 || result.status === 201) {
+          stored++;
+        } else if (result.status !== 409) {
+          // 409 (version_conflict_engine_exception): the index holds this id at this version or later.
+          const error = result.error ?? { type: `status_${result.status}` };
+          failures.push({ id, status: result.status, type: error.type, reason: error.reason ?? '' });
+          causes.push(itemError(response, result.status, error));
+        }
+      });
+      if (failures.length === 0) return stored;
+      const permanent = failures.findIndex((failure) => !transientStatus(failure.status));
+      const deciding = permanent === -1 ? 0 : permanent;
+      const named = failures.slice(0, NAMED_FAILURES).map(({ id, status, type, reason }) => `${id}: ${status} ${type}: ${reason}`);
+      if (failures.length > NAMED_FAILURES) named.push(`and ${failures.length - NAMED_FAILURES} more`);
+      throw new SearchBulkError(
+        `Elasticsearch _bulk into ${target.name}: ${failures.length} of ${batch.length} documents failed `
+        + `(${permanent === -1 ? 'transient, retry' : 'permanent'}; ${stored} stored): ${named.join('; ')}`,
+        failures,
+        permanent === -1,
+        causes[deciding] as errors.ResponseError,
+      );
+    },
+
+    async refresh(): Promise<void> {
+      checkTarget(target);
+      await client.indices.refresh({ index: target.name });
     },
 
     async search(text: string, page: SearchPage): Promise<SearchResult> {

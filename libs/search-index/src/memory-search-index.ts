@@ -1,4 +1,4 @@
-import type { SearchDoc, SearchIndex, SearchPage, SearchResult } from './port.ts';
+import type { SearchDoc, SearchIndex, SearchPage, SearchResult, VersionedDoc } from './port.ts';
 import { MAX_QUERY_WORDS } from './elasticsearch-mapping.ts';
 
 /** BM25 parameters: Lucene's and Elasticsearch's defaults. */
@@ -24,6 +24,19 @@ const WORD = /[\p{L}\p{N}]+/gu;
 export function tokenize(text: string): string[] {
   // Decompose first so accents become separate marks we can drop ("café" -> "cafe", "ﬁ" -> "fi").
   return text.normalize('NFKD').replace(MARKS, '').toLowerCase().match(WORD) ?? [];
+}
+
+/**
+ * The entries of an `upsertMany` that can be stored: per id, the one with the highest version (the
+ * first of equal ones, as a later equal version would be refused), in the order of first appearance.
+ */
+export function latestPerId(entries: readonly VersionedDoc[]): VersionedDoc[] {
+  const latest = new Map<string, VersionedDoc>();
+  for (const entry of entries) {
+    const seen = latest.get(entry.doc.id);
+    if (!seen || entry.version > seen.version) latest.set(entry.doc.id, entry);
+  }
+  return [...latest.values()];
 }
 
 /** A document copy, cheaper than structuredClone on the hot paths (tags is its one non-scalar field). */
@@ -309,23 +322,51 @@ export function makeMemorySearchIndex(): SearchIndex {
     return found;
   }
 
+  function checkVersion(version: number): void {
+    if (!Number.isFinite(version)) throw new Error(`version must be a finite number, got ${version}`);
+  }
+
+  function store(doc: SearchDoc, version: number): boolean {
+    const current = entries.get(doc.id);
+    if (current && current.version >= version) return false;
+    // Invisible documents stay as tombstones: their version stops an older replayed write.
+    if (current) unindex(current);
+    const { entry, frequencies } = makeEntry(copyDoc(doc), version);
+    entries.set(doc.id, entry);
+    index(entry, frequencies);
+    return true;
+  }
+
   return {
     async upsert(doc: SearchDoc, version: number): Promise<boolean> {
-      if (!Number.isFinite(version)) throw new Error(`version must be a finite number, got ${version}`);
-      const current = entries.get(doc.id);
-      if (current && current.version >= version) return false;
-      // Invisible documents stay as tombstones: their version stops an older replayed write.
-      if (current) unindex(current);
-      const { entry, frequencies } = makeEntry(copyDoc(doc), version);
-      entries.set(doc.id, entry);
-      index(entry, frequencies);
-      return true;
+      checkVersion(version);
+      return store(doc, version);
     },
 
-    async get(id: string): Promise<{ doc: SearchDoc; version: number } | null> {
+    async get(id: string): Promise<VersionedDoc | null> {
       const entry = entries.get(id);
       return entry ? { doc: copyDoc(entry.doc), version: entry.version } : null;
     },
+
+    async getMany(ids: readonly string[]): Promise<Map<string, VersionedDoc>> {
+      const found = new Map<string, VersionedDoc>();
+      for (const id of ids) {
+        const entry = entries.get(id);
+        if (entry) found.set(id, { doc: copyDoc(entry.doc), version: entry.version });
+      }
+      return found;
+    },
+
+    async upsertMany(batch: readonly VersionedDoc[]): Promise<number> {
+      // Every version checked before anything is stored, as the Elasticsearch adapter does.
+      for (const { version } of batch) checkVersion(version);
+      let stored = 0;
+      for (const { doc, version } of latestPerId(batch)) if (store(doc, version)) stored++;
+      return stored;
+    },
+
+    // Every write is searchable as soon as it is stored.
+    async refresh(): Promise<void> {},
 
     async search(text: string, page: SearchPage): Promise<SearchResult> {
       checkPage(page);

@@ -14,14 +14,36 @@ export interface SearchPage { from: number; size: number }
 
 export interface SearchResult { total: number; hits: SearchDoc[] }
 
+/** A stored document with its version. */
+export interface VersionedDoc { doc: SearchDoc; version: number }
+
 /**
  * Full-text index of files. Writes carry a version (the file stream's version): a write with a
  * version not newer than the stored one is ignored, so replays and duplicates change nothing.
+ *
+ * When a write becomes searchable: reads by id (`get`, `getMany`) see every stored write at once.
+ * `search` sees an `upsert` as the adapter is configured (Elasticsearch's `refreshOnWrite`, by
+ * default at once), and an `upsertMany` only after `refresh()` (or within the adapter's periodic
+ * refresh): a batch writer that needs read-your-writes calls `refresh()` once per batch.
  */
 export interface SearchIndex {
   /** Stores `doc` at `version` unless the index already holds that id at `version` or later; true when stored. */
   upsert(doc: SearchDoc, version: number): Promise<boolean>;
-  get(id: string): Promise<{ doc: SearchDoc; version: number } | null>;
+  get(id: string): Promise<VersionedDoc | null>;
+  /** The stored documents of these ids (absent ids are left out), with their versions: one round trip (ES `_mget`). */
+  getMany(ids: readonly string[]): Promise<Map<string, VersionedDoc>>;
+  /**
+   * Stores each doc at its version unless the index already holds that id at that version or later
+   * (ES `_bulk` with version_type external; a version conflict is "already newer", not an error);
+   * one round trip, none for an empty call. Resolves to how many were stored. Not necessarily
+   * searchable until `refresh()`. Entries with the same id: the one with the highest version wins
+   * (the others count as not stored). Any other failure of an entry rejects the call (entries
+   * before or after it may be stored: replaying the call is safe); an invalid version rejects it
+   * before anything is written.
+   */
+  upsertMany(entries: readonly VersionedDoc[]): Promise<number>;
+  /** Makes every stored write visible to `search` (ES `_refresh` of the index). */
+  refresh(): Promise<void>;
   /**
    * Visible documents matching `text` in title, tags, category or description, best first
    * (title > tags > category > description), tolerant of a one-letter typo in words of four

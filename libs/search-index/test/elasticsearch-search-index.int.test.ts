@@ -7,9 +7,12 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Client, errors } from '@elastic/elasticsearch';
+import { isTransient } from '@docshare/http';
 import { searchIndexContract } from '../src/contract.ts';
-import { makeElasticsearchSearchIndex } from '../src/elasticsearch-search-index.ts';
+import { makeElasticsearchSearchIndex, SearchBulkError } from '../src/elasticsearch-search-index.ts';
 import type { ElasticsearchSearchIndex, ElasticsearchSearchIndexOptions } from '../src/elasticsearch-search-index.ts';
 import { MAX_QUERY_WORDS, MAX_RESULT_WINDOW } from '../src/elasticsearch-mapping.ts';
 import { makeMemorySearchIndex } from '../src/memory-search-index.ts';
@@ -53,6 +56,51 @@ async function indicesOf(alias: string): Promise<string[]> {
 async function aliasTargets(alias: string): Promise<string[]> {
   const found = await admin.indices.getAlias({ name: alias }, { ignore: [404] });
   return Object.keys(found).filter((name) => name !== 'error' && name !== 'status').sort();
+}
+
+/**
+ * An HTTP proxy to Elasticsearch that logs each request (`METHOD /path?query`) and lets a test
+ * rewrite the JSON answers of one path (e.g. make items of a `_bulk` fail).
+ */
+interface RecordingProxy {
+  url: string;
+  requests: string[];
+  rewrite: ((path: string, body: Record<string, unknown>) => Record<string, unknown>) | undefined;
+  close(): Promise<void>;
+}
+
+async function startRecordingProxy(): Promise<RecordingProxy> {
+  const proxy: RecordingProxy = { url: '', requests: [], rewrite: undefined, close: async () => {} };
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      void (async () => {
+        const path = req.url ?? '/';
+        proxy.requests.push(`${req.method} ${path}`);
+        const body = chunks.length > 0 ? Buffer.concat(chunks) : undefined;
+        const headers: Record<string, string> = {};
+        for (const [name, value] of Object.entries(req.headers)) {
+          if (typeof value === 'string' && !['host', 'content-length', 'connection', 'accept-encoding'].includes(name)) headers[name] = value;
+        }
+        const answer = await fetch(`${node}${path}`, { method: req.method ?? 'GET', headers, body });
+        let text = await answer.text();
+        if (proxy.rewrite && text.startsWith('{')) text = JSON.stringify(proxy.rewrite(path, JSON.parse(text) as Record<string, unknown>));
+        const out: Record<string, string> = {};
+        answer.headers.forEach((value, name) => {
+          if (!['content-length', 'content-encoding', 'transfer-encoding', 'connection'].includes(name)) out[name] = value;
+        });
+        res.writeHead(answer.status, out).end(text);
+      })().catch((error: unknown) => res.writeHead(502).end(String(error)));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  proxy.close = () => new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+  return proxy;
 }
 
 after(async () => {
@@ -236,6 +284,9 @@ describe('elasticsearch search index', () => {
     assert.deepEqual(await indicesOf(alias), live);
     // Writing on would auto-create an index of that name with a dynamic mapping: refused.
     await assert.rejects(rebuild.upsert(file(), 2), /was discarded/);
+    await assert.rejects(rebuild.upsertMany([{ doc: file(), version: 2 }]), /was discarded/);
+    await assert.rejects(rebuild.getMany(['x']), /was discarded/);
+    await assert.rejects(rebuild.refresh(), /was discarded/);
     await assert.rejects(rebuild.publish(), /was discarded/);
     assert.deepEqual(await indicesOf(alias), live);
   });
@@ -312,6 +363,126 @@ describe('elasticsearch search index', () => {
       makeElasticsearchSearchIndex({ node: 'http://127.0.0.1:1', alias: newAlias(), maxRetries: 0 }),
       /Elasticsearch at http:\/\/127\.0\.0\.1:1: cannot prepare alias/,
     );
+  });
+
+  it('upsertMany never refreshes, whatever refreshOnWrite; refresh() makes the batch searchable', async () => {
+    // No periodic refresh: only an explicit one makes a write searchable.
+    const index = await make({ refreshOnWrite: true, refreshInterval: '-1' });
+    const docs = [file({ title: 'unrefreshed' }), file({ title: 'unrefreshed' })];
+    assert.equal(await index.upsertMany(docs.map((doc) => ({ doc, version: 1 }))), 2);
+    assert.deepEqual(await index.search('unrefreshed', page), { total: 0, hits: [] });
+    // Real-time by id, before any refresh: what a batch projector reads back.
+    assert.equal((await index.getMany(docs.map((doc) => doc.id))).size, 2);
+    await index.refresh();
+    assert.equal((await index.search('unrefreshed', page)).total, 2);
+  });
+
+  it('fills a rebuild with upsertMany; its refresh() makes it searchable there, not through the alias', async () => {
+    const index = await make();
+    const { index: rebuild } = await index.rebuildInto();
+    const doc = file({ title: 'rebuilt' });
+    assert.equal(await rebuild.upsertMany([{ doc, version: 2 }]), 1);
+    await rebuild.refresh();
+    assert.deepEqual(ids(await rebuild.search('rebuilt', page)), [doc.id]);
+    assert.deepEqual(await index.getMany([doc.id]), new Map());
+    await rebuild.publish();
+    assert.deepEqual(await index.getMany([doc.id]), new Map([[doc.id, { doc, version: 2 }]]));
+  });
+
+  it('sends one request per upsertMany, getMany and refresh, none for an empty call, and never refresh=true with a batch', async () => {
+    const proxy = await startRecordingProxy();
+    try {
+      const { index, alias } = await open({ node: proxy.url });
+      const docs = [file(), file(), file()];
+      proxy.requests.length = 0;
+      assert.equal(await index.upsertMany([]), 0);
+      assert.deepEqual(await index.getMany([]), new Map());
+      assert.equal(proxy.requests.length, 0);
+      assert.equal(await index.upsertMany(docs.map((doc) => ({ doc, version: 1 }))), 3);
+      assert.equal(proxy.requests.length, 1);
+      assert.match(proxy.requests[0] as string, new RegExp(`^(POST|PUT) /${alias}/_bulk\\?`));
+      assert.match(proxy.requests[0] as string, /refresh=false/);
+      assert.match(proxy.requests[0] as string, /require_alias=true/);
+      assert.equal((await index.getMany([...docs.map((doc) => doc.id), 'absent'])).size, 3);
+      assert.match(proxy.requests[1] as string, new RegExp(`^(GET|POST) /${alias}/_mget`));
+      await index.refresh();
+      assert.match(proxy.requests[2] as string, new RegExp(`^(GET|POST) /${alias}/_refresh`));
+      assert.equal(proxy.requests.length, 3);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('rejects an upsertMany whose entry hits a mapping error, as permanent, naming it; the other entries are stored', async () => {
+    const index = await make();
+    const [good, bad, older] = [file(), file({ uploadedAt: 'not a date' }), file()];
+    assert.equal(await index.upsert(older, 5), true);
+    const error = await index.upsertMany([{ doc: good, version: 1 }, { doc: bad, version: 1 }, { doc: older, version: 4 }])
+      .then(() => assert.fail('should reject'), (caught: unknown) => caught);
+    assert.ok(error instanceof SearchBulkError, String(error));
+    assert.equal(error.transient, false);
+    assert.equal(isTransient(error), false);
+    // The version conflict is no failure; the mapping error is.
+    assert.deepEqual(error.failures.map(({ id, status }) => ({ id, status })), [{ id: bad.id, status: 400 }]);
+    assert.match(error.message, new RegExp(`1 of 3 documents failed \\(permanent; 1 stored\\): ${bad.id}: 400 \\w+_exception`));
+    assert.ok(error.cause instanceof errors.ResponseError);
+    assert.deepEqual([...(await index.getMany([good.id, bad.id])).keys()], [good.id]);
+  });
+
+  it('rejects an upsertMany whose entries got 429 or 5xx as transient (isTransient), and a replay stores the rest', async () => {
+    const proxy = await startRecordingProxy();
+    try {
+      const { index } = await open({ node: proxy.url });
+      const docs = [file(), file(), file(), file()];
+      const entries = docs.map((doc) => ({ doc, version: 1 }));
+      // Elasticsearch answers an overloaded write queue per item, inside a 200 answer.
+      const failItems = (failing: Record<number, [number, string]>) => (path: string, body: Record<string, unknown>) => {
+        if (!path.includes('/_bulk')) return body;
+        const items = body.items as { index: Record<string, unknown> }[];
+        for (const [i, [status, type]] of Object.entries(failing)) {
+          items[Number(i)] = { index: { _index: 'x', _id: docs[Number(i)]?.id, status, error: { type, reason: `${type} (injected)` } } };
+        }
+        return { ...body, errors: true, items };
+      };
+      proxy.rewrite = failItems({ 1: [429, 'es_rejected_execution_exception'], 3: [503, 'unavailable_shards_exception'] });
+      const error = await index.upsertMany(entries).then(() => assert.fail('should reject'), (caught: unknown) => caught);
+      assert.ok(error instanceof SearchBulkError, String(error));
+      assert.equal(error.transient, true);
+      assert.equal(isTransient(error), true);
+      assert.deepEqual(error.failures.map(({ id, status, type }) => ({ id, status, type })), [
+        { id: docs[1]?.id, status: 429, type: 'es_rejected_execution_exception' },
+        { id: docs[3]?.id, status: 503, type: 'unavailable_shards_exception' },
+      ]);
+      assert.match(error.message, /2 of 4 documents failed \(transient, retry; 2 stored\)/);
+      assert.equal((error.cause as errors.ResponseError).statusCode, 429);
+
+      // A permanent failure among transient ones makes the whole call permanent: a retry cannot fix it.
+      proxy.rewrite = failItems({ 0: [429, 'es_rejected_execution_exception'], 2: [400, 'document_parsing_exception'] });
+      const mixed = await index.upsertMany(entries).then(() => assert.fail('should reject'), (caught: unknown) => caught);
+      assert.ok(mixed instanceof SearchBulkError);
+      assert.equal(mixed.transient, false);
+      assert.equal(isTransient(mixed), false);
+      assert.equal((mixed.cause as errors.ResponseError).statusCode, 400);
+
+      // The replay: what the failed call stored (docs 0 and 2 the first time, 1 and 3 the second) is a version conflict now.
+      proxy.rewrite = undefined;
+      assert.equal(await index.upsertMany(entries), 0);
+      assert.equal((await index.getMany(docs.map((doc) => doc.id))).size, 4);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('fails upsertMany and getMany when the alias is gone, without auto-creating an index', async () => {
+    const { index, alias } = await open();
+    const names = await index.indices();
+    await admin.indices.delete({ index: names });
+    const error = await index.upsertMany([{ doc: file(), version: 1 }]).then(() => assert.fail('should reject'), (caught: unknown) => caught);
+    assert.ok(error instanceof SearchBulkError, String(error));
+    assert.equal(error.transient, false);
+    assert.equal(error.failures[0]?.status, 404);
+    await assert.rejects(index.getMany(['x']), (caught: unknown) => caught instanceof Error && /index_not_found_exception/.test(caught.message) && !isTransient(caught));
+    assert.equal(await admin.indices.exists({ index: alias }), false);
   });
 
   it('refuses to start on a concrete index named like the alias', async () => {

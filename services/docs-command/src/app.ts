@@ -2,12 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import express, { type Express, type Request, type Response } from 'express';
-import { DocshareError, M, positiveId } from '@docshare/contracts';
+import {
+  CONSISTENCY_HEADER, CONSISTENCY_USERS_HEADER, DocshareError, M, parseConsistencyToken, parseConsistencyUsers, positiveId,
+} from '@docshare/contracts';
 import { RangeNotSatisfiable, type ByteRange } from '@docshare/blob-store';
 import {
   actorOf, bodyOf, errorHandler, failureMessage, jsonBody, metaOf, sendError, type Logger,
 } from '@docshare/http';
 import type { DocsCommands } from './commands.ts';
+import type { CommandMeta } from './command-handler.ts';
 import { readUploadForm } from './upload-form.ts';
 import { declaredLength, drainSmallBody } from './storage-quota.ts';
 import {
@@ -57,6 +60,23 @@ export const prepareSpool = async (spoolDir: string): Promise<void> => {
   for (const entry of await readdir(spoolDir)) await rm(join(spoolDir, entry), { recursive: true, force: true });
 };
 
+/**
+ * The request's command meta: what the command records sets the answer's consistency token (the
+ * newest position) and the users whose read models it changed (for the gateway, which removes it).
+ */
+const commandMeta = (req: Request, res: Response): CommandMeta => ({
+  ...metaOf(req),
+  recorded: (position, users) => {
+    if (res.headersSent) return;
+    if (position > (recordedToken(res) ?? 0)) res.setHeader(CONSISTENCY_HEADER, String(position));
+    const all = new Set([...parseConsistencyUsers(res.getHeader(CONSISTENCY_USERS_HEADER)), ...users]);
+    if (all.size > 0) res.setHeader(CONSISTENCY_USERS_HEADER, [...all].join(','));
+  },
+});
+
+/** The consistency token the answer carries, if the command recorded anything. */
+const recordedToken = (res: Response): number | undefined => parseConsistencyToken(res.getHeader(CONSISTENCY_HEADER)) ?? undefined;
+
 /** The docs-command service's HTTP face: every write of the API, the view page and signed content links. */
 export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
   const { commands, logger } = options;
@@ -66,20 +86,21 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
 
   app.post('/api/V1/users/api-register', jsonBody(), async (req, res) => {
     const input = parseRegistration(bodyOf(req));
-    const { userId, token } = await commands.register(input, metaOf(req));
+    const { userId, token } = await commands.register(input, commandMeta(req, res));
     res.status(201).json({ status: 'success', message: M.registered, user_id: userId, token });
   });
 
   app.post('/api/V1/users/api-login', jsonBody(), async (req, res) => {
     const { email, password } = parseLogin(bodyOf(req));
-    const { userId, token } = await commands.login(email, password, metaOf(req));
+    const { userId, token } = await commands.login(email, password, commandMeta(req, res));
     res.json({ status: 'success', message: M.loggedIn, user_id: userId, token });
   });
 
   app.post('/api/V1/docs/api-upload', async (req, res) => {
     const actorId = actorOf(req);
     // The storage quota is checked before the body is read, and held until the upload is recorded.
-    const storage = await commands.reserveStorage(actorId, declaredLength(req.get('content-length'))).catch(async (error: unknown) => {
+    const token = parseConsistencyToken(req.headers[CONSISTENCY_HEADER]) ?? undefined;
+    const storage = await commands.reserveStorage(actorId, declaredLength(req.get('content-length')), token).catch(async (error: unknown) => {
       await drainSmallBody(req);
       throw error;
     });
@@ -88,10 +109,9 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
       try {
         if (!form.file) throw new DocshareError('invalid', M.fileRequired);
         const metadata = parseUploadMetadata(form.fields);
-        const result = await commands.upload(actorId, form.file, metadata, metaOf(req), storage);
-        // The read models count the upload now: its hold goes before the answer, or the client's
-        // next upload could arrive while both still count (refused as over the quota).
-        storage.release();
+        const result = await commands.upload(actorId, form.file, metadata, commandMeta(req, res), storage);
+        // The hold stays until the stats read model counts the upload, not beyond.
+        storage.release(recordedToken(res));
         res.status(201).json({
           status: 'success', message: M.uploaded, file_id: String(result.fileId),
           category_id: String(result.categoryId), category_name: result.categoryName,
@@ -107,14 +127,14 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
   app.get('/api/V1/docs/api-download', async (req, res) => {
     const actorId = actorOf(req);
     const fileId = parseFileId(req.query.file_id);
-    const { originalFileName, downloadUrl } = await commands.authorizeDownload(actorId, fileId, metaOf(req));
+    const { originalFileName, downloadUrl } = await commands.authorizeDownload(actorId, fileId, commandMeta(req, res));
     res.json({ status: 'success', message: M.downloadReady, original_file_name: originalFileName, download_url: downloadUrl });
   });
 
   app.delete('/api/V1/docs/api-delete', failureMessage(M.deletionFailed), jsonBody(), async (req, res) => {
     const actorId = actorOf(req);
     const fileId = parseFileId(bodyOf(req).id);
-    await commands.remove(actorId, fileId, metaOf(req));
+    await commands.remove(actorId, fileId, commandMeta(req, res));
     res.json({ status: 'success', message: M.deleted });
   });
 
@@ -123,7 +143,7 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     const body = bodyOf(req);
     const fileId = parseFileId(body.file_id);
     const text = parseComment(body.comment);
-    const { commentId } = await commands.comment(actorId, fileId, text, metaOf(req));
+    const { commentId } = await commands.comment(actorId, fileId, text, commandMeta(req, res));
     res.status(201).json({ status: 'success', message: M.commentPosted, comment_id: commentId });
   });
 
@@ -132,14 +152,14 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     const body = bodyOf(req);
     const fileId = parseFileId(body.id);
     const changes = parseChanges(body);
-    await commands.update(actorId, fileId, changes, metaOf(req));
+    await commands.update(actorId, fileId, changes, commandMeta(req, res));
     res.json({ status: 'success', message: M.updated });
   });
 
   app.post('/api/V1/docs/api-purchase', jsonBody(), async (req, res) => {
     const actorId = actorOf(req);
     const fileId = parseFileId(bodyOf(req).file_id);
-    const { saleId } = await commands.purchase(actorId, fileId, metaOf(req));
+    const { saleId } = await commands.purchase(actorId, fileId, commandMeta(req, res));
     res.status(201).json({ status: 'success', message: M.purchased, sale_id: saleId });
   });
 
@@ -157,7 +177,7 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     if (fileId === null) return sendPage(404, renderNotFoundPage());
     try {
       // A HEAD (link checkers, crawlers) answers like GET but is not a view.
-      const file = req.method === 'HEAD' ? await commands.peek(fileId) : await commands.view(fileId, metaOf(req));
+      const file = req.method === 'HEAD' ? await commands.peek(fileId) : await commands.view(fileId, commandMeta(req, res));
       const nonce = randomBytes(16).toString('base64');
       sendPage(200, renderFilePage(file, options.publicBaseUrl, nonce), nonce);
     } catch (error) {

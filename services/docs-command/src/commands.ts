@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import {
-  conflict, DocshareError, forbidden, notFound, unauthorized, M, streamIds, type CategoryCreated, type FileChanges,
+  partitionKeyOf, conflict, DocshareError, forbidden, notFound, unauthorized, M, streamIds, type CategoryCreated, type FileChanges,
 } from '@docshare/contracts';
 import { VersionConflict, type EventStore } from '@docshare/event-store';
 import { RangeNotSatisfiable, type BlobStore, type BlobStream, type ByteRange } from '@docshare/blob-store';
@@ -44,14 +44,16 @@ export interface DocsCommandsDeps {
   logger: Logger;
   publicBaseUrl: string;
   downloadUrlTtlSeconds: number;
-  /** Resolves once the read models reflect the recorded event (read-your-writes), or gives up after a bound. */
-  afterCommit?: (recorded: Recorded) => Promise<void>;
+  /** Told after each recorded append (wakes the outbox relay); never waited on by the answer. */
+  afterCommit?: (recorded: Recorded) => void;
   now?: () => Date;
   passwordCost?: number;
   /** Bytes each user may store (STORAGE_QUOTA_BYTES); 0 or absent means unlimited. */
   storageQuotaBytes?: number;
   /** Bytes a user's files take, from the stats read model; required with a storage quota. */
-  storageUsedBy?: (userId: number) => Promise<number>;
+  storageUsedBy?: (userId: number) => Promise<{ bytes: number; through: number }>;
+  /** Resolves once the stats read model has applied a consistency token, or after `timeoutMs` (storage-quota.ts). */
+  storageApplied?: (token: number, timeoutMs: number) => Promise<unknown>;
 }
 
 /** The write side's use cases: each validates against the entity's folded state and records events. */
@@ -62,20 +64,17 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   const quotaBytes = deps.storageQuotaBytes ?? 0;
   const { storageUsedBy } = deps;
   if (quotaBytes > 0 && !storageUsedBy) throw new Error('a storage quota needs storageUsedBy');
-  const quota = makeStorageQuota({ quotaBytes, usedBy: storageUsedBy ?? (async () => 0) });
+  const quota = makeStorageQuota({ quotaBytes, usedBy: storageUsedBy ?? (async () => ({ bytes: 0, through: 0 })), applied: deps.storageApplied });
   /**
-   * Waits for the read models to show what a command recorded. The command is already durable, so
-   * a failure here is logged, never answered as an error: a client retrying an acknowledged-as-failed
-   * command would record it twice.
+   * After an append: the command's meta learns its consistency token (the answer carries it, and
+   * reads wait for it, never this write), and afterCommit is told.
    */
-  const settle = async (result: Handled<unknown> | null): Promise<void> => {
+  const settle = (result: Handled<unknown> | null, meta: CommandMeta): void => {
     const last = result?.events.at(-1);
-    if (!result || result.position === null || !last || !deps.afterCommit) return;
-    try {
-      await deps.afterCommit({ position: result.position, subject: last.subject, version: last.streamversion });
-    } catch (err) {
-      logger.warn({ err, subject: last.subject, version: last.streamversion }, 'could not wait for the read models');
-    }
+    if (!result || result.position === null || !last) return;
+    const users = [...new Set(result.events.map(partitionKeyOf).filter((key) => key.startsWith('user-')).map((key) => Number(key.slice(5))))];
+    meta.recorded?.(result.position, users);
+    deps.afterCommit?.({ position: result.position, subject: last.subject, version: last.streamversion });
   };
 
   /** Makes sure the user's stream exists (repairs a registration cut off between its two writes). */
@@ -99,7 +98,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     const account: Account = { userId, name: input.name, passwordHash: await hashPassword(input.password, deps.passwordCost) };
     const claimed = await claims.claim('account', input.email, account);
     if (!claimed.created) throw conflict(M.emailTaken);
-    await settle(await ensureUser(account, input.email, meta));
+    settle(await ensureUser(account, input.email, meta), meta);
     return { userId, token: tokens.issue(userId) };
   };
 
@@ -110,7 +109,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
       throw unauthorized(M.badCredentials);
     }
     if (!(await verifyPassword(password, account.passwordHash))) throw unauthorized(M.badCredentials);
-    await settle(await ensureUser(account, email, meta));
+    settle(await ensureUser(account, email, meta), meta);
     return { userId: account.userId, token: tokens.issue(account.userId) };
   };
 
@@ -136,7 +135,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     const now = clock().toISOString();
     const category: CategoryCreated = { ...claim, createdAt: now };
     try {
-      await settle(await handler.handle(categoryDecider, streamIds.category(claim.categoryId), { type: 'CreateCategory', category }, now, meta));
+      settle(await handler.handle(categoryDecider, streamIds.category(claim.categoryId), { type: 'CreateCategory', category }, now, meta), meta);
     } catch (error) {
       const raced = await categoryById(claim.categoryId);
       if (raced) return raced;
@@ -150,8 +149,8 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
    * before the body is read; refuses (`Storage quota exceeded`) a user already at or over it. The
    * caller releases the reservation once `upload` has answered, whatever the outcome.
    */
-  const reserveStorage = (actorId: number, declared: number | undefined): Promise<StorageReservation> =>
-    quota.reserve(actorId, declared);
+  const reserveStorage = (actorId: number, declared: number | undefined, token?: number): Promise<StorageReservation> =>
+    quota.reserve(actorId, declared, token);
 
   /** Records an upload; with a `storage` reservation, the spooled file's real size must fit the quota first. */
   const upload = async (actorId: number, file: SpooledFile, metadata: UploadMetadata, meta: CommandMeta, storage?: StorageReservation) => {
@@ -189,7 +188,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   const onFile = async (fileId: number, command: FileCommand, meta: CommandMeta) => {
     const now = command.type === 'UploadFile' ? command.file.uploadedAt : command.now;
     const result = await handler.handle(fileDecider, streamIds.file(fileId), command, now, meta);
-    await settle(result);
+    settle(result, meta);
     return result;
   };
 

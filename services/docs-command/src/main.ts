@@ -7,8 +7,8 @@ import { openMongoClaimStore } from '@docshare/claim-store/mongo';
 import { openMongoEventStore } from '@docshare/event-store/mongo';
 import { closeServer, counter, envReader, exitGracefully, httpLimitsOf, listen, makeLogger, makeOps, requestLog, installLastResort } from '@docshare/http';
 import { startOutboxRelay } from '@docshare/outbox';
-import { makeGenerationalReadStore, makeMongoProgress, waitForProjections } from '@docshare/projection';
-import { commonConfig, connectMongo, ensureKafkaTopics, instanceId, kafkaBus, PROJECTOR_GROUPS } from '@docshare/projection/distributed';
+import { makeConsistencyGate, makeGenerationalReadStore, makeMongoCheckpoints } from '@docshare/projection';
+import { commonConfig, connectMongo, ensureKafkaTopics, instanceId, kafkaBus } from '@docshare/projection/distributed';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeStatsQueries } from '@docshare/stats-projector';
 import { makeDocsCommands } from './commands.ts';
@@ -85,8 +85,8 @@ const oldestGauge = new Gauge({
   help: 'Age of the oldest event recorded and not yet published (0 when none); read with docshare_outbox_backlog_events',
   registers: [ops.registry],
 });
-const lagging = counter(ops.registry, 'docshare_read_your_writes_timeouts_total', 'Commands answered before every projector reflected them');
-const caughtUp = waitForProjections(makeMongoProgress(readDb), PROJECTOR_GROUPS, env.int('READ_YOUR_WRITES_TIMEOUT_MS', 5_000));
+// The storage quota keeps an upload's hold until the stats read model counts it (never delaying the answer).
+const statsApplied = makeConsistencyGate(makeMongoCheckpoints(readDb), `stats-projector${config.groupSuffix}`, config.eventsPartitions);
 
 const commands = makeDocsCommands({
   events, claims, blobs, logger,
@@ -96,14 +96,9 @@ const commands = makeDocsCommands({
   downloadUrlTtlSeconds: env.int('DOWNLOAD_URL_TTL_SECONDS', 900, 1),
   storageQuotaBytes: env.int('STORAGE_QUOTA_BYTES', 1024 ** 3, 0),
   // Read-only: the stats projector owns this read model (and its generations); only bytes_stored is read.
-  storageUsedBy: makeStatsQueries(makeGenerationalReadStore(readDb, 'stats', (prefix) => makeMongoReadStore(readDb, { prefix, indexes: {} }))).bytesStoredBy,
-  afterCommit: async (recorded) => {
-    relay.notify();
-    if (!(await caughtUp(recorded))) {
-      lagging.inc();
-      logger.warn({ subject: recorded.subject, version: recorded.version }, 'read models lag behind a command');
-    }
-  },
+  storageUsedBy: makeStatsQueries(makeGenerationalReadStore(readDb, 'stats', (prefix) => makeMongoReadStore(readDb, { prefix, indexes: {} }))).storageOf,
+  storageApplied: (token, timeoutMs) => statsApplied.wait(token, timeoutMs),
+  afterCommit: () => relay.notify(),
 });
 
 const app = express();

@@ -8,17 +8,31 @@ import { DocshareError, M, tooLarge } from '@docshare/contracts';
  * is receiving right now for the same user, so that concurrent uploads cannot jointly overshoot.
  *
  * An upload holds a reservation from before its body is read until its event is recorded and the
- * read models show it (read-your-writes), then gives it back: at every moment a user's bytes are
- * either in the read model or held here (never neither), so sequential and concurrent uploads
- * through one process are exact. Across processes the holds are not shared: see docs/architecture.md.
+ * stats read model counts it: at every moment a user's bytes are either in the read model or held
+ * here, and never counted twice: the read model says which of the user's uploads it counts
+ * (`through`, the position of the last one), and a hold whose recorded upload is at or below it
+ * no longer counts (it is dropped once `applied` says so, in the background). A reservation first
+ * waits for the user's consistency token (their last write, e.g. a deletion) to reach the read
+ * model. So sequential and concurrent uploads through one process are exact. Across processes the
+ * holds are not shared: see docs/architecture.md.
  */
 
 export interface StorageQuotaOptions {
   /** Bytes each user may store; 0 (or less) means unlimited. */
   quotaBytes: number;
-  /** Bytes the user's files take, as the stats read model counts them (`bytes_stored`). */
-  usedBy: (userId: number) => Promise<number>;
+  /**
+   * Bytes the user's files take, as the stats read model counts them (`bytes_stored`), and the
+   * position of the last of the user's uploads and deletions it counts.
+   */
+  usedBy: (userId: number) => Promise<{ bytes: number; through: number }>;
+  /** Resolves once the stats read model has applied everything up to a consistency token, or after `timeoutMs`. */
+  applied?: (token: number, timeoutMs: number) => Promise<unknown>;
 }
+
+/** How long a reservation waits for the user's own last write to reach the read model. */
+const READ_WAIT_MS = 5_000;
+/** How long a recorded upload's hold waits for the read model before it is dropped anyway. */
+const HOLD_WAIT_MS = 30_000;
 
 /** One upload's claim on its user's free space, from before its body is read until it is recorded. */
 export interface StorageReservation {
@@ -28,8 +42,11 @@ export interface StorageReservation {
   explain(error: unknown): never;
   /** Checks the file's real size once spooled, and from then on holds exactly that many bytes. */
   confirm(size: number): Promise<void>;
-  /** Gives the held bytes back; safe to call twice. */
-  release(): void;
+  /**
+   * Gives the held bytes back; safe to call twice. With the token of the recorded upload, the hold
+   * stops counting once the read model counts the upload, and is dropped then (the caller does not wait).
+   */
+  release(token?: number): void;
 }
 
 export const quotaExceeded = (): DocshareError => tooLarge(M.storageQuotaExceeded);
@@ -86,27 +103,37 @@ export const drainSmallBody = async (req: Readable & { complete?: boolean; heade
   });
 };
 
-export const makeStorageQuota = ({ quotaBytes, usedBy }: StorageQuotaOptions) => {
-  /** Bytes held per user by uploads in flight in this process. */
-  const held = new Map<number, number>();
-  /** Per user, how many holds have been given back: a read of `usedBy` that overlaps one may miss its bytes. */
+export const makeStorageQuota = ({ quotaBytes, usedBy, applied }: StorageQuotaOptions) => {
+  /** Holds per user of uploads in flight in this process; `token` once the upload is recorded. */
+  const holds = new Map<number, Set<{ bytes: number; token?: number }>>();
+  /** Per user, how many holds have been dropped: a read of `usedBy` that overlaps one may miss its bytes. */
   const releases = new Map<number, number>();
-  const heldBy = (userId: number): number => held.get(userId) ?? 0;
-  const hold = (userId: number, delta: number): void => {
-    const next = heldBy(userId) + delta;
-    if (next > 0) held.set(userId, next);
-    else held.delete(userId);
+  const holdsOf = (userId: number): Set<{ bytes: number; token?: number }> => {
+    let mine = holds.get(userId);
+    if (!mine) holds.set(userId, (mine = new Set()));
+    return mine;
+  };
+  const heldBy = (userId: number): number => [...holds.get(userId) ?? []].reduce((sum, h) => sum + h.bytes, 0);
+  const drop = (userId: number, hold: { bytes: number; token?: number }): void => {
+    const mine = holds.get(userId);
+    mine?.delete(hold);
+    if (mine?.size === 0) holds.delete(userId);
+    releases.set(userId, (releases.get(userId) ?? 0) + 1);
   };
 
   /**
-   * Bytes in use for `userId`, read so that no finished upload is missed: a hold is given back only
-   * once the read model shows its upload, so a read that began after the last give-back sees it.
+   * Bytes in use for `userId`: what the read model counts, plus the holds of uploads it does not
+   * count yet. Read again when a hold was dropped during the read (the read may predate its upload).
    */
   const inUse = async (userId: number): Promise<number> => {
     for (let attempt = 1; ; attempt++) {
       const before = releases.get(userId) ?? 0;
       const used = await usedBy(userId);
-      if ((releases.get(userId) ?? 0) === before || attempt >= MAX_REREADS) return used + heldBy(userId);
+      if ((releases.get(userId) ?? 0) === before || attempt >= MAX_REREADS) {
+        let pending = 0;
+        for (const hold of holds.get(userId) ?? []) if (hold.token === undefined || hold.token > used.through) pending += hold.bytes;
+        return used.bytes + pending;
+      }
     }
   };
 
@@ -116,19 +143,22 @@ export const makeStorageQuota = ({ quotaBytes, usedBy }: StorageQuotaOptions) =>
    * anything of the body is read. Holds the declared size (the file is not larger), or the whole
    * free space when none is declared, until the real size is known.
    */
-  const reserve = async (userId: number, declared: number | undefined): Promise<StorageReservation> => {
+  const reserve = async (userId: number, declared: number | undefined, token?: number): Promise<StorageReservation> => {
     if (quotaBytes <= 0) return UNLIMITED;
+    // The user's own last write (a deletion, an upload through another replica) counts first.
+    if (token !== undefined && applied) await applied(token, READ_WAIT_MS);
     const free = quotaBytes - await inUse(userId);
     if (free <= 0) throw quotaExceeded();
-    let holding = Math.min(free, declared ?? free);
-    hold(userId, holding);
+    const hold: { bytes: number; token?: number } = { bytes: Math.min(free, declared ?? free) };
+    holdsOf(userId).add(hold);
     let quotaLimited = false;
     let released = false;
-    const release = (): void => {
+    const release = (recorded?: number): void => {
       if (released) return;
       released = true;
-      hold(userId, -holding);
-      releases.set(userId, (releases.get(userId) ?? 0) + 1);
+      if (recorded === undefined || !applied) return drop(userId, hold);
+      hold.token = recorded;
+      applied(recorded, HOLD_WAIT_MS).then(() => drop(userId, hold), () => drop(userId, hold));
     };
     return {
       limitFor: (maxUploadBytes) => {
@@ -141,13 +171,12 @@ export const makeStorageQuota = ({ quotaBytes, usedBy }: StorageQuotaOptions) =>
       },
       confirm: async (size) => {
         if (released) throw new Error('storage reservation used after release');
-        if (size > holding) {
+        if (size > hold.bytes) {
           // More than was held (a declared length smaller than the body): check against the quota as it is now.
-          const others = await inUse(userId) - holding;
+          const others = await inUse(userId) - hold.bytes;
           if (others + size > quotaBytes) throw quotaExceeded();
         }
-        hold(userId, size - holding);
-        holding = size;
+        hold.bytes = size;
       },
       release,
     };

@@ -6,10 +6,11 @@ import { declaredLength, drainSmallBody, makeStorageQuota } from '../src/storage
 
 const MAX = 1_000;
 
-/** A stats read model stand-in: what `usedBy` answers per user. */
+/** A stats read model stand-in: what `usedBy` answers per user (`through`: the last upload it counts). */
 const usage = (initial: Record<number, number> = {}) => {
   const stored = new Map(Object.entries(initial).map(([k, v]) => [Number(k), v]));
-  return { stored, usedBy: async (userId: number) => stored.get(userId) ?? 0 };
+  const through = new Map<number, number>();
+  return { stored, through, usedBy: async (userId: number) => ({ bytes: stored.get(userId) ?? 0, through: through.get(userId) ?? 0 }) };
 };
 
 const isQuotaError = (error: unknown): boolean =>
@@ -106,6 +107,48 @@ describe('storage quota', () => {
     gate?.();
     assert.equal((await second).limitFor(MAX), 20);
     assert.equal(reads, 3, 'the usage was read again after a hold was given back during the read');
+  });
+
+  it('a recorded upload counts once: held until the read model counts it, then only there, and dropped once applied', async () => {
+    const u = usage();
+    let apply: (() => void) | undefined;
+    const waits: number[] = [];
+    const q = makeStorageQuota({
+      quotaBytes: 100, usedBy: u.usedBy,
+      applied: (token, timeoutMs) => {
+        waits.push(timeoutMs);
+        return token === 7 ? new Promise<void>((resolve) => { apply = resolve; }) : Promise.resolve();
+      },
+    });
+    const first = await q.reserve(1, 60);
+    await first.confirm(60);
+    first.release(7); // recorded at position 7: the answer goes, the hold stays
+    const probe = await q.reserve(1, undefined);
+    assert.equal(probe.limitFor(MAX), 40, 'not yet in the read model: the hold counts');
+    probe.release();
+    u.stored.set(1, 60);
+    u.through.set(1, 7);
+    const next = await q.reserve(1, undefined);
+    assert.equal(next.limitFor(MAX), 40, 'in the read model now: counted there and not held twice');
+    assert.equal(q.heldBy(1), 100, 'held: the recorded upload until applied, and the chunked reservation');
+    next.release();
+    apply?.();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(q.heldBy(1), 0, 'the applied hold is dropped');
+    assert.deepEqual(waits, [30_000], 'a recorded upload\'s hold waits for the read model up to 30 s');
+  });
+
+  it('waits for the user\'s own last write (a token) before reading the usage', async () => {
+    const u = usage({ 1: 100 });
+    const q = makeStorageQuota({
+      quotaBytes: 100, usedBy: u.usedBy,
+      applied: async (token) => {
+        // The user's deletion (token 9) reaches the read model while the reservation waits for it.
+        if (token === 9) u.stored.set(1, 0);
+      },
+    });
+    await assert.rejects(q.reserve(1, 10), isQuotaError);
+    assert.equal((await q.reserve(1, 10, 9)).limitFor(MAX), 100);
   });
 
   it('reads a declared Content-Length only when it is a plain decimal', () => {

@@ -1,6 +1,6 @@
 import { makeLogger, envReader, installLastResort } from '@docshare/http';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
-import { makeGenerationalReadStore, makeMongoProgress, startProjectorService } from '@docshare/projection';
+import { fencedByGeneration, makeGenerationalReadStore, makeMongoCheckpoints, perGeneration, startProjectorService } from '@docshare/projection';
 import { commonConfig, connectMongo, ensureKafkaTopics, kafkaBus, registerConsumerLag } from '@docshare/projection/distributed';
 import { filesHandler } from './projection.ts';
 import { makeFilesApp } from './app.ts';
@@ -12,7 +12,9 @@ const config = commonConfig(process.env);
 const port = envReader(process.env).int('PORT', 8083);
 
 const { client, db } = await connectMongo(config.mongoUrl, config.readDb, config);
-const store = makeGenerationalReadStore(db, 'files', (prefix) => makeMongoReadStore(db, { prefix }));
+const open = perGeneration((prefix) => makeMongoReadStore(db, { prefix }));
+// Queries follow the generation pointer (cached 1 s); writes are fenced per batch, so a rebuild can switch under them.
+const store = makeGenerationalReadStore(db, 'files', open);
 // Indexes at start, not on the first write.
 await (await store.current()).ensureIndexes();
 // Kafka is joined in the background, after the query API is up (startProjectorService).
@@ -24,8 +26,8 @@ await startProjectorService({
   consumer: bus.consumer,
   prepare: () => ensureKafkaTopics(config),
   metrics: (ops) => registerConsumerLag(ops.registry, bus, group),
-  handle: filesHandler(store),
-  progress: makeMongoProgress(db),
+  handle: fencedByGeneration(db, 'files', (prefix) => filesHandler(open(prefix))),
+  checkpoints: makeMongoCheckpoints(db), partitions: config.eventsPartitions, consistencyWaitMs: config.consistencyWaitMs,
   queryApp: makeFilesApp(store, config.publicBaseUrl, logger),
   checks: { mongodb: async () => { await db.command({ ping: 1 }); } },
   close: async () => {

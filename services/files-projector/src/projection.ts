@@ -1,6 +1,6 @@
 import type { CloudEvent, DocshareEvent, StoredEvent } from '@docshare/contracts';
-import { known, type ReadOp } from '@docshare/projection';
-import type { ReadStore } from '@docshare/read-store';
+import { guarded, known, type ReadOp } from '@docshare/projection';
+import type { GuardedUpdate, ReadStore } from '@docshare/read-store';
 
 export const USERS = 'users';
 export const FILES = 'files';
@@ -74,14 +74,23 @@ const hideCommentsOfDeletedFile = async (store: ReadStore, event: DocshareEvent)
 };
 
 /**
- * Applies the files projection to the store, each op guarded by (subject, streamversion): the pure
- * projection's ops, plus what a deletion implies for the file's comments. The handler every runner
- * of this read model uses (projector, embedded mode, rebuild).
+ * Applies the files projection to a batch of events in bulk writes, each document guarded by the
+ * position of the last event it applied: the pure projection's ops, plus what a deletion implies
+ * for the file's comments. A deletion looks its comments up in the store, so what the batch holds
+ * before it is written first. The handler every runner of this read model uses (projector,
+ * embedded mode, rebuild).
  */
-export const filesHandler = (store: ReadStore) => async (record: StoredEvent<CloudEvent>): Promise<void> => {
-  const event = known(record.event);
-  if (!event) return;
-  const guard = { stream: event.subject, version: event.streamversion };
-  const ops = [...await hideCommentsOfDeletedFile(store, event), ...filesProjection(event)];
-  for (const op of ops) await store.apply(op.collection, op.id, op.update, guard);
+export const filesHandler = (store: ReadStore) => async (records: readonly StoredEvent<CloudEvent>[]): Promise<void> => {
+  let updates: GuardedUpdate[] = [];
+  for (const record of records) {
+    const event = known(record.event);
+    if (!event) continue;
+    if (event.type === 'docs.file.deleted.v1') {
+      await store.applyBatch(updates);
+      updates = [];
+      updates.push(...guarded(record, await hideCommentsOfDeletedFile(store, event)));
+    }
+    updates.push(...guarded(record, filesProjection(event)));
+  }
+  await store.applyBatch(updates);
 };

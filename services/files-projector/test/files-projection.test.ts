@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeMemoryReadStore } from '@docshare/read-store';
-import { deliveredTwice, makeHistory } from '@docshare/projection/testing';
+import { deliveredTwice, inBatches, makeHistory, redeliveredBatches } from '@docshare/projection/testing';
 import type { StoredEvent } from '@docshare/contracts';
 import { filesHandler } from '../src/projection.ts';
 import { makeFilesQueries } from '../src/queries.ts';
@@ -24,10 +24,11 @@ const history = () => {
 
 const whole = { page: 1, perPage: 100 };
 
-const project = async (records: readonly StoredEvent[]) => {
+/** Projects `records` one at a time, or as the given batches. */
+const project = async (records: readonly StoredEvent[], batches: readonly (readonly StoredEvent[])[] = records.map((r) => [r])) => {
   const store = makeMemoryReadStore();
   const handle = filesHandler(store);
-  for (const record of records) await handle(record);
+  for (const batch of batches) await handle(batch);
   return makeFilesQueries(store, BASE);
 };
 
@@ -108,5 +109,18 @@ describe('files projection', () => {
     h.remove(10, 1);
     const q = await project([...h.records, posted]);
     assert.deepEqual(await q.commentsReceivedBy(1, whole), { data: [], total: 0, page: 1, per_page: 100 });
+  });
+
+  it('ends in the same state fed in batches of any size, and when every batch is redelivered overlapping the next', async () => {
+    const records = history();
+    const state = async (q: Awaited<ReturnType<typeof project>>) => [
+      await q.filesOf(1, 1, page), await q.filesOf(2, 1, page), await q.commentsReceivedBy(1, whole),
+      await q.commentsReceivedBy(2, whole), await q.categories(whole),
+    ];
+    const once = await state(await project(records));
+    for (const size of [2, 3, 7, records.length]) {
+      assert.deepEqual(await state(await project(records, inBatches(records, size))), once, `batches of ${size}`);
+      assert.deepEqual(await state(await project(records, redeliveredBatches(records, size))), once, `redelivered batches of ${size}`);
+    }
   });
 });

@@ -9,6 +9,7 @@ import {
 import { ROUTES, type Upstream } from './routes.ts';
 import { rateLimit } from './rate-limit.ts';
 import { openApiDocument } from './openapi.ts';
+import { makeMemorySessionTokens, sessionConsistency, type SessionTokens } from './consistency.ts';
 
 /** How the caller authenticated: decided once per request, before rate limiting and routing. */
 type Auth = { state: 'missing' } | { state: 'invalid' } | { state: 'valid'; userId: number };
@@ -27,6 +28,8 @@ export interface GatewayOptions {
   trustProxy?: boolean | number | string;
   /** Total time of a request on a route that is not a transfer (`HTTP_REQUEST_TIMEOUT_MS`). */
   requestTimeoutMs?: number;
+  /** Each user's consistency token (read-your-writes); default: this process's memory. */
+  sessions?: SessionTokens;
 }
 
 /**
@@ -83,6 +86,10 @@ export const makeGateway = (options: GatewayOptions): Express => {
     peekOnly: (req) => OPS_PATHS.has(req.path),
   }));
   app.use(ops.router);
+  app.use(sessionConsistency(options.sessions ?? makeMemorySessionTokens(), (res) => {
+    const auth = res.locals.auth as Auth;
+    return auth.state === 'valid' ? auth.userId : null;
+  }));
 
   const requireAuth: RequestHandler = (_req, res, next) => {
     const auth = res.locals.auth as Auth;

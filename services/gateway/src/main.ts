@@ -3,6 +3,7 @@ import { closeServer, envReader, exitGracefully, httpLimitsOf, listen, makeLogge
 import { makeRateLimiter } from '@docshare/rate-limit';
 import { makeGateway } from './app.ts';
 import { httpUpstream } from './proxy.ts';
+import { makeMemorySessionTokens, makeRedisSessionTokens } from './consistency.ts';
 
 const NAME = 'gateway';
 const logger = makeLogger(NAME);
@@ -14,10 +15,12 @@ const points = env.int('RATE_LIMIT_POINTS', 30, 1);
 const windowSeconds = env.int('RATE_LIMIT_WINDOW_SECONDS', 60, 1);
 const redisUrl = env.optional('REDIS_URL');
 
+const rateLimitKeyPrefix = env.string('RATE_LIMIT_KEY_PREFIX', 'docshare-rl');
 const rateLimiter = makeRateLimiter({
-  points, windowSeconds, redis: redisUrl ? { url: redisUrl } : undefined, logger,
-  keyPrefix: env.string('RATE_LIMIT_KEY_PREFIX', 'docshare-rl'),
+  points, windowSeconds, redis: redisUrl ? { url: redisUrl } : undefined, logger, keyPrefix: rateLimitKeyPrefix,
 });
+// Instances that share a Redis keep apart by their rate-limit prefix already: the tokens follow it.
+const consistencyKeyPrefix = env.string('CONSISTENCY_KEY_PREFIX', `${rateLimitKeyPrefix}:ryw`);
 const upstreamUrls = {
   docs: env.string('DOCS_COMMAND_URL', 'http://127.0.0.1:8081'),
   stats: env.string('STATS_URL', 'http://127.0.0.1:8082'),
@@ -49,6 +52,7 @@ const app = makeGateway({
   ops, logger, publicBaseUrl,
   trustProxy: trustProxyOf(env.optional('TRUST_PROXY')),
   requestTimeoutMs: httpLimits.requestTimeoutMs,
+  sessions: rateLimiter.redis ? makeRedisSessionTokens(rateLimiter.redis, logger, consistencyKeyPrefix) : makeMemorySessionTokens(),
   upstreams: {
     docs: httpUpstream(upstreamUrls.docs, logger),
     stats: httpUpstream(upstreamUrls.stats, logger),

@@ -1,6 +1,6 @@
 import { makeLogger, envReader, installLastResort } from '@docshare/http';
 import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
-import { makeMongoProgress, startProjectorService } from '@docshare/projection';
+import { fencedByGeneration, makeMongoCheckpoints, startProjectorService } from '@docshare/projection';
 import { commonConfig, connectMongo, ensureKafkaTopics, kafkaBus, registerConsumerLag } from '@docshare/projection/distributed';
 import { searchHandler } from './projection.ts';
 import { makeSearchApp } from './app.ts';
@@ -28,10 +28,11 @@ await startProjectorService({
   consumer: bus.consumer,
   prepare: () => ensureKafkaTopics(config),
   metrics: (ops) => registerConsumerLag(ops.registry, bus, group),
-  handle: searchHandler(index),
-  progress: makeMongoProgress(db),
+  // Writes go through the alias; the fence holds them while a rebuild swaps the index behind it.
+  handle: fencedByGeneration(db, 'search', () => searchHandler(index)),
+  checkpoints: makeMongoCheckpoints(db), partitions: config.eventsPartitions, consistencyWaitMs: config.consistencyWaitMs,
   queryApp: makeSearchApp(index, config.publicBaseUrl, logger),
-  // Searches need only the index; MongoDB (progress records) is needed to consume, so reported.
+  // Searches need only the index; MongoDB (checkpoints, the rebuild fence) is needed to consume, so reported.
   checks: { elasticsearch: () => index.ready() },
   softChecks: { mongodb: async () => { await db.command({ ping: 1 }); } },
   close: async () => {

@@ -37,18 +37,32 @@ export const searchProjection = (event: DocshareEvent, current: SearchDoc | null
 
 const FILE_EVENTS = new Set(['docs.file.uploaded.v1', 'docs.file.updated.v1', 'docs.file.deleted.v1']);
 
-/** Applies one event to the index; the index's external version (the stream version) makes it idempotent. */
-export const indexEvent = async (index: SearchIndex, event: DocshareEvent): Promise<void> => {
-  if (!FILE_EVENTS.has(event.type)) return;
-  const id = event.subject.replace(/^file-/, '');
-  const current = await index.get(id);
-  if (current && current.version >= event.streamversion) return;
-  const next = searchProjection(event, current?.doc ?? null);
-  if (next) await index.upsert(next, event.streamversion);
-};
+const fileIdOf = (event: DocshareEvent): string => event.subject.replace(/^file-/, '');
 
-/** The search projector's event handler: the index's counterpart of applyProjection. */
-export const searchHandler = (index: SearchIndex) => async (record: StoredEvent<CloudEvent>): Promise<void> => {
-  const event = known(record.event);
-  if (event) await indexEvent(index, event);
+/**
+ * Applies a batch of events to the index: the current documents of the files concerned in one
+ * read, the events folded in memory (each skipped when the document already reflects its stream
+ * version: the index's external version makes redelivery harmless), the results in one bulk
+ * write, made searchable once. The handler every runner of the index uses (projector, embedded
+ * mode, rebuild).
+ */
+export const searchHandler = (
+  index: SearchIndex,
+  /** false while filling a rebuild's index, which publish() refreshes once (a refresh per batch only makes small segments). */
+  options: { refresh?: boolean } = {},
+) => async (records: readonly StoredEvent<CloudEvent>[]): Promise<void> => {
+  const events = records.map((r) => known(r.event)).filter((e): e is DocshareEvent => e !== null && FILE_EVENTS.has(e.type));
+  if (events.length === 0) return;
+  const current = await index.getMany([...new Set(events.map(fileIdOf))]);
+  const changed = new Map<string, { doc: SearchDoc; version: number }>();
+  for (const event of events) {
+    const id = fileIdOf(event);
+    const now = changed.get(id) ?? current.get(id);
+    if (now && now.version >= event.streamversion) continue;
+    const next = searchProjection(event, now?.doc ?? null);
+    if (next) changed.set(id, { doc: next, version: event.streamversion });
+  }
+  if (changed.size === 0) return;
+  await index.upsertMany([...changed.values()]);
+  if (options.refresh !== false) await index.refresh();
 };

@@ -1,10 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeMemorySearchIndex } from '@docshare/search-index';
-import { known } from '@docshare/projection';
-import { deliveredTwice, makeHistory } from '@docshare/projection/testing';
+import { deliveredTwice, inBatches, makeHistory, redeliveredBatches } from '@docshare/projection/testing';
 import type { StoredEvent } from '@docshare/contracts';
-import { indexEvent } from '../src/projection.ts';
+import { searchHandler } from '../src/projection.ts';
 
 const history = () => {
   const h = makeHistory();
@@ -19,12 +18,11 @@ const history = () => {
   return h.records;
 };
 
-const project = async (records: readonly StoredEvent[]) => {
+/** Indexes `records` one at a time, or as the given batches. */
+const project = async (records: readonly StoredEvent[], batches: readonly (readonly StoredEvent[])[] = records.map((r) => [r])) => {
   const index = makeMemorySearchIndex();
-  for (const record of records) {
-    const event = known(record.event);
-    if (event) await indexEvent(index, event);
-  }
+  const handle = searchHandler(index);
+  for (const batch of batches) await handle(batch);
   return index;
 };
 
@@ -52,5 +50,16 @@ describe('search projection', () => {
     const once = await project(history());
     const twice = await project(deliveredTwice(history()));
     for (const id of ['10', '11', '12']) assert.deepEqual(await twice.get(id), await once.get(id));
+  });
+
+  it('ends in the same index fed in batches of any size, and when every batch is redelivered overlapping the next', async () => {
+    const records = history();
+    const state = async (index: Awaited<ReturnType<typeof project>>) =>
+      Promise.all(['10', '11', '12'].map(async (id) => (await index.get(id)) ?? null));
+    const once = await state(await project(records));
+    for (const size of [2, 3, records.length]) {
+      assert.deepEqual(await state(await project(records, inBatches(records, size))), once, `batches of ${size}`);
+      assert.deepEqual(await state(await project(records, redeliveredBatches(records, size))), once, `redelivered batches of ${size}`);
+    }
   });
 });

@@ -8,7 +8,10 @@ import { openFileClaimStore } from '@docshare/claim-store';
 import { makeLogBus } from '@docshare/event-bus';
 import { openFileEventLog } from '@docshare/event-store';
 import { closeServer, counter, listen, makeLogger, makeOps, type Logger } from '@docshare/http';
-import { runProjector, type RunningProjector } from '@docshare/projection';
+import {
+  honourConsistency, makeConsistencyGate, makeMemoryCheckpoints, projectBatches, runProjector, type BatchApply, type RunningProjector,
+} from '@docshare/projection';
+import type { RequestHandler } from 'express';
 import { makeMemoryReadStore } from '@docshare/read-store';
 import { makeMemorySearchIndex } from '@docshare/search-index';
 import { fileStateFrom, makeDocsCommandApp, makeDocsCommands, prepareSpool, startBlobSweeper } from '@docshare/docs-command';
@@ -28,8 +31,8 @@ export interface Embedded {
   stop(): Promise<void>;
 }
 
-/** How long a command waits for the read models to show it before answering anyway. */
-const READ_YOUR_WRITES_MS = 5_000;
+/** How long a read carrying a consistency token waits for its read model before answering anyway. */
+const CONSISTENCY_WAIT_MS = 5_000;
 
 /**
  * Every docshare service in one process on the embedded adapters: the event log, claims and blobs
@@ -56,24 +59,32 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   const statsStore = makeMemoryReadStore();
   const filesStore = makeMemoryReadStore();
   const searchIndex = makeMemorySearchIndex();
+  // The same read-your-writes as the distributed mode: checkpoints per group, tokens from the
+  // gateway, reads that wait for their token (here in memory, one partition).
+  const checkpoints = makeMemoryCheckpoints();
+  const project = (group: string, apply: BatchApply): Promise<RunningProjector> =>
+    runProjector(bus, group, projectBatches(apply, checkpoints, group), logger);
+  const gated = (group: string, app: RequestHandler): RequestHandler => {
+    const honour = honourConsistency(makeConsistencyGate(checkpoints, group, 1), CONSISTENCY_WAIT_MS);
+    return (req, res, next) => honour(req, res, (err?: unknown) => (err ? next(err) : app(req, res, next)));
+  };
   const projectors: RunningProjector[] = await Promise.all([
-    runProjector(bus, 'stats-projector', statsHandler(statsStore), logger),
-    runProjector(bus, 'files-projector', filesHandler(filesStore), logger),
-    runProjector(bus, 'search-projector', searchHandler(searchIndex), logger),
+    project('stats-projector', statsHandler(statsStore)),
+    project('files-projector', filesHandler(filesStore)),
+    project('search-projector', searchHandler(searchIndex)),
   ]);
   const replayTo = await events.lastPosition();
   await bus.waitForGroups(replayTo, 10 * 60_000);
   const replayedMs = Math.round(performance.now() - started);
 
+  const statsApplied = makeConsistencyGate(checkpoints, 'stats-projector', 1);
   const commands = makeDocsCommands({
     events, claims, blobs, tokens, signer, logger,
     publicBaseUrl: config.publicBaseUrl,
     downloadUrlTtlSeconds: config.downloadUrlTtlSeconds,
     storageQuotaBytes: config.storageQuotaBytes,
-    storageUsedBy: makeStatsQueries(statsStore).bytesStoredBy,
-    afterCommit: async ({ position }) => {
-      if (!(await bus.waitForGroups(position, READ_YOUR_WRITES_MS))) logger.warn({ position }, 'read models lag behind a command');
-    },
+    storageUsedBy: makeStatsQueries(statsStore).storageOf,
+    storageApplied: (token, timeoutMs) => statsApplied.wait(token, timeoutMs),
   });
 
   const ops = makeOps('docshare', {});
@@ -93,9 +104,9 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     requestTimeoutMs: config.http.requestTimeoutMs,
     upstreams: {
       docs: makeDocsCommandApp({ commands, logger, spoolDir, maxUploadBytes: config.maxUploadBytes, publicBaseUrl: config.publicBaseUrl }),
-      stats: makeStatsApp(statsStore, logger),
-      files: makeFilesApp(filesStore, config.publicBaseUrl, logger),
-      search: makeSearchApp(searchIndex, config.publicBaseUrl, logger),
+      stats: gated('stats-projector', makeStatsApp(statsStore, logger)),
+      files: gated('files-projector', makeFilesApp(filesStore, config.publicBaseUrl, logger)),
+      search: gated('search-projector', makeSearchApp(searchIndex, config.publicBaseUrl, logger)),
     },
   });
 

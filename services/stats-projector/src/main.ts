@@ -1,6 +1,6 @@
 import { makeLogger, envReader, installLastResort } from '@docshare/http';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
-import { makeGenerationalReadStore, makeMongoProgress, startProjectorService } from '@docshare/projection';
+import { fencedByGeneration, makeGenerationalReadStore, makeMongoCheckpoints, perGeneration, startProjectorService } from '@docshare/projection';
 import { commonConfig, connectMongo, ensureKafkaTopics, kafkaBus, registerConsumerLag } from '@docshare/projection/distributed';
 import { statsHandler } from './projection.ts';
 import { makeStatsApp } from './app.ts';
@@ -13,7 +13,9 @@ const port = envReader(process.env).int('PORT', 8082);
 
 const { client, db } = await connectMongo(config.mongoUrl, config.readDb, config);
 // Stats are read by _id only: no secondary indexes.
-const store = makeGenerationalReadStore(db, 'stats', (prefix) => makeMongoReadStore(db, { prefix, indexes: {} }));
+const open = perGeneration((prefix) => makeMongoReadStore(db, { prefix, indexes: {} }));
+// Queries follow the generation pointer (cached 1 s); writes are fenced per batch, so a rebuild can switch under them.
+const store = makeGenerationalReadStore(db, 'stats', open);
 // Indexes at start, not on the first write.
 await (await store.current()).ensureIndexes();
 // Kafka is joined in the background, after the query API is up (startProjectorService).
@@ -25,8 +27,8 @@ await startProjectorService({
   consumer: bus.consumer,
   prepare: () => ensureKafkaTopics(config),
   metrics: (ops) => registerConsumerLag(ops.registry, bus, group),
-  handle: statsHandler(store),
-  progress: makeMongoProgress(db),
+  handle: fencedByGeneration(db, 'stats', (prefix) => statsHandler(open(prefix))),
+  checkpoints: makeMongoCheckpoints(db), partitions: config.eventsPartitions, consistencyWaitMs: config.consistencyWaitMs,
   queryApp: makeStatsApp(store, logger),
   checks: { mongodb: async () => { await db.command({ ping: 1 }); } },
   close: async () => {

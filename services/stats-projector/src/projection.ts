@@ -1,6 +1,6 @@
 import type { CloudEvent, DocshareEvent, StoredEvent } from '@docshare/contracts';
-import { known, type ReadOp } from '@docshare/projection';
-import type { ReadStore } from '@docshare/read-store';
+import { guarded, known, type ReadOp } from '@docshare/projection';
+import type { GuardedUpdate, ReadStore } from '@docshare/read-store';
 
 export const STATS = 'stats';
 /** Per file: its owner and size, kept from the upload so that its deletion knows what it frees. */
@@ -37,17 +37,31 @@ export const statsProjection = (event: DocshareEvent, freed = 0): ReadOp[] => {
 };
 
 /**
- * Applies the stats projection to the store, each op guarded by (subject, streamversion). A deletion
- * first reads the size its upload recorded: the upload is earlier in the same stream, so it is
- * there, and the user's counter applies the deletion once whatever the redeliveries (its guard).
- * The handler every runner of this read model uses (projector, embedded mode, rebuild).
+ * Applies the stats projection to a batch of events in one bulk write, each document guarded by
+ * the position of the last event it applied. A deletion needs the size its upload recorded: from
+ * this batch when the upload is in it, else from the store (the upload is earlier in the same
+ * partition, so applied already). The handler every runner of this read model uses (projector,
+ * embedded mode, rebuild). `bytes_at`, the position of the last upload or deletion that changed
+ * a user's `bytes_stored`, tells the storage quota which uploads the count already holds.
  */
-export const statsHandler = (store: ReadStore) => async (record: StoredEvent<CloudEvent>): Promise<void> => {
-  const event = known(record.event);
-  if (!event) return;
-  const guard = { stream: event.subject, version: event.streamversion };
-  const freed = event.type === 'docs.file.deleted.v1'
-    ? bytes((await store.get(STORED_FILES, String(event.data.fileId)))?.size)
-    : 0;
-  for (const op of statsProjection(event, freed)) await store.apply(op.collection, op.id, op.update, guard);
+export const statsHandler = (store: ReadStore) => async (records: readonly StoredEvent<CloudEvent>[]): Promise<void> => {
+  const updates: GuardedUpdate[] = [];
+  const sizes = new Map<string, number>();
+  for (const record of records) {
+    const event = known(record.event);
+    if (!event) continue;
+    let freed = 0;
+    if (event.type === 'docs.file.uploaded.v1') sizes.set(String(event.data.fileId), bytes(event.data.size));
+    if (event.type === 'docs.file.deleted.v1') {
+      const id = String(event.data.fileId);
+      freed = sizes.get(id) ?? bytes((await store.get(STORED_FILES, id))?.size);
+    }
+    const ops = statsProjection(event, freed);
+    if (event.type === 'docs.file.uploaded.v1' || event.type === 'docs.file.deleted.v1') {
+      // Which of the user's uploads and deletions `bytes_stored` counts: the quota's exact view of it.
+      for (const op of ops) if (op.collection === STATS) op.update = { ...op.update, set: { bytes_at: record.position } };
+    }
+    updates.push(...guarded(record, ops));
+  }
+  await store.applyBatch(updates);
 };

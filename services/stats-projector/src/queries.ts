@@ -25,4 +25,12 @@ export const makeStatsQueries = (store: ReadStore) => ({
   },
   /** Bytes of the user's files not deleted, as far as the read model has seen (the storage quota's count). */
   bytesStoredBy: async (userId: number): Promise<number> => count((await store.get(STATS, String(userId)))?.bytes_stored),
+  /**
+   * The same, with `through`: the position of the last of the user's uploads and deletions it
+   * counts (every earlier one is counted too: they apply in log order).
+   */
+  storageOf: async (userId: number): Promise<{ bytes: number; through: number }> => {
+    const doc = await store.get(STATS, String(userId));
+    return { bytes: count(doc?.bytes_stored), through: count(doc?.bytes_at) };
+  },
 });

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeMemoryReadStore } from '@docshare/read-store';
-import { deliveredTwice, makeHistory } from '@docshare/projection/testing';
+import { deliveredTwice, inBatches, makeHistory, redeliveredBatches } from '@docshare/projection/testing';
 import type { StoredEvent } from '@docshare/contracts';
 import { statsHandler } from '../src/projection.ts';
 import { makeStatsQueries } from '../src/queries.ts';
@@ -18,10 +18,11 @@ const history = () => {
   return h.records;
 };
 
-const project = async (records: readonly StoredEvent[]) => {
+/** Projects `records` one at a time, or as the given batches. */
+const project = async (records: readonly StoredEvent[], batches: readonly (readonly StoredEvent[])[] = records.map((r) => [r])) => {
   const store = makeMemoryReadStore();
   const handle = statsHandler(store);
-  for (const record of records) await handle(record);
+  for (const batch of batches) await handle(batch);
   const queries = makeStatsQueries(store);
   return {
     ada: await queries.statsOf(1), bob: await queries.statsOf(2), nobody: await queries.statsOf(99),
@@ -63,5 +64,14 @@ describe('stats projection', () => {
     const deletion = h.records.find((r) => r.event.type === 'docs.file.deleted.v1');
     assert.ok(deletion);
     assert.deepEqual((await project([...h.records, deletion])).bytes, [5, 0, 0]);
+  });
+
+  it('ends in the same state fed in batches of any size, and when every batch is redelivered overlapping the next', async () => {
+    const records = history();
+    const once = await project(records);
+    for (const size of [2, 3, 7, records.length]) {
+      assert.deepEqual(await project(records, inBatches(records, size)), once, `batches of ${size}`);
+      assert.deepEqual(await project(records, redeliveredBatches(records, size)), once, `redelivered batches of ${size}`);
+    }
   });
 });

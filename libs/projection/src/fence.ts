@@ -1,0 +1,82 @@
+import type { Db } from 'mongodb';
+import type { BatchApply } from './runner.ts';
+
+/** The generation pointer of a read model (`read_model_generations`), as a rebuild moves it. */
+export interface GenerationPointer {
+  _id: string;
+  prefix: string;
+  since: Date;
+  /** Set by a rebuild while it writes the last events into the new generation: projectors wait. */
+  switching?: { to: string; until: Date };
+}
+
+export const GENERATIONS = 'read_model_generations';
+
+/** The generation `model` is read from and written to now, and whether a switch is under way. */
+export const readPointer = async (db: Db, model: string): Promise<{ prefix: string; switching: boolean }> => {
+  const pointer = await db.collection<GenerationPointer>(GENERATIONS).findOne({ _id: model });
+  return {
+    prefix: pointer?.prefix ?? `${model}_`,
+    // A switch whose rebuild died is over once its deadline has passed.
+    switching: pointer?.switching !== undefined && pointer.switching.until.getTime() > Date.now(),
+  };
+};
+
+/**
+ * A projector's batch handler that a rebuild can switch generations under without losing or
+ * misordering an event (infra/rebuild.ts). Each batch:
+ *
+ *   read the pointer → while a switch is under way, wait → apply to the pointer's generation →
+ *   read the pointer again: if it moved meanwhile, apply again (idempotent) to where it points now
+ *
+ * so a batch is acknowledged (and its checkpoint recorded) only once it is in the generation that
+ * is current when it ends, and no projector writes to the new generation while the rebuild still
+ * does: the rebuild alone writes the events up to the switch, in order, and the projectors every
+ * event after it. One findOne by `_id` per batch.
+ */
+export const fencedByGeneration = (
+  db: Db, model: string, applyTo: (prefix: string) => BatchApply, pollMs = 50,
+): BatchApply => async (records) => {
+  for (;;) {
+    const before = await readPointer(db, model);
+    if (before.switching) {
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
+      continue;
+    }
+    await applyTo(before.prefix)(records);
+    const after = await readPointer(db, model);
+    if (!after.switching && after.prefix === before.prefix) return;
+  }
+};
+
+/**
+ * Starts a switch of `model` to the generation `to`: projectors finish the batch in hand and wait
+ * until `finishSwitch` (or `until`, should the rebuild die). Returns the deadline.
+ */
+export const beginSwitch = async (db: Db, model: string, to: string, maxMs: number): Promise<Date> => {
+  const until = new Date(Date.now() + maxMs);
+  await db.collection<GenerationPointer>(GENERATIONS).updateOne(
+    { _id: model }, { $set: { switching: { to, until } }, $setOnInsert: { prefix: `${model}_`, since: new Date() } }, { upsert: true },
+  );
+  return until;
+};
+
+/** Ends a switch: points `model` at `prefix` (or leaves it, to abort) and lets the projectors go on. Returns the previous prefix. */
+export const finishSwitch = async (db: Db, model: string, prefix: string | null): Promise<string> => {
+  const previous = await db.collection<GenerationPointer>(GENERATIONS).findOneAndUpdate(
+    { _id: model },
+    prefix === null ? { $unset: { switching: '' } } : { $set: { prefix, since: new Date() }, $unset: { switching: '' } },
+    { returnDocument: 'before' },
+  );
+  return previous?.prefix ?? `${model}_`;
+};
+
+/** One `open(prefix)` per generation, kept: what a fenced handler writes through. */
+export const perGeneration = <S>(open: (prefix: string) => S): ((prefix: string) => S) => {
+  const opened = new Map<string, S>();
+  return (prefix) => {
+    let store = opened.get(prefix);
+    if (store === undefined) opened.set(prefix, (store = open(prefix)));
+    return store;
+  };
+};
