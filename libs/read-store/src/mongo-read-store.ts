@@ -68,7 +68,11 @@ export const DOCSHARE_READ_MODEL_INDEXES: Readonly<Record<string, readonly ReadM
   ],
   // `file_id`: a file's deletion marks its comments (services/files-projector/src/projection.ts).
   comments: [
-    { name: 'received', key: [['file_owner_id', 1], ['posted_at', -1], ['comment_id', -1]] },
+    // Received comments on live files, newest first: equality on the owner and `file_deleted`
+    // (missing or false: `$in: [false, null]`, two index ranges), then the sort: the page and the
+    // count read the index only as far as they need. (Replaces `received`, which left
+    // `file_deleted` to a filter over every comment of the owner; a rebuild drops it.)
+    { name: 'received_live', key: [['file_owner_id', 1], ['file_deleted', 1], ['posted_at', -1], ['comment_id', -1]] },
     { name: 'file_id', key: [['file_id', 1]] },
   ],
   categories: [{ name: 'category_id', key: [['category_id', 1]] }],
@@ -199,6 +203,26 @@ const isDuplicateKey = (error: unknown): boolean => error instanceof MongoServer
 /** How many times `settle` re-reads a document whose `_pos` moved under it before giving up. */
 const SETTLE_ATTEMPTS = 5;
 
+/**
+ * The document `run`'s updates make when applied one at a time to a document that does not exist:
+ * the first one inserts it (its `setOnInsert` applies, later ones' do not), `inc` counts a missing
+ * field from 0. An `inc` of a field that holds something else than a number fails as Mongo would.
+ */
+function built(run: Run): StoredDoc {
+  const doc: Record<string, unknown> = { _id: run.id };
+  run.updates.forEach(({ update, position }, index) => {
+    if (index === 0) Object.assign(doc, nullForUndefined(update.setOnInsert ?? {}));
+    Object.assign(doc, nullForUndefined(update.set ?? {}));
+    for (const [name, by] of Object.entries(update.inc ?? {})) {
+      const current = name in doc ? doc[name] : 0;
+      if (typeof current !== 'number') throw new MongoServerError({ message: `Cannot apply $inc to a value of non-numeric type (field ${name})`, code: 14 });
+      doc[name] = current + by;
+    }
+    doc['_pos'] = position;
+  });
+  return doc as StoredDoc;
+}
+
 /** A ReadStore on `db`. `close` leaves the client open: its owner closes it. */
 /** A MongoDB read store; `ensureIndexes` creates the configured indexes now (services call it at start). */
 export type MongoReadStore = ReadStore & { ensureIndexes(): Promise<void> };
@@ -271,14 +295,18 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
    * after a duplicate key. Each write is guarded by the exact `_pos` the previous one left (or its
    * absence), so a document that changed under it is read again. Returns how many updates applied.
    */
-  const settle = async (run: Run, from: number, onFerret: boolean): Promise<number> => {
+  const settle = async (run: Run, from: number, onFerret: boolean, known?: { at: number | undefined }): Promise<number> => {
     const target = collectionOf(run.collection);
     const updates = run.updates.slice(from);
     let applied = 0;
     for (let attempt = 0; attempt < SETTLE_ATTEMPTS; attempt++) {
-      const found = await target.findOne({ _id: run.id }, { projection: { _pos: 1 } });
       // A document without `_pos` (missing, or written by an earlier version) has applied nothing.
-      let at = typeof found?.['_pos'] === 'number' ? (found['_pos'] as number) : undefined;
+      let at: number | undefined;
+      if (attempt === 0 && known) at = known.at;
+      else {
+        const found = await target.findOne({ _id: run.id }, { projection: { _pos: 1 } });
+        at = typeof found?.['_pos'] === 'number' ? (found['_pos'] as number) : undefined;
+      }
       const rest = updates.filter(({ position }) => at === undefined || position > at);
       let settled = true;
       for (const write of mergeWrites(rest)) {
@@ -351,6 +379,44 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
     return { applied, refused };
   };
 
+  /**
+   * FerretDB's way (see the header): whatever filter an update carries beyond `_id` is evaluated
+   * by scanning, and an insert is several times cheaper than an upsert. So per collection: ONE
+   * read of the batch's documents' `_pos`; the documents that do not exist yet are built in
+   * memory and inserted together (insertMany, 50 at a time); each existing one gets what it lacks
+   * under the exact `_pos` it was read with (settle). A read-then-write is safe here because one
+   * writer owns each document (port.ts); an insert that collides, or a `_pos` that moved, is
+   * settled by reading again.
+   */
+  const applyByReading = async (runs: Run[]): Promise<number> => {
+    let applied = 0;
+    const byCollection = new Map<string, Run[]>();
+    for (const run of runs) byCollection.set(run.collection, [...byCollection.get(run.collection) ?? [], run]);
+    for (const [collection, list] of byCollection) {
+      const target = collectionOf(collection);
+      const at = new Map<string, number | undefined>();
+      const found = await target.find({ _id: { $in: list.map((run) => run.id) } }, { projection: { _pos: 1 } }).toArray();
+      for (const doc of found) at.set(doc._id, typeof doc['_pos'] === 'number' ? (doc['_pos'] as number) : undefined);
+      const fresh: { run: Run; doc: StoredDoc }[] = [];
+      for (const run of list) {
+        if (at.has(run.id)) applied += await settle(run, 0, true, { at: at.get(run.id) });
+        else fresh.push({ run, doc: built(run) });
+      }
+      for (let start = 0; start < fresh.length; start += 50) {
+        const chunk = fresh.slice(start, start + 50);
+        try {
+          await target.insertMany(chunk.map(({ doc }) => doc), { ordered: false });
+          for (const { run } of chunk) applied += run.updates.length;
+        } catch (error) {
+          if (!(error instanceof MongoBulkWriteError) && !isDuplicateKey(error)) throw error;
+          // Which inserts went in is not reliably told (FerretDB): settle each, reading its `_pos`.
+          for (const { run } of chunk) applied += await settle(run, 0, true);
+        }
+      }
+    }
+    return applied;
+  };
+
   /** Runs `task` on every item: all at once, or one after another on FerretDB. */
   const each = async <T, R>(items: readonly T[], oneByOne: boolean, task: (item: T) => Promise<R>): Promise<R[]> => {
     if (!oneByOne) return Promise.all(items.map(task));
@@ -383,6 +449,7 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
       for (const run of runs.values()) run.writes = mergeWrites(run.updates);
       await Promise.all([...new Set(updates.map((guarded) => guarded.collection))].map(prepare));
       const onFerret = await isFerret();
+      if (onFerret) return applyByReading([...runs.values()]);
 
       let applied = 0;
       let pending = [...runs.values()];

@@ -82,8 +82,8 @@ describe('mongo read store', () => {
     assert.deepEqual((await byName()).get('owner_listing'), { owner_id: 1, deleted: 1, uploaded_at: -1, file_id: -1 });
     await one(store, 'comments', 'c1', { set: { file_owner_id: 7, posted_at: 'x', comment_id: 1 } }, 2);
     assert.deepEqual(
-      new Map((await db.collection('files_comments').indexes()).map((index) => [index.name, index.key])).get('received'),
-      { file_owner_id: 1, posted_at: -1, comment_id: -1 },
+      new Map((await db.collection('files_comments').indexes()).map((index) => [index.name, index.key])).get('received_live'),
+      { file_owner_id: 1, file_deleted: 1, posted_at: -1, comment_id: -1 },
     );
     await store.clear();
     await one(store, 'files', '1', { set: { file_id: 1 } }, 1);

@@ -46,7 +46,9 @@ export const makeFilesQueries = (store: ReadStore, publicBaseUrl: string) => {
    */
   const commentsReceivedBy = async (userId: number, page: Page) => {
     await userOf(userId);
-    const filter: Filter = { file_owner_id: userId, file_deleted: null };
+    // `in: [false, null]` rather than `null` alone: the same documents, and an equality the
+    // received_live index can bound (docs/mongodb.md, "Read paths and their plans").
+    const filter: Filter = { file_owner_id: userId, file_deleted: { in: [false, null] } };
     const [total, comments] = await Promise.all([
       store.count(COMMENTS, filter),
       store.find(COMMENTS, filter, {

@@ -1,0 +1,774 @@
+/**
+ * npm run bench:stack: the distributed counterpart of `npm run bench`. Starts real servers
+ * (infra/local: Kafka, Elasticsearch, MinIO, FerretDB, Redis, without containers, on the default
+ * ports + BENCH_STACK_PORT_OFFSET under a temp dir) and one distributed docshare instance (five
+ * services), seeds it through the public API, then measures, side by side in one run, each
+ * docshare figure and the ceiling it should approach (the servers asked directly, with the clients
+ * and queries the services use):
+ *
+ *   1. sustained mixed writes (4 KiB uploads and comments)   vs  Kafka producer, FerretDB insert/upsert
+ *   2. read-your-writes: ack → visible in search, file list and stats, under ~100 writes/s
+ *   3. api-files req/s                                        vs  its query sent to FerretDB
+ *   4. api-stats req/s                                        vs  its query, a bare express, one proxy hop
+ *   5. api-search req/s                                       vs  its query sent to Elasticsearch
+ *   6. big upload / download MiB/s                            vs  MinIO put / get
+ *   7. npm run rebuild -- stats|files|search events/s         vs  reading the event log
+ *
+ * and the memory (RSS) of each service. Prints a `measure | docshare | ceiling | ratio` table
+ * (ratio = docshare ÷ ceiling); nothing is asserted. Everything it started is stopped at the end,
+ * on failure and on Ctrl-C.
+ *
+ *   npm run bench:stack
+ *   BENCH_STACK_FILES=300 BENCH_STACK_WRITE_SECONDS=30 BENCH_STACK_READ_SECONDS=5 BENCH_STACK_BIG_MIB=64 npm run bench:stack
+ *
+ * Env (defaults): BENCH_STACK_FILES (10000 seeded 4 KiB files, plus a comment per 4 files),
+ * BENCH_STACK_USERS (32), BENCH_STACK_CLIENTS (16 concurrent clients), BENCH_STACK_WRITE_SECONDS
+ * (300), BENCH_STACK_READ_SECONDS (10, each read measure and each ceiling), BENCH_STACK_RYW_SECONDS
+ * (3 × read seconds, at least 10), BENCH_STACK_RYW_RATE (100 background writes/s),
+ * BENCH_STACK_RYW_PROBERS (4 authors probing at once), BENCH_STACK_RYW_TIMEOUT_SECONDS (30),
+ * BENCH_STACK_POLL_MS (5), BENCH_STACK_BIG_MIB (512), BENCH_STACK_KAFKA_JAVA_RECORDS (50000; 0
+ * skips Kafka's own perf test), BENCH_STACK_CATCHUP_SECONDS (600: longest wait for the pipeline to
+ * catch up after the seeding, the writes and the read-your-writes phase), BENCH_STACK_REBUILD_TIMEOUT_SECONDS
+ * (1800, per model), BENCH_STACK_PORT_OFFSET (5000), BENCH_STACK_OUT (write the table
+ * as JSON there), BENCH_STACK_LOG_LEVEL (services' LOG_LEVEL, warn), BENCH_STACK_KEEP=1 (keep the
+ * temp dir with the logs), BENCH_STACK_REUSE=1 (servers already running: KAFKA_BROKERS, MONGO_URL,
+ * ELASTICSEARCH_URL, MINIO_ENDPOINT, MINIO_ACCESS_KEY, MINIO_SECRET_KEY, REDIS_URL from the
+ * environment or from BENCH_STACK_ENV_FILE=<stack.env>; the bench then removes what it created
+ * on them).
+ *
+ * Exit: 0 done, 1 the stack did not start (or died), 2 done but some measure failed (see the table).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, openAsBlob } from 'node:fs';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client as EsClient } from '@elastic/elasticsearch';
+import { parseBrokers } from '@docshare/event-bus/kafka';
+import { Api, SEARCH_TERMS, fileInput, type User } from './stack/api.ts';
+import {
+  connectMongo, directFilesQuery, directSearchQuery, directStatsQuery, drain, eventLogRead, kafkaJavaPerf, kafkaProducerCeiling,
+  minioCeiling, mongoWriteCeiling, startHttpCeiling, type HttpCeilingServer,
+} from './stack/ceilings.ts';
+import {
+  Instance, Servers, SERVICE_NAMES, cpuSnapshot, describeLag, makeLagProbe, removeNamespace, reusedServerEnv, serverRss, serviceRss, type PipelineLag,
+} from './stack/infra.ts';
+import { closedLoop, expectOk, pacedLoad, percentile, request, sleep, summarizeErrors, windowRates, type LoadResult } from './stack/load.ts';
+import { fmt, ratioOf, renderTable, rowsJson, type Row } from './stack/report.ts';
+
+const ROOT = join(import.meta.dirname, '..');
+const env = process.env;
+const num = (name: string, fallback: number): number => {
+  const v = env[name];
+  if (v === undefined || v === '') return fallback;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name}=${v} is not a non-negative number`);
+  return n;
+};
+const readSeconds = num('BENCH_STACK_READ_SECONDS', 10);
+const cfg = {
+  files: Math.max(1, Math.round(num('BENCH_STACK_FILES', 10_000))),
+  users: Math.max(2, Math.round(num('BENCH_STACK_USERS', 32))),
+  clients: Math.max(1, Math.round(num('BENCH_STACK_CLIENTS', 16))),
+  writeSeconds: num('BENCH_STACK_WRITE_SECONDS', 300),
+  readSeconds,
+  rywSeconds: num('BENCH_STACK_RYW_SECONDS', Math.max(10, 3 * readSeconds)),
+  rywRate: num('BENCH_STACK_RYW_RATE', 100),
+  rywProbers: Math.max(1, Math.round(num('BENCH_STACK_RYW_PROBERS', 4))),
+  rywTimeoutSeconds: num('BENCH_STACK_RYW_TIMEOUT_SECONDS', 30),
+  pollMs: Math.max(1, num('BENCH_STACK_POLL_MS', 5)),
+  bigMiB: num('BENCH_STACK_BIG_MIB', 512),
+  kafkaJavaRecords: Math.round(num('BENCH_STACK_KAFKA_JAVA_RECORDS', 50_000)),
+  catchUpSeconds: num('BENCH_STACK_CATCHUP_SECONDS', 600),
+  rebuildTimeoutSeconds: num('BENCH_STACK_REBUILD_TIMEOUT_SECONDS', 1800),
+  portOffset: Math.round(num('BENCH_STACK_PORT_OFFSET', 5000)),
+  reuse: env.BENCH_STACK_REUSE === '1',
+  keep: env.BENCH_STACK_KEEP === '1',
+  out: env.BENCH_STACK_OUT,
+  logLevel: env.BENCH_STACK_LOG_LEVEL ?? 'warn',
+};
+const MiB = 1024 * 1024;
+
+const began = performance.now();
+const secs = (ms: number): string => (ms / 1000).toFixed(1);
+const log = (line: string): void => console.log(`[bench:stack ${secs(performance.now() - began).padStart(6)}s] ${line}`);
+const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+const ms = (x: number): string => `${fmt(x)} ms`;
+const brief = (r: LoadResult): string =>
+  `${fmt(r.rate)}/s (${r.ok} in ${r.seconds.toFixed(1)} s), p50 ${ms(percentile(r.latencies, 50))}, p99 ${ms(percentile(r.latencies, 99))}`
+  + (r.errors > 0 ? `, ${r.errors} errors: ${summarizeErrors(r.errorKinds)}` : '');
+const summary = (r: LoadResult) => ({
+  ok: r.ok, errors: r.errors, seconds: Number(r.seconds.toFixed(2)), rate: Number(r.rate.toFixed(2)),
+  p50Ms: Number(percentile(r.latencies, 50).toFixed(2)), p99Ms: Number(percentile(r.latencies, 99).toFixed(2)), errorKinds: r.errorKinds,
+});
+
+const freePort = (): Promise<number> => new Promise((resolve, reject) => {
+  const s = createServer();
+  s.once('error', reject);
+  s.listen(0, '127.0.0.1', () => {
+    const { port } = s.address() as AddressInfo;
+    s.close(() => resolve(port));
+  });
+});
+
+/** Runs `fn` over 0..count-1 with at most `limit` at once. */
+const mapLimit = async <T>(count: number, limit: number, fn: (i: number) => Promise<T>): Promise<T[]> => {
+  const out = new Array<T>(count);
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(limit, count) }, async () => {
+    while (next < count) {
+      const i = next++;
+      out[i] = await fn(i);
+    }
+  }));
+  return out;
+};
+
+// ---- state and cleanup ------------------------------------------------------------------------
+const work = await mkdtemp(join(tmpdir(), 'docshare-bench-stack-'));
+const runId = randomBytes(3).toString('hex');
+const servers = cfg.reuse ? undefined : new Servers(join(work, 'infra'), cfg.portOffset);
+let serverEnv: Record<string, string> = {};
+let instance: Instance | undefined;
+let instanceLost: string | null = null;
+const children = new Set<ChildProcess>();
+const track = (child: ChildProcess): void => {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+};
+const ceilingNames = { databases: [] as string[], topics: [] as string[], buckets: [] as string[] };
+
+let cleaning: Promise<void> | undefined;
+const cleanup = (): Promise<void> => {
+  cleaning ??= (async () => {
+    for (const child of children) child.kill('SIGKILL');
+    if (instance) {
+      log('stopping the instance');
+      await instance.close().catch((e: unknown) => log(`stopping the instance: ${message(e)}`));
+    }
+    if (servers) {
+      log('stopping the servers');
+      await servers.stopAll();
+    } else if (instance && Object.keys(serverEnv).length > 0) {
+      const problems = await removeNamespace(serverEnv, instance.ns, ceilingNames);
+      for (const p of problems) log(`cleanup on the reused servers: ${p}`);
+    }
+    if (cfg.keep) log(`kept ${work}`);
+    else await rm(work, { recursive: true, force: true }).catch(() => undefined);
+  })();
+  return cleaning;
+};
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    log(`${signal}: stopping everything`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+/**
+ * docs-command's "read models lag behind a command" warnings so far: commands it acknowledged
+ * only after READ_YOUR_WRITES_TIMEOUT_MS, without the read models showing them (a diagnostic; 0
+ * if the message changes).
+ */
+const lagWarnings = async (): Promise<number> =>
+  (await readFile(join(work, 'instance.log'), 'utf8').catch(() => '')).split('read models lag behind').length - 1;
+
+const logTail = async (path: string, lines = 40): Promise<string> =>
+  (await readFile(path, 'utf8').catch(() => '(no log)')).split('\n').slice(-lines).join('\n');
+
+// ---- results ----------------------------------------------------------------------------------
+const rows: Row[] = [];
+const details: Record<string, unknown> = {};
+const failures: string[] = [];
+/** Runs one measure; a failure is reported and the bench goes on. */
+const attempt = async <T>(name: string, fn: () => Promise<T>): Promise<T | undefined> => {
+  if (instanceLost) {
+    failures.push(`${name}: skipped, the instance stopped (${instanceLost})`);
+    return undefined;
+  }
+  try {
+    return await fn();
+  } catch (error) {
+    failures.push(`${name}: ${message(error)}`);
+    log(`FAILED ${name}: ${message(error)}`);
+    return undefined;
+  }
+};
+const failedRow = (measure: string): Row => ({ measure, docshareText: 'failed', ceilingText: '', ratioText: '' });
+
+let exitCode = 0;
+try {
+  // ---- 0. the stack -----------------------------------------------------------------------------
+  let t = performance.now();
+  if (servers) {
+    log(`servers: starting kafka, ferretdb, elasticsearch, minio, redis (ports = infra/local defaults + ${cfg.portOffset}) under ${work}/infra`);
+    try {
+      await servers.start();
+    } catch (error) {
+      const text = message(error);
+      throw new Error(/already in use/.test(text)
+        ? `${text}\nA port is taken: set BENCH_STACK_PORT_OFFSET to another offset (ports = infra/local defaults + offset), or use BENCH_STACK_REUSE=1 with running servers`
+        : text);
+    }
+    serverEnv = await servers.stackEnv();
+  } else {
+    serverEnv = await reusedServerEnv(env);
+    log(`servers: reusing ${serverEnv.KAFKA_BROKERS}, ${serverEnv.MONGO_URL}, ${serverEnv.ELASTICSEARCH_URL}, ${serverEnv.MINIO_ENDPOINT}, ${serverEnv.REDIS_URL}`);
+  }
+  const serversSeconds = (performance.now() - t) / 1000;
+  log(`servers: ready in ${serversSeconds.toFixed(1)} s`);
+
+  const port = await freePort();
+  const bigBytes = Math.round(cfg.bigMiB * MiB);
+  const inst = new Instance({
+    port, dataDir: join(work, 'instance'), jwtSecret: randomBytes(30).toString('base64'), serverEnv, logFile: join(work, 'instance.log'),
+    extraEnv: {
+      LOG_LEVEL: cfg.logLevel,
+      RATE_LIMIT_POINTS: '1000000000',
+      RATE_LIMIT_WINDOW_SECONDS: '60',
+      MAX_UPLOAD_BYTES: String(Math.max(100 * MiB, bigBytes + MiB)),
+      STORAGE_QUOTA_BYTES: '0',
+    },
+  });
+  instance = inst;
+  inst.onUnexpectedExit((info) => {
+    instanceLost = info;
+    log(`the instance stopped: ${info}`);
+  });
+  t = performance.now();
+  try {
+    await inst.start();
+  } catch (error) {
+    throw new Error(`${message(error)}\nlast lines of ${join(work, 'instance.log')}:\n${await logTail(join(work, 'instance.log'))}`);
+  }
+  const instanceSeconds = (performance.now() - t) / 1000;
+  log(`instance ${inst.ns}: ready on ${inst.baseUrl} in ${instanceSeconds.toFixed(1)} s`);
+  details.startup = { serversSeconds, instanceSeconds, ns: inst.ns, reuse: cfg.reuse };
+  const rss: Record<string, Record<string, number>> = { start: await serviceRss(inst) };
+  /** CPU each process used between two snapshots, in % of one core. */
+  const cpuPercent = (before: Record<string, number>, after: Record<string, number>, seconds: number): Record<string, string> =>
+    Object.fromEntries(Object.entries(after).map(([name, value]) => {
+      const used = value - (before[name] ?? NaN);
+      return [name, Number.isFinite(used) && used >= 0 ? `${((used / seconds) * 100).toFixed(0)}%` : 'n/a (restarted?)'];
+    }));
+  const cpuRow = (measure: string, cpu: Record<string, string>): Row => ({
+    measure,
+    docshareText: SERVICE_NAMES.map((n) => `${n.replace(/-projector$/, '')} ${cpu[n]}`).join(', '),
+    ceilingText: Object.entries(cpu).filter(([n]) => !(SERVICE_NAMES as readonly string[]).includes(n)).map(([n, v]) => `${n} ${v}`).join(', '),
+    ratioText: '',
+  });
+  // What the system costs doing nothing (pollers, heartbeats), before any load.
+  const idleSeconds = 5;
+  const idleBefore = await cpuSnapshot(inst, servers);
+  await sleep(idleSeconds * 1000);
+  const idleCpu = cpuPercent(idleBefore, await cpuSnapshot(inst, servers), idleSeconds);
+  log(`idle: CPU used in ${idleSeconds} s (of one core): ${Object.entries(idleCpu).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  details.idleCpuPercentOfOneCore = idleCpu;
+
+  const api = new Api(inst.baseUrl);
+  const mongo = await connectMongo(serverEnv.MONGO_URL!);
+  const es = new EsClient({ node: serverEnv.ELASTICSEARCH_URL!, requestTimeout: 30_000 });
+  const commandDb = mongo.db(inst.commandDb);
+  const readDb = mongo.db(inst.readDb);
+  const ceilingDb = `bench_ceiling_${inst.ns}`;
+  ceilingNames.databases.push(ceilingDb);
+  const lagProbe = await makeLagProbe(parseBrokers(serverEnv.KAFKA_BROKERS), commandDb, inst.ns);
+
+  interface CatchUp { seconds: number; caughtUp: boolean; start: PipelineLag; end: PipelineLag; drainRates: Record<string, number> }
+  /**
+   * Waits until the pipeline has caught up with the event log (outbox published, every projector
+   * group committed up to the topic's end, twice in a row), at most BENCH_STACK_CATCHUP_SECONDS;
+   * reports how long that took and, per projector, the rate at which it drained its backlog.
+   */
+  const catchUp = async (label: string): Promise<CatchUp> => {
+    const t0 = performance.now();
+    const start = await lagProbe.lag();
+    const drainedAt: Record<string, number> = {};
+    let lag = start;
+    let zeros = 0;
+    let lastLog = t0;
+    for (;;) {
+      const now = performance.now();
+      for (const [group, behind] of Object.entries(lag.groups)) if (behind === 0 && drainedAt[group] === undefined) drainedAt[group] = now - t0;
+      zeros = lag.total === 0 ? zeros + 1 : 0;
+      if (zeros >= 2 || now - t0 > cfg.catchUpSeconds * 1000) break;
+      if (now - lastLog > 10_000) {
+        log(`${label}: waiting for the pipeline to catch up: ${describeLag(lag)}`);
+        lastLog = now;
+      }
+      await sleep(500);
+      lag = await lagProbe.lag();
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    const drainRates = Object.fromEntries(Object.entries(start.groups).filter(([, n]) => n > 0)
+      .map(([group, n]) => [group, n / Math.max(0.5, (drainedAt[group] ?? seconds * 1000) / 1000)]));
+    const caughtUp = lag.total === 0;
+    log(`${label}: pipeline ${caughtUp ? `caught up in ${seconds.toFixed(1)} s` : `NOT caught up after ${seconds.toFixed(0)} s (${describeLag(lag)})`}; behind at the start: ${describeLag(start)}`);
+    return { seconds, caughtUp, start, end: lag, drainRates };
+  };
+  const catchUpRows = (what: string, c: CatchUp | undefined): Row[] => {
+    if (!c) return [failedRow(`pipeline catch-up ${what}`)];
+    const out: Row[] = [{
+      measure: `pipeline behind ${what} (events)`, docshareText: describeLag(c.start), ceilingText: '0', ratioText: '',
+    }, {
+      measure: `pipeline caught up ${what} in`,
+      docshareText: c.caughtUp ? `${c.seconds.toFixed(1)} s` : `not in ${c.seconds.toFixed(0)} s (${describeLag(c.end)})`, ceilingText: '0 s', ratioText: '',
+    }];
+    if (Object.keys(c.drainRates).length > 0) {
+      out.push({
+        measure: `projector backlog drain ${what} (events/s)`,
+        docshareText: Object.entries(c.drainRates).map(([g, r]) => `${g.replace(/-projector$/, '')} ${fmt(r)}`).join(', '), ceilingText: '', ratioText: '',
+      });
+    }
+    return out;
+  };
+
+  // ---- seeding ----------------------------------------------------------------------------------
+  log(`seed: registering ${cfg.users} users`);
+  t = performance.now();
+  const users: User[] = await mapLimit(cfg.users, 4, (i) => api.register(`Bench User ${i}`, `u${i}-${runId}@bench.test`));
+  const probers = await mapLimit(cfg.rywProbers, 4, (i) => api.register(`Bench Prober ${i}`, `probe${i}-${runId}@bench.test`));
+  const bigUser = await api.register('Bench Big', `big-${runId}@bench.test`);
+  log(`seed: ${users.length + probers.length + 1} users in ${secs(performance.now() - t)} s`);
+  const files: number[] = [];
+  let uploadIndex = 0;
+  const upload = async (client: number): Promise<void> => {
+    const i = uploadIndex++;
+    files.push(await api.upload(users[(client + i) % users.length]!.token, fileInput(i)));
+  };
+  const comment = async (client: number, n: number): Promise<void> => {
+    while (files.length === 0) await sleep(50);
+    const fileId = files[Math.floor(Math.random() * files.length)]!;
+    await api.comment(users[(client * 7 + n) % users.length]!.token, fileId, `comment ${n} on ${fileId}: ${SEARCH_TERMS[n % SEARCH_TERMS.length]}`);
+  };
+  const seedComments = Math.floor(cfg.files / 4);
+  const lagBeforeSeed = await lagWarnings();
+  log(`seed: ${cfg.files} uploads of 4 KiB and ${seedComments} comments, ${cfg.clients} clients`);
+  const seed = await closedLoop({
+    clients: cfg.clients, count: cfg.files + seedComments,
+    op: (client, n) => (n % 5 === 4 && n < 5 * seedComments ? comment(client, n) : upload(client)),
+    progress: (done, errors, elapsed) => log(`seed: ${done}/${cfg.files + seedComments} (${fmt(done / elapsed)}/s, ${errors} errors)`),
+  });
+  const seedUploadRate = (files.length / seed.seconds) * 60;
+  log(`seed: done, ${files.length} files; ${brief(seed)}`);
+  details.seed = { ...summary(seed), files: files.length, filesPerMinute: seedUploadRate, commandsPerMinute: seed.rate * 60 };
+  if (files.length === 0) throw new Error(`seeding failed: no upload succeeded (${summarizeErrors(seed.errorKinds)})`);
+  rss.seeded = await serviceRss(inst);
+  // The reads below measure the read models, not their catch-up: wait until they reflect the seed.
+  const seedCatchUp = await attempt('catch-up after the seeding', () => catchUp('seed'));
+  details.seedCatchUp = seedCatchUp ?? null;
+  rows.push({ section: `seeding (${files.length} files of 4 KiB + ${seed.ok - files.length} comments, ${cfg.users} users, ${cfg.clients} clients)` });
+  rows.push({ measure: 'seed uploads per minute', docshare: seedUploadRate, unit: '/min', ceilingText: '', ratioText: '' });
+  rows.push({ measure: `seed commands per minute${seed.errors ? ` (${seed.errors} errors)` : ''}`, docshare: seed.rate * 60, unit: '/min', ceilingText: '', ratioText: '' });
+  const seedLag = (await lagWarnings()) - lagBeforeSeed;
+  rows.push(...catchUpRows('after the seeding', seedCatchUp));
+  if (seedLag > 0) rows.push({ measure: 'seed commands acked after the RYW timeout', docshareText: `${seedLag} of ${seed.ok}`, ceilingText: '0', ratioText: '' });
+  details.seed = { ...(details.seed as object), ackedAfterRywTimeout: seedLag };
+
+  // ---- reads at the seeded size (3, 4, 5) -------------------------------------------------------
+  const viewer = users[0]!;
+  const userIds = users.map((u) => u.userId);
+  const warmup = Math.min(2, cfg.readSeconds / 5);
+  const readLoop = async (name: string, op: (n: number) => Promise<unknown>): Promise<LoadResult> => {
+    await closedLoop({ clients: cfg.clients, seconds: warmup, op: (_c, n) => op(n).then(() => undefined) });
+    const r = await closedLoop({ clients: cfg.clients, seconds: cfg.readSeconds, op: (_c, n) => op(n).then(() => undefined) });
+    log(`${name}: ${brief(r)}`);
+    details[name] = summary(r);
+    return r;
+  };
+  const rateRows = (measure: string, docshare: LoadResult | undefined, ceiling: LoadResult | undefined, ceilingName: string): Row[] => {
+    if (!docshare) return [failedRow(`${measure} req/s`)];
+    const errs = docshare.errors > 0 ? ` (${docshare.errors} errors)` : '';
+    return [
+      { measure: `${measure} req/s${errs}`, docshare: docshare.rate, ...(ceiling ? { ceiling: ceiling.rate } : { ceilingText: 'failed' }), unit: 'req/s', ceilingName },
+      { measure: `${measure} p50 latency`, docshare: percentile(docshare.latencies, 50), ...(ceiling ? { ceiling: percentile(ceiling.latencies, 50) } : { ceilingText: 'failed' }), unit: 'ms', ceilingName },
+    ];
+  };
+
+  const filesNow = files.length;
+  rows.push({ section: `reads at the seeded size (${filesNow} files, ${cfg.clients} clients, ${cfg.readSeconds} s each)` });
+  const apiFiles = await attempt('api-files', () => readLoop('api-files', async (n) => expectOk(await api.rawFiles(viewer.token, userIds[n % userIds.length]!), 'api-files')));
+  const directFiles = await attempt('api-files direct', async () => {
+    const query = await directFilesQuery(readDb, viewer.userId);
+    return readLoop('api-files direct (FerretDB)', (n) => query(userIds[n % userIds.length]!));
+  });
+  rows.push(...rateRows('api-files', apiFiles, directFiles, 'its query on FerretDB'));
+
+  const apiStats = await attempt('api-stats', () => readLoop('api-stats', async (n) => expectOk(await api.rawStats(users[n % users.length]!.token), 'api-stats')));
+  const directStats = await attempt('api-stats direct', async () => {
+    const query = await directStatsQuery(readDb);
+    return readLoop('api-stats direct (FerretDB)', (n) => query(userIds[n % userIds.length]!));
+  });
+  rows.push(...rateRows('api-stats', apiStats, directStats, 'its query on FerretDB'));
+  // HTTP ceilings: a bare express answering api-stats, and the gateway's proxy in front of it.
+  const httpServers: HttpCeilingServer[] = [];
+  try {
+    const bare = await startHttpCeiling('bare', await freePort());
+    httpServers.push(bare);
+    track(bare.child);
+    const proxy = await startHttpCeiling('proxy', await freePort(), bare.url);
+    httpServers.push(proxy);
+    track(proxy.child);
+    const post = (url: string, n: number) => request('POST', `${url}/api/V1/stats/api-stats`, {
+      'content-type': 'application/json', 'x-authorization': `Bearer ${users[n % users.length]!.token}`,
+    }, '{}');
+    const bareRun = await attempt('bare express', () => readLoop('bare express', async (n) => expectOk(await post(bare.url, n), 'bare')));
+    const proxyRun = await attempt('express proxy hop', () => readLoop('express + one proxy hop', async (n) => expectOk(await post(proxy.url, n), 'proxy')));
+    if (apiStats && bareRun) rows.push({ measure: 'api-stats req/s vs bare express', docshare: apiStats.rate, ceiling: bareRun.rate, unit: 'req/s', ceilingName: 'express, JSON answer' });
+    if (apiStats && proxyRun) rows.push({ measure: 'api-stats req/s vs one proxy hop', docshare: apiStats.rate, ceiling: proxyRun.rate, unit: 'req/s', ceilingName: 'express → gateway proxy → express' });
+  } catch (error) {
+    failures.push(`http ceilings: ${message(error)}`);
+    rows.push({ measure: 'api-stats vs bare express / proxy hop', docshareText: '', ceilingText: 'failed', ratioText: '' });
+  } finally {
+    for (const s of httpServers) s.child.kill('SIGTERM');
+  }
+
+  const alias = `docshare-files-${inst.ns}`;
+  const apiSearch = await attempt('api-search', () => readLoop('api-search', async (n) => {
+    const answer = await api.rawSearch(viewer.token, SEARCH_TERMS[n % SEARCH_TERMS.length]!);
+    // 404 is the spec's "no results": an answer like any other.
+    if (answer.status !== 404) expectOk(answer, 'api-search');
+  }));
+  const searchQuery = directSearchQuery(es, alias);
+  const directSearch = await attempt('api-search direct', () => readLoop('api-search direct (Elasticsearch _search)', (n) => searchQuery(SEARCH_TERMS[n % SEARCH_TERMS.length]!)));
+  rows.push(...rateRows('api-search', apiSearch, directSearch, 'its query on ES _search'));
+
+  // ---- 1. sustained writes and their ceilings --------------------------------------------------
+  rows.push({ section: `sustained mixed writes (4 KiB uploads and comments, ${cfg.clients} clients, ${cfg.writeSeconds} s)` });
+  const ceilingSeconds = Math.max(2, cfg.readSeconds);
+  const brokers = parseBrokers(serverEnv.KAFKA_BROKERS);
+  const kafkaTopic = `bench-ceiling-${inst.ns}`;
+  ceilingNames.topics.push(kafkaTopic);
+  const kafka = await attempt('kafka producer ceiling', () => kafkaProducerCeiling(brokers, kafkaTopic, ceilingSeconds, cfg.clients));
+  if (kafka) {
+    log(`kafka (kafkajs, 1 message per send): ${brief(kafka.single)}`);
+    log(`kafka (kafkajs, ${kafka.batchSize} per send): ${fmt(kafka.batched.rate * kafka.batchSize)} messages/s, p50 ${ms(percentile(kafka.batched.latencies, 50))} per send`);
+    details.kafkaSingle = summary(kafka.single);
+    details.kafkaBatched = { ...summary(kafka.batched), messagesPerSecond: kafka.batched.rate * kafka.batchSize };
+  }
+  const java = cfg.kafkaJavaRecords > 0
+    ? await attempt('kafka-producer-perf-test', () => kafkaJavaPerf(brokers.join(','), kafkaTopic, cfg.kafkaJavaRecords, { ...env, ...(servers?.env ?? {}) }, track))
+    : undefined;
+  if (java) {
+    log(`kafka (Java ProducerPerformance): ${java.line}`);
+    details.kafkaJava = java;
+  }
+  const mongoCeiling = await attempt('FerretDB write ceiling', () => mongoWriteCeiling(mongo.db(ceilingDb), ceilingSeconds, cfg.clients));
+  if (mongoCeiling) {
+    log(`FerretDB insertOne (event-log document): ${brief(mongoCeiling.insert)}`);
+    log(`FerretDB guarded upsert ($inc): ${brief(mongoCeiling.upsert)}`);
+    details.ferretInsert = summary(mongoCeiling.insert);
+    details.ferretUpsert = summary(mongoCeiling.upsert);
+  }
+  await mongo.db(ceilingDb).dropDatabase().catch(() => undefined);
+
+  const writeLags: (PipelineLag & { at: number })[] = [];
+  const uploadLatencies: number[] = [];
+  const commentLatencies: number[] = [];
+  const cpuBefore = await cpuSnapshot(inst, servers);
+  const lagBeforeWrites = await lagWarnings();
+  log(`writes: ${cfg.clients} clients for ${cfg.writeSeconds} s (uploads and comments alternating)`);
+  const writes = await attempt('sustained writes', () => closedLoop({
+    clients: cfg.clients, seconds: cfg.writeSeconds,
+    op: async (client, n) => {
+      const t0 = performance.now();
+      if (n % 2 === 0) {
+        await upload(client);
+        uploadLatencies.push(performance.now() - t0);
+      } else {
+        await comment(client, n);
+        commentLatencies.push(performance.now() - t0);
+      }
+    },
+    progress: (done, errors, elapsed) => {
+      void lagProbe.lag().then((lag) => {
+        writeLags.push({ at: elapsed, ...lag });
+        log(`writes: ${done} (${fmt(done / elapsed)}/s, ${errors} errors, ${files.length} files); pipeline behind: ${describeLag(lag)}`);
+      }, () => log(`writes: ${done} (${fmt(done / elapsed)}/s, ${errors} errors, ${files.length} files)`));
+    },
+  }));
+  const cpuAfter = await cpuSnapshot(inst, servers);
+  const writesLag = (await lagWarnings()) - lagBeforeWrites;
+  if (writes) {
+    log(`writes: ${brief(writes)}`);
+    const cpu = cpuPercent(cpuBefore, cpuAfter, writes.seconds);
+    log(`writes: CPU used meanwhile (of one core): ${Object.entries(cpu).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    const windowSeconds = cfg.writeSeconds >= 120 ? 60 : Math.max(1, cfg.writeSeconds / 4);
+    // Over the configured duration: after it no new command starts, and the last ones only drain.
+    const span = Math.min(writes.seconds, cfg.writeSeconds);
+    const windows = windowRates(writes.completions.filter((c) => c <= span * 1000), span, windowSeconds);
+    const first = windows[0] ?? NaN;
+    const last = windows.at(-1) ?? NaN;
+    log(`writes: per ${windowSeconds} s window: ${windows.map((w) => fmt(w)).join(', ')} commands/s`);
+    details.writes = {
+      ...summary(writes), windowSeconds, windows, cpuPercentOfOneCore: cpu, files: files.length, ackedAfterRywTimeout: writesLag,
+      upload: { p50Ms: percentile(uploadLatencies, 50), p99Ms: percentile(uploadLatencies, 99), count: uploadLatencies.length },
+      comment: { p50Ms: percentile(commentLatencies, 50), p99Ms: percentile(commentLatencies, 99), count: commentLatencies.length },
+    };
+    const errs = writes.errors > 0 ? ` (${writes.errors} errors)` : '';
+    rows.push(
+      kafka
+        ? { measure: `commands/s${errs}`, docshare: writes.rate, ceiling: kafka.single.rate, unit: '/s', ceilingName: 'kafkajs send, 1 msg, acks=all' }
+        : { measure: `commands/s${errs}`, docshare: writes.rate, unit: '/s', ceilingText: 'kafka: failed' },
+    );
+    if (kafka) rows.push({ measure: 'commands/s vs Kafka batched', docshare: writes.rate, ceiling: kafka.batched.rate * kafka.batchSize, unit: '/s', ceilingName: `kafkajs, ${kafka.batchSize} msgs per send` });
+    if (java) rows.push({ measure: 'commands/s vs Kafka perf-test', docshare: writes.rate, ceiling: java.recordsPerSecond, unit: '/s', ceilingName: 'Java producer, 1 KiB, acks=all' });
+    if (mongoCeiling) {
+      rows.push({ measure: 'commands/s vs FerretDB insert', docshare: writes.rate, ceiling: mongoCeiling.insert.rate, unit: '/s', ceilingName: 'insertOne of an append' });
+      rows.push({ measure: 'commands/s vs FerretDB upsert', docshare: writes.rate, ceiling: mongoCeiling.upsert.rate, unit: '/s', ceilingName: 'guarded upsert $inc' });
+    }
+    rows.push(cpuRow('CPU during the writes (% of one core)', cpu));
+    rows.push(cpuRow('CPU idle, before seeding (% of one core)', idleCpu));
+    rows.push({ measure: 'write latency p50', docshare: percentile(writes.latencies, 50), ...(kafka ? { ceiling: percentile(kafka.single.latencies, 50) } : {}), unit: 'ms', ceilingName: 'kafkajs send' });
+    rows.push({ measure: 'write latency p99', docshare: percentile(writes.latencies, 99), ...(kafka ? { ceiling: percentile(kafka.single.latencies, 99) } : {}), unit: 'ms', ceilingName: 'kafkajs send' });
+    if (mongoCeiling) rows.push({ measure: 'write latency p50 vs FerretDB', docshare: percentile(writes.latencies, 50), ceiling: percentile(mongoCeiling.insert.latencies, 50), unit: 'ms', ceilingName: 'insertOne' });
+    if (writesLag > 0) rows.push({ measure: 'commands acked after the RYW timeout', docshareText: `${writesLag} of ${writes.ok}`, ceilingText: '0', ratioText: '' });
+    rows.push({ measure: `upload p50 / p99 (${uploadLatencies.length})`, docshareText: `${ms(percentile(uploadLatencies, 50))} / ${ms(percentile(uploadLatencies, 99))}`, ceilingText: '', ratioText: '' });
+    rows.push({ measure: `comment p50 / p99 (${commentLatencies.length})`, docshareText: `${ms(percentile(commentLatencies, 50))} / ${ms(percentile(commentLatencies, 99))}`, ceilingText: '', ratioText: '' });
+    rows.push({
+      measure: `rate per ${windowSeconds} s, first → last`, docshareText: `${fmt(first)} → ${fmt(last)} /s`,
+      ceilingText: windows.length > 1 ? `${windows.length} windows: ${windows.map((w) => fmt(w)).join(' ')}` : '', ratioText: `${fmt(last / first)}x last/first`,
+    });
+  } else {
+    rows.push(failedRow('commands/s'));
+  }
+
+  // Commands answered: how far behind are the read models, and how long until they reflect them?
+  const writesCatchUp = await attempt('catch-up after the writes', () => catchUp('writes'));
+  details.writesCatchUp = writesCatchUp ?? null;
+  details.writeLags = writeLags;
+  if (writes) rows.push(...catchUpRows('after the writes', writesCatchUp));
+
+  // ---- 2. read-your-writes ----------------------------------------------------------------------
+  rows.push({ section: `read-your-writes (ack → visible to its author, ${cfg.rywProbers} authors, ~${cfg.rywRate} writes/s in the background, poll every ${cfg.pollMs} ms)` });
+  const lagBeforeRyw = await lagWarnings();
+  // The floor of "ack → visible": one read by one client on an idle system (the first poll can be no faster).
+  const oneRead: Record<'search' | 'files' | 'stats', number[]> = { search: [], files: [], stats: [] };
+  await attempt('read-your-writes floor', async () => {
+    const reader = probers[0]!;
+    for (let i = 0; i < 20; i++) {
+      let t0 = performance.now();
+      await api.search(reader.token, SEARCH_TERMS[i % SEARCH_TERMS.length]!, 100);
+      oneRead.search.push(performance.now() - t0);
+      t0 = performance.now();
+      await api.files(reader.token, reader.userId);
+      oneRead.files.push(performance.now() - t0);
+      t0 = performance.now();
+      await api.stats(reader.token);
+      oneRead.stats.push(performance.now() - t0);
+    }
+  });
+  const ryw = await attempt('read-your-writes', async () => {
+    const stopBackground = pacedLoad(cfg.rywRate, 64, (n) => (n % 2 === 0 ? upload(n % cfg.clients) : comment(n % cfg.clients, n)));
+    const visible = { search: [] as number[], files: [] as number[], stats: [] as number[] };
+    const firstPoll = { search: 0, files: 0, stats: 0 };
+    const notVisible = { search: 0, files: 0, stats: 0 };
+    const acks: number[] = [];
+    let uploaded = 0;
+    const deadline = performance.now() + cfg.rywSeconds * 1000;
+    const letters = (): string => Array.from(randomBytes(10), (b) => String.fromCharCode(97 + (b % 26))).join('');
+    /** One author: uploads a file with a word nobody else uses, then polls until each read model shows it; again until the deadline. */
+    const probe = async (prober: User): Promise<void> => {
+      let mine = 0;
+      while (performance.now() < deadline && !instanceLost) {
+        const word = `ryw${letters()}`;
+        const input = { ...fileInput(uploaded), title: `${word} probe`, description: `read-your-writes probe ${word}` };
+        const t0 = performance.now();
+        const fileId = await api.upload(prober.token, input);
+        const acked = performance.now();
+        acks.push(acked - t0);
+        uploaded += 1;
+        mine += 1;
+        const expectFiles = mine;
+        const until = async (kind: keyof typeof visible, check: () => Promise<boolean>): Promise<void> => {
+          let polls = 0;
+          for (;;) {
+            polls += 1;
+            const seen = await check();
+            const now = performance.now();
+            if (seen) {
+              visible[kind].push(now - acked);
+              if (polls === 1) firstPoll[kind] += 1;
+              return;
+            }
+            if (now - acked > cfg.rywTimeoutSeconds * 1000) {
+              notVisible[kind] += 1;
+              return;
+            }
+            await sleep(cfg.pollMs);
+          }
+        };
+        await Promise.all([
+          until('search', async () => (await api.search(prober.token, word, 100)).some((r) => Number(r.id) === fileId)),
+          until('files', async () => (await api.files(prober.token, prober.userId)).files.some((f) => f.file_id === fileId)),
+          until('stats', async () => (await api.stats(prober.token)).total_files === expectFiles),
+        ]);
+      }
+    };
+    try {
+      await Promise.all(probers.map(probe));
+    } finally {
+      const background = await stopBackground();
+      details.rywBackground = summary(background);
+      log(`read-your-writes: background writes ${brief(background)}`);
+    }
+    return { visible, firstPoll, notVisible, acks, uploaded };
+  });
+  if (ryw) {
+    const bg = details.rywBackground as { rate: number };
+    for (const kind of ['search', 'files', 'stats'] as const) {
+      const v = ryw.visible[kind];
+      log(`read-your-writes ${kind}: p50 ${ms(percentile(v, 50))}, p99 ${ms(percentile(v, 99))}, max ${ms(Math.max(...v))}; visible at the first poll ${ryw.firstPoll[kind]}/${ryw.uploaded}, not within ${cfg.rywTimeoutSeconds} s ${ryw.notVisible[kind]}`);
+      const floor = oneRead[kind];
+      rows.push({
+        measure: `${kind === 'search' ? 'api-search' : kind === 'files' ? 'api-files' : 'api-stats'} ack → visible p50 / p99`,
+        docshareText: `${ms(percentile(v, 50))} / ${ms(percentile(v, 99))}`,
+        ceilingText: floor.length > 0 ? `${ms(percentile(floor, 50))} / ${ms(percentile(floor, 99))} (one read, idle)` : 'failed',
+        ratioText: `${floor.length > 0 ? `${ratioOf(percentile(v, 50), percentile(floor, 50))} p50; ` : ''}${ryw.firstPoll[kind]}/${ryw.uploaded} at 1st poll`
+          + (ryw.notVisible[kind] ? `, ${ryw.notVisible[kind]} not in ${cfg.rywTimeoutSeconds} s` : ''),
+      });
+    }
+    rows.push({ measure: `probe upload ack p50 / p99 (${ryw.uploaded})`, docshareText: `${ms(percentile(ryw.acks, 50))} / ${ms(percentile(ryw.acks, 99))}`, ceilingText: '', ratioText: '' });
+    const rywLag = (await lagWarnings()) - lagBeforeRyw;
+    const bgOk = (details.rywBackground as { ok: number }).ok + ryw.uploaded;
+    if (rywLag > 0) rows.push({ measure: 'commands acked after the RYW timeout', docshareText: `${rywLag} of ${bgOk}`, ceilingText: '0', ratioText: '' });
+    (details.rywBackground as Record<string, unknown>).ackedAfterRywTimeout = rywLag;
+    rows.push({ measure: 'background writes achieved', docshare: bg.rate, ceiling: cfg.rywRate, unit: '/s', ceilingName: 'offered' });
+    details.ryw = {
+      uploads: ryw.uploaded,
+      ackP50Ms: percentile(ryw.acks, 50), ackP99Ms: percentile(ryw.acks, 99),
+      ...Object.fromEntries((['search', 'files', 'stats'] as const).map((k) => [k, {
+        p50Ms: percentile(ryw.visible[k], 50), p99Ms: percentile(ryw.visible[k], 99), firstPoll: ryw.firstPoll[k], neverVisible: ryw.notVisible[k],
+        oneReadIdleP50Ms: percentile(oneRead[k], 50), oneReadIdleP99Ms: percentile(oneRead[k], 99),
+      }])),
+    };
+  } else {
+    rows.push(failedRow('ack → visible'));
+  }
+
+  const rywCatchUp = await attempt('catch-up after read-your-writes', () => catchUp('read-your-writes'));
+  details.rywCatchUp = rywCatchUp ?? null;
+  if (ryw) rows.push(...catchUpRows('after this phase', rywCatchUp));
+
+  // ---- 6. a big upload and download --------------------------------------------------------------
+  if (cfg.bigMiB > 0) {
+    rows.push({ section: `big file (${cfg.bigMiB} MiB)` });
+    const bigPath = join(work, 'big.bin');
+    await attempt('big file', async () => {
+      const chunk = randomBytes(MiB);
+      const out = createWriteStream(bigPath);
+      for (let written = 0; written < bigBytes; written += MiB) {
+        chunk.writeUInt32BE(written / MiB, 0);
+        if (!out.write(chunk.subarray(0, Math.min(MiB, bigBytes - written)))) await new Promise<void>((r) => out.once('drain', () => r()));
+      }
+      await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
+      const size = (await stat(bigPath)).size;
+      log(`big: uploading ${cfg.bigMiB} MiB`);
+      const lagBefore = await lagWarnings();
+      let t0 = performance.now();
+      const fileId = await api.upload(bigUser.token, {
+        title: 'big bench file', description: 'a large upload', tags: 'bench,big', category: 'Big files',
+        body: await openAsBlob(bigPath, { type: 'application/octet-stream' }), fileName: 'big.bin',
+      }, 3_600_000);
+      const upSeconds = (performance.now() - t0) / 1000;
+      const lagged = (await lagWarnings()) > lagBefore;
+      const url = await api.downloadUrl(bigUser.token, fileId);
+      t0 = performance.now();
+      const res = await fetch(url);
+      if (!res.ok || !res.body) throw new Error(`big download: ${res.status}`);
+      const got = await drain(res.body as unknown as AsyncIterable<Uint8Array>);
+      const downSeconds = (performance.now() - t0) / 1000;
+      if (got !== size) throw new Error(`big download: ${got} bytes, expected ${size}`);
+      log(`big: upload ${fmt(cfg.bigMiB / upSeconds)} MiB/s (${upSeconds.toFixed(1)} s), download ${fmt(cfg.bigMiB / downSeconds)} MiB/s (${downSeconds.toFixed(1)} s)`);
+      const bucket = `bench-ceiling-${inst.ns}`;
+      ceilingNames.buckets.push(bucket);
+      const direct = await attempt('minio ceiling', () => minioCeiling(serverEnv, bucket, bigPath, size));
+      if (direct) log(`big: MinIO put ${fmt(cfg.bigMiB / direct.putSeconds)} MiB/s, get ${fmt(cfg.bigMiB / direct.getSeconds)} MiB/s`);
+      details.big = { mib: cfg.bigMiB, upSeconds, ackedAfterRywTimeout: lagged, downSeconds, minioPutSeconds: direct?.putSeconds ?? null, minioGetSeconds: direct?.getSeconds ?? null };
+      rows.push({ measure: `upload MiB/s${lagged ? ' (acked after the RYW timeout)' : ''}`, docshare: cfg.bigMiB / upSeconds, ...(direct ? { ceiling: cfg.bigMiB / direct.putSeconds } : { ceilingText: 'failed' }), unit: 'MiB/s', ceilingName: 'minio-js putObject' });
+      rows.push({ measure: 'download MiB/s', docshare: cfg.bigMiB / downSeconds, ...(direct ? { ceiling: cfg.bigMiB / direct.getSeconds } : { ceilingText: 'failed' }), unit: 'MiB/s', ceilingName: 'minio-js getObject' });
+    }).finally(() => rm(bigPath, { force: true }));
+    if (!details.big) rows.push(failedRow('upload / download MiB/s'));
+  }
+
+  // ---- 7. rebuilds ---------------------------------------------------------------------------------
+  rows.push({ section: 'rebuild (npm run rebuild -- <model>, projectors running)' });
+  const logRead = await attempt('event log read', () => eventLogRead(commandDb));
+  if (logRead) log(`event log read (pages of 1,000 appends): ${logRead.events} events in ${logRead.seconds.toFixed(2)} s, ${fmt(logRead.rate)} events/s`);
+  details.eventLogRead = logRead;
+  for (const model of ['stats', 'files', 'search'] as const) {
+    const result = await attempt(`rebuild ${model}`, async () => {
+      const child = spawn(process.execPath, [join(ROOT, 'infra', 'rebuild.ts'), model], {
+        cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'],
+        env: {
+          ...env, ...serverEnv, MONGO_COMMAND_DB: inst.commandDb, MONGO_READ_DB: inst.readDb, ELASTICSEARCH_ALIAS: alias, LOG_LEVEL: cfg.logLevel,
+        },
+      });
+      track(child);
+      let output = '';
+      child.stdout.on('data', (c: Buffer) => { output += c.toString(); });
+      child.stderr.on('data', (c: Buffer) => { output += c.toString(); });
+      const t0 = performance.now();
+      const timer = setTimeout(() => {
+        output += `\n(killed: still running after BENCH_STACK_REBUILD_TIMEOUT_SECONDS=${cfg.rebuildTimeoutSeconds})`;
+        child.kill('SIGKILL');
+      }, cfg.rebuildTimeoutSeconds * 1000);
+      const code = await new Promise<number>((resolve) => child.once('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
+      clearTimeout(timer);
+      const wall = (performance.now() - t0) / 1000;
+      const line = output.split('\n').find((l) => l.startsWith(`${model}:`)) ?? '';
+      const events = Number(/(\d+) events replayed/.exec(line)?.[1] ?? NaN);
+      const own = Number(/([\d.]+) s\s*$/.exec(line)?.[1] ?? NaN);
+      if (code !== 0 || !Number.isFinite(events)) throw new Error(`exit ${code}: ${output.trim().split('\n').slice(-3).join(' | ')}`);
+      log(`rebuild ${model}: ${line.trim()} (process ${wall.toFixed(1)} s)`);
+      // The tool's own time (without the process start); it includes its fixed waits for readers' pointer caches.
+      const seconds = Number.isFinite(own) ? own : wall;
+      return { events, wall, seconds, rate: events / Math.max(0.001, seconds), line: line.trim() };
+    });
+    details[`rebuild ${model}`] = result ?? null;
+    rows.push(result
+      ? {
+        measure: `rebuild ${model} events/s (${result.events} events in ${result.seconds.toFixed(1)} s, fixed waits included)`,
+        docshare: result.rate, ...(logRead ? { ceiling: logRead.rate } : { ceilingText: 'failed' }), unit: 'ev/s', ceilingName: 'reading the event log',
+      }
+      : failedRow(`rebuild ${model} events/s`));
+  }
+
+  // ---- memory ------------------------------------------------------------------------------------
+  rss.end = await serviceRss(inst);
+  const serversMemory = servers ? await serverRss(servers) : {};
+  details.rssMiB = { services: rss, servers: serversMemory };
+  rows.push({ section: 'memory (RSS)' });
+  for (const name of SERVICE_NAMES) {
+    rows.push({
+      measure: `${name} RSS (start → seeded → end)`,
+      docshareText: `${fmt(rss.start?.[name])} → ${fmt(rss.seeded?.[name])} → ${fmt(rss.end[name])} MiB`, ceilingText: '', ratioText: '',
+    });
+  }
+  for (const [name, mib] of Object.entries(serversMemory)) rows.push({ measure: `server ${name} RSS`, docshareText: `${fmt(mib)} MiB`, ceilingText: '', ratioText: '' });
+
+  await lagProbe.close();
+  await es.close();
+  await mongo.close();
+  if (instanceLost) throw new Error(`the instance stopped during the run: ${instanceLost}`);
+} catch (error) {
+  exitCode = 1;
+  console.error(`\nbench:stack FAILED: ${message(error)}`);
+} finally {
+  await cleanup();
+}
+
+if (rows.length > 0) {
+  const title = `docshare bench:stack (${process.version}, ${new Date().toISOString()}, ${cfg.reuse ? 'reused servers' : `own servers, ports +${cfg.portOffset}`})`;
+  console.log(`\n${title}\nratio = docshare ÷ ceiling (a rate below 1x is slower than the ceiling; a latency above 1x is slower)\n`);
+  console.log(renderTable(rows));
+  if (failures.length > 0) console.log(`\nfailed measures:\n${failures.map((f) => `  - ${f}`).join('\n')}`);
+  if (cfg.out) {
+    await writeFile(cfg.out, `${JSON.stringify({ title, config: cfg, rows: rowsJson(rows), failures, details }, null, 2)}\n`);
+    console.log(`\nJSON written to ${cfg.out}`);
+  }
+}
+if (exitCode === 0 && failures.length > 0) exitCode = 2;
+process.exit(exitCode);
