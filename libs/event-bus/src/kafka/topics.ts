@@ -1,4 +1,17 @@
-import type { TopicSpec } from './kafka.ts';
+/**
+ * The project's topic plan. Plain data: it imports nothing, so the admin code that creates the
+ * topics (admin.ts) and the CLI (infra/kafka/topics.ts) can both use it without a cycle.
+ */
+
+/** One topic of a topic plan. */
+export interface TopicSpec {
+  topic: string;
+  numPartitions: number;
+  /** Omitted: the broker's default.replication.factor. */
+  replicationFactor?: number;
+  /** Topic configs such as `retention.ms`. */
+  configs?: Record<string, string>;
+}
 
 /** The event topic: every docshare event, key = subject, kept forever so a projector can be rebuilt from it. */
 export const EVENTS_TOPIC = 'docshare.events';
