@@ -14,6 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { MongoClient, type Document } from 'mongodb';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeMongoCheckpoints } from '@docshare/projection';
+import { FILES_INDEXES } from '@docshare/files-projector';
 
 const url = process.env.MONGO_URL;
 if (!url) {
@@ -51,7 +52,7 @@ const describe = (explained: Document): string => {
 try {
   const started = performance.now();
   const stats = makeMongoReadStore(db, { prefix: 'stats_', indexes: {} });
-  const model = makeMongoReadStore(db, { prefix: 'files_' });
+  const model = makeMongoReadStore(db, { prefix: 'files_', indexes: FILES_INDEXES });
   const updates = [];
   let position = 0;
   for (let u = 1; u <= 50; u++) {

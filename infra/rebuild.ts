@@ -26,14 +26,16 @@ import type { CloudEvent, StoredEvent } from '@docshare/contracts';
 import type { EventStore } from '@docshare/event-store';
 import { openMongoEventStore } from '@docshare/event-store/mongo';
 import { envReader } from '@docshare/http';
-import { beginSwitch, finishSwitch } from '@docshare/projection';
+import { beginSwitch, finishSwitch, type DocumentProjector, type ProjectorModule, type SearchProjector } from '@docshare/projection';
 import { connectMongo } from '@docshare/projection/distributed';
-import type { ReadStore } from '@docshare/read-store';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
-import { filesHandler } from '@docshare/files-projector';
-import { statsHandler } from '@docshare/stats-projector';
-import { searchHandler } from '@docshare/search-projector';
+import { filesProjector } from '@docshare/files-projector';
+import { statsProjector } from '@docshare/stats-projector';
+import { searchProjector } from '@docshare/search-projector';
+
+/** Every projector's read model, by its name (what the command line names). */
+const PROJECTORS: readonly ProjectorModule[] = [statsProjector, filesProjector, searchProjector];
 
 const PAGE = 1_000;
 
@@ -55,9 +57,9 @@ const replay = async (
 
 const env = envReader(process.env);
 const which = process.argv[2] ?? '';
-const models = which === 'all' ? ['stats', 'files', 'search'] : [which];
-if (!models.every((m) => ['stats', 'files', 'search'].includes(m))) {
-  console.error('usage: npm run rebuild -- <stats|files|search|all>');
+const chosen = which === 'all' ? PROJECTORS : PROJECTORS.filter((p) => p.model === which);
+if (chosen.length === 0) {
+  console.error(`usage: npm run rebuild -- <${PROJECTORS.map((p) => p.model).join('|')}|all>`);
   process.exit(2);
 }
 
@@ -94,23 +96,22 @@ const rebuildInto = async (
   return { count: first.count + second.count, held: performance.now() - heldFrom };
 };
 
-const rebuildMongo = async (
-  model: 'stats' | 'files', handlerFor: (store: ReadStore) => (records: readonly StoredEvent<CloudEvent>[]) => Promise<void>,
-): Promise<string> => {
+const rebuildMongo = async (projector: DocumentProjector): Promise<string> => {
   const began = performance.now();
+  const { model } = projector;
   const prefix = `${model}_g${Date.now()}_`;
-  // The same indexes as the projector's live generation (stats: none; files: the listing indexes).
-  const fresh = makeMongoReadStore(readDb, { prefix, ...(model === 'stats' ? { indexes: {} } : {}) });
+  // The same indexes as the projector's live generation.
+  const fresh = makeMongoReadStore(readDb, { prefix, indexes: projector.indexes });
   await fresh.ensureIndexes();
   let previous = '';
-  const { count, held } = await rebuildInto(model, prefix, handlerFor(fresh), async () => {
+  const { count, held } = await rebuildInto(model, prefix, projector.handler(fresh), async () => {
     previous = await finishSwitch(readDb, model, prefix);
   });
   if (previous !== prefix) {
     await new Promise((r) => setTimeout(r, READER_CACHE_MS));
     // clear() drops exactly the collections of that generation (not every name it prefixes:
     // the default generation `stats_` prefixes the new `stats_g…_` too).
-    const old = makeMongoReadStore(readDb, { prefix: previous, indexes: {} });
+    const old = makeMongoReadStore(readDb, { prefix: previous });
     await old.clear();
     await old.close();
   }
@@ -119,16 +120,16 @@ const rebuildMongo = async (
   return `${model}: ${count} events replayed into ${prefix}* (${Math.round(count / seconds)} events/s), swapped in; projectors held ${Math.round(held)} ms; ${seconds.toFixed(1)} s`;
 };
 
-const rebuildSearch = async (): Promise<string> => {
+const rebuildSearch = async (projector: SearchProjector): Promise<string> => {
   const began = performance.now();
   const index = await makeElasticsearchSearchIndex({
     node: env.string('ELASTICSEARCH_URL'), alias: env.string('ELASTICSEARCH_ALIAS', 'docshare-files'),
   });
   const { index: fresh } = await index.rebuildInto();
-  const to = `search_g${Date.now()}`;
-  const { count, held } = await rebuildInto('search', to, searchHandler(fresh, { refresh: false }), async () => {
+  const to = `${projector.model}_g${Date.now()}`;
+  const { count, held } = await rebuildInto(projector.model, to, projector.handler(fresh, { refresh: false }), async () => {
     await fresh.publish();
-    await finishSwitch(readDb, 'search', to);
+    await finishSwitch(readDb, projector.model, to);
   });
   await index.close();
   const seconds = (performance.now() - began) / 1000;
@@ -136,10 +137,8 @@ const rebuildSearch = async (): Promise<string> => {
 };
 
 try {
-  for (const model of models) {
-    const line = model === 'search' ? await rebuildSearch()
-      : await rebuildMongo(model as 'stats' | 'files', model === 'stats' ? statsHandler : filesHandler);
-    console.log(line);
+  for (const projector of chosen) {
+    console.log(projector.kind === 'search' ? await rebuildSearch(projector) : await rebuildMongo(projector));
   }
 } finally {
   await events.close();

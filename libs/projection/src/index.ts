@@ -4,3 +4,4 @@ export * from './consistency.ts';
 export * from './service.ts';
 export * from './generations.ts';
 export * from './fence.ts';
+export * from './module.ts';

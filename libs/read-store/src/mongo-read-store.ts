@@ -55,35 +55,13 @@ export interface ReadModelIndex {
   key: [field: string, direction: 1 | -1][];
 }
 
-/**
- * The indexes the docshare read models' queries need (services/files-projector/src/queries.ts):
- * a user's file list (owner's view, and others' view of enabled files) newest first, files by id,
- * received comments newest first, a file's comments, categories by id. Stats documents are read by `_id` only.
- */
-export const DOCSHARE_READ_MODEL_INDEXES: Readonly<Record<string, readonly ReadModelIndex[]>> = {
-  files: [
-    { name: 'owner_listing', key: [['owner_id', 1], ['deleted', 1], ['uploaded_at', -1], ['file_id', -1]] },
-    { name: 'visible_listing', key: [['owner_id', 1], ['deleted', 1], ['enabled', 1], ['uploaded_at', -1], ['file_id', -1]] },
-    { name: 'file_id', key: [['file_id', 1]] },
-  ],
-  // `file_id`: a file's deletion marks its comments (services/files-projector/src/projection.ts).
-  comments: [
-    // Received comments on live files, newest first: equality on the owner and `file_deleted`
-    // (missing or false: `$in: [false, null]`, two index ranges), then the sort: the page and the
-    // count read the index only as far as they need. (Replaces `received`, which left
-    // `file_deleted` to a filter over every comment of the owner; a rebuild drops it.)
-    { name: 'received_live', key: [['file_owner_id', 1], ['file_deleted', 1], ['posted_at', -1], ['comment_id', -1]] },
-    { name: 'file_id', key: [['file_id', 1]] },
-  ],
-  categories: [{ name: 'category_id', key: [['category_id', 1]] }],
-};
-
 export interface MongoReadStoreOptions {
   /** Prepended to every read-model collection name (default ''). */
   prefix?: string;
   /**
    * Indexes per read-model collection (unprefixed name), created on the store's first write to
-   * that collection (default DOCSHARE_READ_MODEL_INDEXES; `{}` for none).
+   * that collection (default none). The read model's queries say which: each projector declares
+   * its own (services/<projector>/src/projector.ts).
    */
   indexes?: Readonly<Record<string, readonly ReadModelIndex[]>>;
 }
@@ -229,7 +207,7 @@ export type MongoReadStore = ReadStore & { ensureIndexes(): Promise<void> };
 
 export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}): MongoReadStore {
   const prefix = options.prefix ?? '';
-  const indexes = options.indexes ?? DOCSHARE_READ_MODEL_INDEXES;
+  const indexes = options.indexes ?? {};
   if (typeof prefix !== 'string' || prefix.includes('$') || prefix.includes('\u0000')) {
     throw new Error(`invalid read-store prefix ${JSON.stringify(prefix)}`);
   }

@@ -73,9 +73,15 @@ describe('mongo read store', () => {
     assert.deepEqual(await store.get('stats', 'v'), { _id: 'v', views: 0 });
   });
 
-  it('creates the read models\' indexes on the first write to a collection, and again after clear', async () => {
+  it('creates the indexes it is given on the first write to a collection, and again after clear; none by default', async () => {
     const db = server.freshDb('rs_indexes');
-    const store = makeMongoReadStore(db, { prefix: 'files_' });
+    const store = makeMongoReadStore(db, { prefix: 'files_', indexes: {
+      files: [
+        { name: 'owner_listing', key: [['owner_id', 1], ['deleted', 1], ['uploaded_at', -1], ['file_id', -1]] },
+        { name: 'visible_listing', key: [['owner_id', 1], ['deleted', 1], ['enabled', 1], ['uploaded_at', -1], ['file_id', -1]] },
+      ],
+      comments: [{ name: 'received_live', key: [['file_owner_id', 1], ['file_deleted', 1], ['posted_at', -1], ['comment_id', -1]] }],
+    } });
     await one(store, 'files', '1', { set: { file_id: 1, owner_id: 7, deleted: false, enabled: true, uploaded_at: 'x' } }, 1);
     const byName = async () => new Map((await db.collection('files_files').indexes()).map((index) => [index.name, index.key]));
     assert.deepEqual((await byName()).get('visible_listing'), { owner_id: 1, deleted: 1, enabled: 1, uploaded_at: -1, file_id: -1 });
@@ -89,7 +95,7 @@ describe('mongo read store', () => {
     await one(store, 'files', '1', { set: { file_id: 1 } }, 1);
     assert.ok((await byName()).has('visible_listing'));
 
-    const plain = makeMongoReadStore(db, { prefix: 'plain_', indexes: {} });
+    const plain = makeMongoReadStore(db, { prefix: 'plain_' });
     await one(plain, 'files', '1', { set: { file_id: 1 } }, 1);
     assert.deepEqual([...(await db.collection('plain_files').indexes()).map((index) => index.name)], ['_id_']);
   });

@@ -1,2 +1,3 @@
 export * from './projection.ts';
 export * from './app.ts';
+export * from './projector.ts';

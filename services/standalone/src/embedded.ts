@@ -9,15 +9,15 @@ import { makeLogBus } from '@docshare/event-bus';
 import { openFileEventLog } from '@docshare/event-store';
 import { closeServer, counter, listen, makeLogger, makeOps, type Logger } from '@docshare/http';
 import {
-  honourConsistency, makeConsistencyGate, makeMemoryCheckpoints, projectBatches, runProjector, type BatchApply, type RunningProjector,
+  honourConsistency, makeConsistencyGate, makeMemoryCheckpoints, projectBatches, runProjector, type ProjectorModule, type RunningProjector,
 } from '@docshare/projection';
 import type { RequestHandler } from 'express';
 import { makeMemoryReadStore } from '@docshare/read-store';
 import { makeMemorySearchIndex } from '@docshare/search-index';
 import { fileStateFrom, makeDocsCommandApp, makeDocsCommands, prepareSpool, startBlobSweeper } from '@docshare/docs-command';
-import { makeFilesApp, filesHandler } from '@docshare/files-projector';
-import { makeSearchApp, searchHandler } from '@docshare/search-projector';
-import { makeStatsApp, makeStatsQueries, statsHandler } from '@docshare/stats-projector';
+import { filesProjector } from '@docshare/files-projector';
+import { searchProjector } from '@docshare/search-projector';
+import { makeStatsQueries, statsProjector } from '@docshare/stats-projector';
 import { makeGateway } from '@docshare/gateway';
 import type { EmbeddedConfig } from './config.ts';
 import { loadOrCreateSecret, makeTokens, makeUrlSigner } from '@docshare/auth';
@@ -56,28 +56,39 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   const blobs = await makeFsBlobStore(dir('blobs'));
   const bus = makeLogBus(events, { onWarning: (message, err) => logger.warn({ err }, message) });
 
-  const statsStore = makeMemoryReadStore();
-  const filesStore = makeMemoryReadStore();
-  const searchIndex = makeMemorySearchIndex();
-  // The same read-your-writes as the distributed mode: checkpoints per group, tokens from the
-  // gateway, reads that wait for their token (here in memory, one partition).
+  // Every projector of the distributed mode, declared by its package, on in-memory read models.
+  // The same read-your-writes: checkpoints per group, tokens from the gateway, reads that wait for
+  // their token (here in memory, one partition).
   const checkpoints = makeMemoryCheckpoints();
-  const project = (group: string, apply: BatchApply): Promise<RunningProjector> =>
-    runProjector(bus, group, projectBatches(apply, checkpoints, group), logger);
-  const gated = (group: string, app: RequestHandler): RequestHandler => {
-    const honour = honourConsistency(makeConsistencyGate(checkpoints, group, 1), CONSISTENCY_WAIT_MS);
-    return (req, res, next) => honour(req, res, (err?: unknown) => (err ? next(err) : app(req, res, next)));
+  const statsStore = makeMemoryReadStore();
+  const readModels = new Map<string, { close(): Promise<void> }>();
+  const queryApps: Partial<Record<ProjectorModule['upstream'], RequestHandler>> = {};
+  const context = { publicBaseUrl: config.publicBaseUrl, logger };
+  const projectors: RunningProjector[] = await Promise.all([statsProjector, filesProjector, searchProjector].map((module) => {
+    const built = module.kind === 'documents'
+      ? (() => {
+        const store = module === statsProjector ? statsStore : makeMemoryReadStore();
+        return { model: store, apply: module.handler(store), app: module.queryApp(store, context) };
+      })()
+      : (() => {
+        const index = makeMemorySearchIndex();
+        return { model: index, apply: module.handler(index), app: module.queryApp(index, context) };
+      })();
+    readModels.set(module.name, built.model);
+    const honour = honourConsistency(makeConsistencyGate(checkpoints, module.name, 1), CONSISTENCY_WAIT_MS);
+    queryApps[module.upstream] = (req, res, next) => honour(req, res, (err?: unknown) => (err ? next(err) : built.app(req, res, next)));
+    return runProjector(bus, module.name, projectBatches(built.apply, checkpoints, module.name), logger);
+  }));
+  const queryApp = (upstream: ProjectorModule['upstream']): RequestHandler => {
+    const app = queryApps[upstream];
+    if (!app) throw new Error(`no projector serves ${upstream}`);
+    return app;
   };
-  const projectors: RunningProjector[] = await Promise.all([
-    project('stats-projector', statsHandler(statsStore)),
-    project('files-projector', filesHandler(filesStore)),
-    project('search-projector', searchHandler(searchIndex)),
-  ]);
   const replayTo = await events.lastPosition();
   await bus.waitForGroups(replayTo, 10 * 60_000);
   const replayedMs = Math.round(performance.now() - started);
 
-  const statsApplied = makeConsistencyGate(checkpoints, 'stats-projector', 1);
+  const statsApplied = makeConsistencyGate(checkpoints, statsProjector.name, 1);
   const commands = makeDocsCommands({
     events, claims, blobs, tokens, signer, logger,
     publicBaseUrl: config.publicBaseUrl,
@@ -104,9 +115,9 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     requestTimeoutMs: config.http.requestTimeoutMs,
     upstreams: {
       docs: makeDocsCommandApp({ commands, logger, spoolDir, maxUploadBytes: config.maxUploadBytes, publicBaseUrl: config.publicBaseUrl }),
-      stats: gated('stats-projector', makeStatsApp(statsStore, logger)),
-      files: gated('files-projector', makeFilesApp(filesStore, config.publicBaseUrl, logger)),
-      search: gated('search-projector', makeSearchApp(searchIndex, config.publicBaseUrl, logger)),
+      stats: queryApp('stats'),
+      files: queryApp('files'),
+      search: queryApp('search'),
     },
   });
 
@@ -122,7 +133,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
       await closeServer(server);
       await sweeper.stop();
       await Promise.all(projectors.map((p) => p.stop()));
-      await Promise.all([events.close(), claims.close(), statsStore.close(), filesStore.close(), searchIndex.close()]);
+      await Promise.all([events.close(), claims.close(), ...[...readModels.values()].map((model) => model.close())]);
       await unlock();
     })();
     return stopping;

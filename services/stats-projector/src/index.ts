@@ -1,3 +1,4 @@
 export * from './projection.ts';
 export * from './queries.ts';
 export * from './app.ts';
+export * from './projector.ts';

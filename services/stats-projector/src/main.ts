@@ -1,38 +1,4 @@
-import { makeLogger, envReader, installLastResort } from '@docshare/http';
-import { makeMongoReadStore } from '@docshare/read-store/mongo';
-import { fencedByGeneration, makeGenerationalReadStore, makeMongoCheckpoints, perGeneration, startProjectorService } from '@docshare/projection';
-import { commonConfig, connectMongo, ensureKafkaTopics, kafkaBus, registerConsumerLag } from '@docshare/projection/distributed';
-import { statsHandler } from './projection.ts';
-import { makeStatsApp } from './app.ts';
+import { runProjector } from '@docshare/projection/runtime';
+import { statsProjector } from './projector.ts';
 
-const NAME = 'stats-projector';
-const logger = makeLogger(NAME);
-installLastResort(logger);
-const config = commonConfig(process.env);
-const port = envReader(process.env).int('PORT', 8082);
-
-const { client, db } = await connectMongo(config.mongoUrl, config.readDb, config);
-// Stats are read by _id only: no secondary indexes.
-const open = perGeneration((prefix) => makeMongoReadStore(db, { prefix, indexes: {} }));
-// Queries follow the generation pointer (cached 1 s); writes are fenced per batch, so a rebuild can switch under them.
-const store = makeGenerationalReadStore(db, 'stats', open);
-// Indexes at start, not on the first write.
-await (await store.current()).ensureIndexes();
-// Kafka is joined in the background, after the query API is up (startProjectorService).
-const bus = kafkaBus(config, NAME, logger);
-const group = `${NAME}${config.groupSuffix}`;
-
-await startProjectorService({
-  name: NAME, group, logger, port, host: config.host,
-  consumer: bus.consumer,
-  prepare: () => ensureKafkaTopics(config),
-  metrics: (ops) => registerConsumerLag(ops.registry, bus, group),
-  handle: fencedByGeneration(db, 'stats', (prefix) => statsHandler(open(prefix))),
-  checkpoints: makeMongoCheckpoints(db), partitions: config.eventsPartitions, consistencyWaitMs: config.consistencyWaitMs,
-  queryApp: makeStatsApp(store, logger),
-  checks: { mongodb: async () => { await db.command({ ping: 1 }); } },
-  close: async () => {
-    await bus.close();
-    await client.close();
-  },
-});
+await runProjector(statsProjector);

@@ -1,0 +1,51 @@
+import type { Express } from 'express';
+import type { Logger } from '@docshare/http';
+import type { ReadStore } from '@docshare/read-store';
+import type { SearchIndex } from '@docshare/search-index';
+import type { BatchApply } from './runner.ts';
+
+/** An index of a read-model collection (what the MongoDB adapter creates): fields in order, 1 or -1. */
+export interface ModelIndex {
+  name: string;
+  key: [field: string, direction: 1 | -1][];
+}
+
+/** What a projector's query app is made with, besides its read model. */
+export interface QueryContext {
+  publicBaseUrl: string;
+  logger: Logger;
+}
+
+interface ProjectorFacts {
+  /** Service name, consumer group (before KAFKA_GROUP_SUFFIX) and checkpoint group. */
+  name: string;
+  /** The read model: its generation pointer (read_model_generations) and collection prefix. */
+  model: string;
+  /** The gateway's name for its query API (routes.ts `upstream`). */
+  upstream: 'stats' | 'files' | 'search';
+  /** The distributed service's default PORT. */
+  port: number;
+}
+
+/** A projector whose read model is documents in a ReadStore (MongoDB; memory in embedded mode). */
+export interface DocumentProjector extends ProjectorFacts {
+  kind: 'documents';
+  /** The indexes its queries need, per collection (unprefixed name). */
+  indexes: Readonly<Record<string, readonly ModelIndex[]>>;
+  handler(store: ReadStore): BatchApply;
+  queryApp(store: ReadStore, context: QueryContext): Express;
+}
+
+/** A projector whose read model is the search index (Elasticsearch; memory in embedded mode). */
+export interface SearchProjector extends ProjectorFacts {
+  kind: 'search';
+  /** `refresh: false` while filling a rebuild's index (published, i.e. refreshed, once). */
+  handler(index: SearchIndex, options?: { refresh?: boolean }): BatchApply;
+  queryApp(index: SearchIndex, context: QueryContext): Express;
+}
+
+/**
+ * Everything about one projector, declared once in its package (`projector.ts`): the distributed
+ * main (runtime.ts), the embedded composition and `npm run rebuild` all loop over these.
+ */
+export type ProjectorModule = DocumentProjector | SearchProjector;

@@ -1,0 +1,89 @@
+/**
+ * The distributed runtime of a projector: environment, MongoDB, Elasticsearch and Kafka start-up
+ * in one place, for any projector module. Each projector's main.ts is one call:
+ *
+ *   await runProjector(statsProjector);
+ *
+ * Its own entry point (@docshare/projection/runtime), so embedded mode never loads the drivers.
+ */
+import { envReader, installLastResort, makeLogger, type ReadinessCheck } from '@docshare/http';
+import { makeMongoReadStore } from '@docshare/read-store/mongo';
+import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
+import { commonConfig, connectMongo, ensureKafkaTopics, kafkaBus, registerConsumerLag } from './distributed.ts';
+import { fencedByGeneration, perGeneration } from './fence.ts';
+import { makeMongoCheckpoints } from './consistency.ts';
+import { makeGenerationalReadStore } from './generations.ts';
+import { startProjectorService, type ProjectorService } from './service.ts';
+import type { ProjectorModule } from './module.ts';
+
+/** Starts `module` as its own service, configured by `env` (README: the services' environment). */
+export const runProjector = async (module: ProjectorModule, env: NodeJS.ProcessEnv = process.env): Promise<ProjectorService> => {
+  const logger = makeLogger(module.name);
+  installLastResort(logger);
+  const e = envReader(env);
+  const config = commonConfig(env);
+  const port = e.int('PORT', module.port);
+  const context = { publicBaseUrl: config.publicBaseUrl, logger };
+  const { client, db } = await connectMongo(config.mongoUrl, config.readDb, config);
+  const ping = async (): Promise<void> => {
+    await db.command({ ping: 1 });
+  };
+
+  interface Model {
+    handle: ReturnType<typeof fencedByGeneration>;
+    queryApp: ReturnType<ProjectorModule['queryApp']>;
+    checks: Record<string, ReadinessCheck>;
+    softChecks: Record<string, ReadinessCheck>;
+    close(): Promise<void>;
+  }
+  const model = await (async (): Promise<Model> => {
+    if (module.kind === 'documents') {
+      const open = perGeneration((prefix) => makeMongoReadStore(db, { prefix, indexes: module.indexes }));
+      // Queries follow the generation pointer (cached 1 s); writes are fenced per batch, so a rebuild can switch under them.
+      const store = makeGenerationalReadStore(db, module.model, open);
+      await (await store.current()).ensureIndexes(); // at start, not on the first write
+      return {
+        handle: fencedByGeneration(db, module.model, (prefix) => module.handler(open(prefix))),
+        queryApp: module.queryApp(store, context),
+        checks: { mongodb: ping },
+        softChecks: {},
+        close: async () => {},
+      };
+    }
+    const index = await makeElasticsearchSearchIndex({
+      node: e.string('ELASTICSEARCH_URL'), alias: e.string('ELASTICSEARCH_ALIAS', 'docshare-files'),
+      // A frozen or overloaded Elasticsearch fails a search within seconds (a 503), not after 30 s.
+      requestTimeoutMs: e.int('ELASTICSEARCH_REQUEST_TIMEOUT_MS', 5_000, 1),
+      maxRetries: e.int('ELASTICSEARCH_MAX_RETRIES', 1, 0),
+    });
+    return {
+      // Writes go through the alias; the fence holds them while a rebuild swaps the index behind it.
+      handle: fencedByGeneration(db, module.model, () => module.handler(index)),
+      queryApp: module.queryApp(index, context),
+      // Searches need only the index; MongoDB (checkpoints, the rebuild fence) is needed to consume, so reported.
+      checks: { elasticsearch: () => index.ready() },
+      softChecks: { mongodb: ping },
+      close: () => index.close(),
+    };
+  })();
+
+  // Kafka is joined in the background, after the query API is up (startProjectorService).
+  const bus = kafkaBus(config, module.name, logger);
+  const group = `${module.name}${config.groupSuffix}`;
+  return startProjectorService({
+    name: module.name, group, logger, port, host: config.host,
+    consumer: bus.consumer,
+    prepare: () => ensureKafkaTopics(config),
+    metrics: (ops) => registerConsumerLag(ops.registry, bus, group),
+    handle: model.handle,
+    checkpoints: makeMongoCheckpoints(db), partitions: config.eventsPartitions, consistencyWaitMs: config.consistencyWaitMs,
+    queryApp: model.queryApp,
+    checks: model.checks,
+    softChecks: model.softChecks,
+    close: async () => {
+      await bus.close();
+      await model.close();
+      await client.close();
+    },
+  });
+};

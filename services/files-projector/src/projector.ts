@@ -1,0 +1,39 @@
+import type { DocumentProjector, ModelIndex } from '@docshare/projection';
+import { filesHandler } from './projection.ts';
+import { makeFilesApp } from './app.ts';
+
+/**
+ * The indexes the files read model's queries need (queries.ts), each an equality prefix followed
+ * by the sort, so a page and its total read the index only as far as they need
+ * (docs/mongodb.md, "Read paths and their plans").
+ */
+export const FILES_INDEXES: Readonly<Record<string, readonly ModelIndex[]>> = {
+  files: [
+    // A user's files newest first: the owner's view, and everyone else's (enabled ones only).
+    { name: 'owner_listing', key: [['owner_id', 1], ['deleted', 1], ['uploaded_at', -1], ['file_id', -1]] },
+    { name: 'visible_listing', key: [['owner_id', 1], ['deleted', 1], ['enabled', 1], ['uploaded_at', -1], ['file_id', -1]] },
+    // The titles of a page of received comments.
+    { name: 'file_id', key: [['file_id', 1]] },
+  ],
+  comments: [
+    // Received comments on live files, newest first: `file_deleted` missing or false
+    // (`$in: [false, null]`, two index ranges). Replaces `received`, which left `file_deleted` to
+    // a filter over every comment of the owner (a rebuild drops it).
+    { name: 'received_live', key: [['file_owner_id', 1], ['file_deleted', 1], ['posted_at', -1], ['comment_id', -1]] },
+    // A file's comments, which its deletion marks (projection.ts).
+    { name: 'file_id', key: [['file_id', 1]] },
+  ],
+  categories: [{ name: 'category_id', key: [['category_id', 1]] }],
+};
+
+/** The files projector: users, files, comments and categories as the list endpoints show them. */
+export const filesProjector: DocumentProjector = {
+  kind: 'documents',
+  name: 'files-projector',
+  model: 'files',
+  upstream: 'files',
+  port: 8083,
+  indexes: FILES_INDEXES,
+  handler: filesHandler,
+  queryApp: (store, { publicBaseUrl, logger }) => makeFilesApp(store, publicBaseUrl, logger),
+};
