@@ -2,6 +2,9 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
+/** The service packages: only the composition (standalone), infra, bench and tests may import them. */
+const SERVICES = ['@docshare/docs-command', '@docshare/gateway', '@docshare/*-projector', '@docshare/standalone'];
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'data/**', '**/dist/**'] },
   js.configs.recommended,
@@ -16,4 +19,44 @@ export default tseslint.config(
     },
   },
   { files: ['tests/**', '**/test/**', 'bench/**', 'infra/**'], rules: { 'no-console': 'off' } },
+  // Layers: contracts ← libs (ports, adapters, runtime) ← services ← standalone, infra, bench, tests.
+  // An import the wrong way is an error.
+  {
+    files: ['libs/*/src/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [
+        { group: SERVICES, message: 'libs/ must not depend on a service: move the shared part into a lib.' },
+        { group: ['**/services/**'], message: 'libs/ must not import from services/.' },
+      ] }],
+    },
+  },
+  {
+    files: ['libs/contracts/src/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [
+        { group: ['@docshare/*', '!@docshare/contracts'], message: 'contracts is the bottom layer: it imports no other docshare package.' },
+      ] }],
+    },
+  },
+  {
+    files: ['services/*/src/**'],
+    ignores: ['services/standalone/src/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [
+        { group: SERVICES, message: 'a service must not import another service (only services/standalone composes them).' },
+        { group: ['../../*/src/**', '**/services/*/src/**'], message: 'a service imports other packages by name, never by path.' },
+      ] }],
+    },
+  },
+  {
+    // One dependency across services, on purpose: the storage quota reads the stats read model
+    // (bytes_stored, bytes_at) through the stats projector's own queries (docs/architecture.md).
+    files: ['services/docs-command/src/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [
+        { group: [...SERVICES, '!@docshare/stats-projector'], message: 'a service must not import another service (only services/standalone composes them).' },
+        { group: ['../../*/src/**', '**/services/*/src/**'], message: 'a service imports other packages by name, never by path.' },
+      ] }],
+    },
+  },
 );
