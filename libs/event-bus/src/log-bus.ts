@@ -1,4 +1,4 @@
-import type { CloudEvent, StoredEvent } from '@docshare/contracts';
+import { backoffMs, type CloudEvent, type StoredEvent } from '@docshare/contracts';
 import { oneAtATime } from './batches.ts';
 import type { BatchConsumerOptions, BatchHandler, EventBatch, EventConsumer, Subscription } from './port.ts';
 
@@ -72,7 +72,7 @@ export function makeLogBus(log: AppendLog, options: LogBusOptions = {}): LogBus 
     for (const waiter of waiters) if (reached(waiter.position)) waiter.settle(true);
   };
 
-  const backoff = (attempt: number): number => Math.min(baseDelayMs * 2 ** (attempt - 1), maxDelayMs);
+  const backoff = (attempt: number): number => backoffMs(attempt, baseDelayMs, maxDelayMs);
 
   const startDelivery = (name: string, group: GroupState, handler: BatchHandler, consumer: BatchConsumerOptions): Subscription => {
     const maxAttempts = consumer.maxAttempts ?? 5;

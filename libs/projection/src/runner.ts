@@ -1,4 +1,4 @@
-import { backoffMs, type CloudEvent, type DocshareEvent, type EventType, type StoredEvent } from '@docshare/contracts';
+import { jitteredBackoffMs, type CloudEvent, type DocshareEvent, type EventType, type StoredEvent } from '@docshare/contracts';
 import type { EventBatch, EventConsumer, Subscription } from '@docshare/event-bus';
 import type { GuardedUpdate, Update } from '@docshare/read-store';
 import type { Checkpoints } from './consistency.ts';
@@ -63,7 +63,7 @@ export const retryTransient = (
       return await handle(batch);
     } catch (error) {
       if (!isTransient(error)) throw error;
-      const delay = backoffMs(attempt + 1, 100, maxDelayMs) * (0.5 + Math.random() / 2);
+      const delay = jitteredBackoffMs(attempt + 1, 100, maxDelayMs);
       logger.warn({ err: error, attempt, partition: batch.partition, events: batch.records.length, first: batch.records[0]?.position }, 'dependency unavailable; retrying');
       await new Promise((resolve) => setTimeout(resolve, delay));
     }

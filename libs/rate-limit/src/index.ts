@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { jitteredBackoffMs } from '@docshare/contracts';
 import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 
@@ -118,8 +119,8 @@ export function makeRateLimiter(options: RateLimiterOptions): RateLimiter {
     // the request they belong to has already been decided locally.
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
-    // Reconnect forever: 100 ms, 200 ms, … capped at 2 s, with jitter so replicas do not stampede.
-    retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times - 1, 5), MAX_RECONNECT_DELAY_MS) + Math.floor(Math.random() * 100),
+    // Reconnect forever: 100 ms, 200 ms, … capped at 2 s, jittered (half to all) so replicas do not stampede.
+    retryStrategy: (times) => Math.round(jitteredBackoffMs(times, 100, MAX_RECONNECT_DELAY_MS)),
     lazyConnect: false,
     // How long close() lets a socket end gracefully; the default 2 s also applies to a socket
     // that never connected, which would keep a stopping process alive for nothing.

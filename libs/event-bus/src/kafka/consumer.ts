@@ -3,7 +3,7 @@
  * retried in place, then split into single events, and an event that fails alone is dead-lettered.
  */
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
-import { backoffMs, type CloudEvent, type StoredEvent } from '@docshare/contracts';
+import { jitteredBackoffMs, type CloudEvent, type StoredEvent } from '@docshare/contracts';
 import { oneAtATime } from '../batches.ts';
 import type { BatchConsumerOptions, BatchHandler, EventBatch, EventConsumer, Subscription } from '../port.ts';
 import { retryOptions } from './client.ts';
@@ -54,11 +54,7 @@ export interface KafkaConsumerParts {
 
 type Outcome = 'done' | 'abandoned';
 
-/** Jittered exponential backoff: between half and all of min(cap, base·2^(attempt-1)). */
-const backoffDelay = (attempt: number, baseMs: number, capMs: number): number => {
-  const ceiling = backoffMs(attempt, baseMs, capMs);
-  return ceiling / 2 + Math.random() * (ceiling / 2);
-};
+const backoffDelay = jitteredBackoffMs;
 
 /**
  * Each subscription is a kafkajs consumer in the named group that commits a record's offset only
