@@ -25,7 +25,7 @@
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
 import type { EventStore } from '@docshare/event-store';
 import { openMongoEventStore } from '@docshare/event-store/mongo';
-import { envReader } from '@docshare/http';
+import { configOrExit, intVar, optionalVar, stringVar } from '@docshare/http';
 import { beginSwitch, finishSwitch, type DocumentProjector, type ProjectorModule, type SearchProjector } from '@docshare/projection';
 import { connectMongo } from '@docshare/projection/distributed';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
@@ -55,7 +55,14 @@ const replay = async (
   }
 };
 
-const env = envReader(process.env);
+const env = configOrExit({
+  MONGO_URL: stringVar(),
+  MONGO_COMMAND_DB: stringVar('docshare'),
+  MONGO_READ_DB: stringVar('docshare_read'),
+  ELASTICSEARCH_URL: optionalVar(),
+  ELASTICSEARCH_ALIAS: stringVar('docshare-files'),
+  REBUILD_SWITCH_MAX_MS: intVar(30_000, 1_000),
+}, process.env);
 const which = process.argv[2] ?? '';
 const chosen = which === 'all' ? PROJECTORS : PROJECTORS.filter((p) => p.model === which);
 if (chosen.length === 0) {
@@ -63,11 +70,11 @@ if (chosen.length === 0) {
   process.exit(2);
 }
 
-const { client, db } = await connectMongo(env.string('MONGO_URL'), env.string('MONGO_COMMAND_DB', 'docshare'));
-const readDb = client.db(env.string('MONGO_READ_DB', 'docshare_read'));
+const { client, db } = await connectMongo(env.MONGO_URL, env.MONGO_COMMAND_DB);
+const readDb = client.db(env.MONGO_READ_DB);
 const events = await openMongoEventStore(db);
 
-const switchMaxMs = env.int('REBUILD_SWITCH_MAX_MS', 30_000, 1_000);
+const switchMaxMs = env.REBUILD_SWITCH_MAX_MS;
 /** How long readers may keep an old generation's pointer cached (generations.ts: 1 s), with a margin. */
 const READER_CACHE_MS = 2_500;
 
@@ -123,7 +130,8 @@ const rebuildMongo = async (projector: DocumentProjector): Promise<string> => {
 const rebuildSearch = async (projector: SearchProjector): Promise<string> => {
   const began = performance.now();
   const index = await makeElasticsearchSearchIndex({
-    node: env.string('ELASTICSEARCH_URL'), alias: env.string('ELASTICSEARCH_ALIAS', 'docshare-files'),
+    node: env.ELASTICSEARCH_URL ?? (() => { throw new Error('ELASTICSEARCH_URL is required to rebuild search'); })(),
+    alias: env.ELASTICSEARCH_ALIAS,
   });
   const { index: fresh } = await index.rebuildInto();
   const to = `${projector.model}_g${Date.now()}`;

@@ -4,3 +4,4 @@ export * from './ops.ts';
 export * from './logger.ts';
 export * from './serve.ts';
 export * from './last-resort.ts';
+export * from './config.ts';

@@ -5,6 +5,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { M } from '@docshare/contracts';
 import { clientErrorMessage, closeEarly } from './errors.ts';
+import { intVar, readConfig } from './config.ts';
 
 /**
  * How long and how many connections a server keeps (each `HTTP_*` variable of the README). A public
@@ -50,15 +51,24 @@ export const DEFAULT_HTTP_LIMITS: Omit<HttpLimits, 'maxConnections'> = {
   keepAliveTimeoutMs: 65_000,
 };
 
-/** The HTTP limits from the environment (`HTTP_HEADERS_TIMEOUT_MS`, ...); throws on a bad value. */
+/** The HTTP limits every service reads (README: configuration). */
+export const HTTP_VARS = {
+  HTTP_HEADERS_TIMEOUT_MS: intVar(DEFAULT_HTTP_LIMITS.headersTimeoutMs, 1),
+  HTTP_BODY_IDLE_TIMEOUT_MS: intVar(DEFAULT_HTTP_LIMITS.idleTimeoutMs, 1),
+  HTTP_REQUEST_TIMEOUT_MS: intVar(DEFAULT_HTTP_LIMITS.requestTimeoutMs, 1),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: intVar(DEFAULT_HTTP_LIMITS.keepAliveTimeoutMs, 1),
+  HTTP_MAX_CONNECTIONS: intVar(defaultMaxConnections(), 1),
+};
+
+/** The HTTP limits from the environment (`HTTP_HEADERS_TIMEOUT_MS`, ...); throws a ConfigError on a bad value. */
 export const httpLimitsOf = (env: NodeJS.ProcessEnv): HttpLimits => {
-  const read = envReader(env);
+  const read = readConfig(HTTP_VARS, env);
   return {
-    headersTimeoutMs: read.int('HTTP_HEADERS_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.headersTimeoutMs, 1),
-    idleTimeoutMs: read.int('HTTP_BODY_IDLE_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.idleTimeoutMs, 1),
-    requestTimeoutMs: read.int('HTTP_REQUEST_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.requestTimeoutMs, 1),
-    keepAliveTimeoutMs: read.int('HTTP_KEEP_ALIVE_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.keepAliveTimeoutMs, 1),
-    maxConnections: read.int('HTTP_MAX_CONNECTIONS', defaultMaxConnections(), 1),
+    headersTimeoutMs: read.HTTP_HEADERS_TIMEOUT_MS,
+    idleTimeoutMs: read.HTTP_BODY_IDLE_TIMEOUT_MS,
+    requestTimeoutMs: read.HTTP_REQUEST_TIMEOUT_MS,
+    keepAliveTimeoutMs: read.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    maxConnections: read.HTTP_MAX_CONNECTIONS,
   };
 };
 
@@ -228,24 +238,6 @@ export const exitGracefully = (logger: Logger, steps: (() => Promise<void>)[], g
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
 };
-
-/** Reads configuration from an environment object: the one place each service's main calls. */
-export const envReader = (env: NodeJS.ProcessEnv) => ({
-  string: (name: string, fallback?: string): string => {
-    const value = env[name];
-    if (value !== undefined && value !== '') return value;
-    if (fallback !== undefined) return fallback;
-    throw new Error(`${name} is required`);
-  },
-  optional: (name: string): string | undefined => (env[name] === '' ? undefined : env[name]),
-  int: (name: string, fallback: number, min = 0): number => {
-    const raw = env[name];
-    if (raw === undefined || raw.trim() === '') return fallback;
-    const value = Number(raw);
-    if (!Number.isSafeInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
-    return value;
-  },
-});
 
 /** `PUBLIC_BASE_URL` (decisions §13), defaulting to `http://localhost:<port>`, without a trailing slash. */
 export const publicBaseUrlOf = (env: NodeJS.ProcessEnv, port: number): string =>

@@ -2,35 +2,58 @@ import { hostname } from 'node:os';
 import { MongoClient, type Db } from 'mongodb';
 import { Gauge, type Registry } from 'prom-client';
 import { DEAD_LETTER_TOPIC, EVENTS_TOPIC, ensureTopics, makeKafkaBus, topicPlan, type KafkaBus } from '@docshare/event-bus/kafka';
-import { envReader, publicBaseUrlOf, type Logger } from '@docshare/http';
+import { z } from 'zod';
+import { intVar, listVar, optionalVar, publicBaseUrlOf, readConfig, stringVar, type Logger } from '@docshare/http';
 
-/** What every distributed service reads from its environment. */
+/** What every distributed service reads from its environment (besides its own variables). */
+export const COMMON_VARS = {
+  HOST: stringVar('0.0.0.0'),
+  MONGO_URL: stringVar(),
+  MONGO_COMMAND_DB: stringVar('docshare'),
+  MONGO_READ_DB: stringVar('docshare_read'),
+  KAFKA_BROKERS: listVar(),
+  KAFKA_EVENTS_TOPIC: stringVar(EVENTS_TOPIC),
+  KAFKA_DLQ_TOPIC: stringVar(DEAD_LETTER_TOPIC),
+  GATEWAY_PORT: intVar(8080),
+  PUBLIC_BASE_URL: optionalVar(),
+  /** Appended to consumer group names, so several docshare instances can share one Kafka. */
+  KAFKA_GROUP_SUFFIX: z.string().optional().transform((raw) => raw ?? ''),
+  KAFKA_EVENTS_PARTITIONS: intVar(6, 1),
+  /** How long a MongoDB operation waits for a reachable server before failing (a 503). */
+  MONGO_SERVER_SELECTION_TIMEOUT_MS: intVar(2_000, 100),
+  /** Connecting a socket to MongoDB, and the longest a sent operation waits for its answer (0: no limit). */
+  MONGO_CONNECT_TIMEOUT_MS: intVar(2_000, 100),
+  MONGO_SOCKET_TIMEOUT_MS: intVar(10_000, 0),
+  /** Consumer group session: also how long a restarted projector waits to get its partitions back. */
+  KAFKA_SESSION_TIMEOUT_MS: intVar(6_000, 6_000),
+  KAFKA_HEARTBEAT_INTERVAL_MS: intVar(1_000, 100),
+  /** Longest pause between kafkajs retries: how soon after Kafka returns publishing and consuming resume. */
+  KAFKA_RETRY_MAX_MS: intVar(1_000, 100),
+  /** Longest a read carrying a consistency token waits for its read model before answering as it is. */
+  CONSISTENCY_WAIT_MS: intVar(5_000, 0),
+};
+
+/** The common configuration of a distributed service, from `COMMON_VARS`; throws a ConfigError. */
 export const commonConfig = (env: NodeJS.ProcessEnv) => {
-  const e = envReader(env);
+  const v = readConfig(COMMON_VARS, env);
   return {
-    host: e.string('HOST', '0.0.0.0'),
-    mongoUrl: e.string('MONGO_URL'),
-    commandDb: e.string('MONGO_COMMAND_DB', 'docshare'),
-    readDb: e.string('MONGO_READ_DB', 'docshare_read'),
-    kafkaBrokers: e.string('KAFKA_BROKERS').split(',').map((b) => b.trim()).filter(Boolean),
-    eventsTopic: e.string('KAFKA_EVENTS_TOPIC', EVENTS_TOPIC),
-    deadLetterTopic: e.string('KAFKA_DLQ_TOPIC', DEAD_LETTER_TOPIC),
-    publicBaseUrl: publicBaseUrlOf(env, e.int('GATEWAY_PORT', 8080)),
-    /** Appended to consumer group names, so several docshare instances can share one Kafka. */
-    groupSuffix: e.string('KAFKA_GROUP_SUFFIX', ''),
-    eventsPartitions: e.int('KAFKA_EVENTS_PARTITIONS', 6, 1),
-    /** How long a MongoDB operation waits for a reachable server before failing (a 503). */
-    mongoServerSelectionTimeoutMs: e.int('MONGO_SERVER_SELECTION_TIMEOUT_MS', 2_000, 100),
-    /** Connecting a socket to MongoDB, and the longest a sent operation waits for its answer (0: no limit). */
-    mongoConnectTimeoutMs: e.int('MONGO_CONNECT_TIMEOUT_MS', 2_000, 100),
-    mongoSocketTimeoutMs: e.int('MONGO_SOCKET_TIMEOUT_MS', 10_000, 0),
-    /** Consumer group session: also how long a restarted projector waits to get its partitions back. */
-    kafkaSessionTimeoutMs: e.int('KAFKA_SESSION_TIMEOUT_MS', 6_000, 6_000),
-    kafkaHeartbeatIntervalMs: e.int('KAFKA_HEARTBEAT_INTERVAL_MS', 1_000, 100),
-    /** Longest pause between kafkajs retries: how soon after Kafka returns publishing and consuming resume. */
-    kafkaRetryMaxMs: e.int('KAFKA_RETRY_MAX_MS', 1_000, 100),
-    /** Longest a read carrying a consistency token waits for its read model before answering as it is. */
-    consistencyWaitMs: e.int('CONSISTENCY_WAIT_MS', 5_000, 0),
+    host: v.HOST,
+    mongoUrl: v.MONGO_URL,
+    commandDb: v.MONGO_COMMAND_DB,
+    readDb: v.MONGO_READ_DB,
+    kafkaBrokers: v.KAFKA_BROKERS,
+    eventsTopic: v.KAFKA_EVENTS_TOPIC,
+    deadLetterTopic: v.KAFKA_DLQ_TOPIC,
+    publicBaseUrl: publicBaseUrlOf(env, v.GATEWAY_PORT),
+    groupSuffix: v.KAFKA_GROUP_SUFFIX,
+    eventsPartitions: v.KAFKA_EVENTS_PARTITIONS,
+    mongoServerSelectionTimeoutMs: v.MONGO_SERVER_SELECTION_TIMEOUT_MS,
+    mongoConnectTimeoutMs: v.MONGO_CONNECT_TIMEOUT_MS,
+    mongoSocketTimeoutMs: v.MONGO_SOCKET_TIMEOUT_MS,
+    kafkaSessionTimeoutMs: v.KAFKA_SESSION_TIMEOUT_MS,
+    kafkaHeartbeatIntervalMs: v.KAFKA_HEARTBEAT_INTERVAL_MS,
+    kafkaRetryMaxMs: v.KAFKA_RETRY_MAX_MS,
+    consistencyWaitMs: v.CONSISTENCY_WAIT_MS,
   };
 };
 

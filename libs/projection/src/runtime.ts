@@ -6,23 +6,34 @@
  *
  * Its own entry point (@docshare/projection/runtime), so embedded mode never loads the drivers.
  */
-import { envReader, installLastResort, makeLogger, type ReadinessCheck } from '@docshare/http';
+import { configOrExit, HTTP_VARS, installLastResort, intVar, makeLogger, optionalVar, stringVar, type ReadinessCheck } from '@docshare/http';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
-import { commonConfig, connectMongo, ensureKafkaTopics, kafkaBus, registerConsumerLag } from './distributed.ts';
+import { COMMON_VARS, commonConfig, connectMongo, ensureKafkaTopics, kafkaBus, registerConsumerLag } from './distributed.ts';
 import { fencedByGeneration, perGeneration } from './fence.ts';
 import { makeMongoCheckpoints } from './consistency.ts';
 import { makeGenerationalReadStore } from './generations.ts';
 import { startProjectorService, type ProjectorService } from './service.ts';
 import type { ProjectorModule } from './module.ts';
 
-/** Starts `module` as its own service, configured by `env` (README: the services' environment). */
+/** Every variable a projector service reads (README: the services' environment)... */
+export const projectorVars = (module: ProjectorModule) => ({ ...COMMON_VARS, ...HTTP_VARS, PORT: intVar(module.port), LOG_LEVEL: optionalVar() });
+
+/** ...and those of the search projector besides. */
+export const SEARCH_VARS = {
+  ELASTICSEARCH_URL: stringVar(),
+  ELASTICSEARCH_ALIAS: stringVar('docshare-files'),
+  // A frozen or overloaded Elasticsearch fails a search within seconds (a 503), not after 30 s.
+  ELASTICSEARCH_REQUEST_TIMEOUT_MS: intVar(5_000, 1),
+  ELASTICSEARCH_MAX_RETRIES: intVar(1, 0),
+};
+
+/** Starts `module` as its own service, configured by `env`; a bad configuration exits with CONFIG_ERROR_EXIT_CODE. */
 export const runProjector = async (module: ProjectorModule, env: NodeJS.ProcessEnv = process.env): Promise<ProjectorService> => {
   const logger = makeLogger(module.name);
   installLastResort(logger);
-  const e = envReader(env);
+  const { PORT: port } = configOrExit(projectorVars(module), env, (message) => logger.fatal(message));
   const config = commonConfig(env);
-  const port = e.int('PORT', module.port);
   const context = { publicBaseUrl: config.publicBaseUrl, logger };
   const { client, db } = await connectMongo(config.mongoUrl, config.readDb, config);
   const ping = async (): Promise<void> => {
@@ -50,11 +61,10 @@ export const runProjector = async (module: ProjectorModule, env: NodeJS.ProcessE
         close: async () => {},
       };
     }
+    const search = configOrExit(SEARCH_VARS, env, (message) => logger.fatal(message));
     const index = await makeElasticsearchSearchIndex({
-      node: e.string('ELASTICSEARCH_URL'), alias: e.string('ELASTICSEARCH_ALIAS', 'docshare-files'),
-      // A frozen or overloaded Elasticsearch fails a search within seconds (a 503), not after 30 s.
-      requestTimeoutMs: e.int('ELASTICSEARCH_REQUEST_TIMEOUT_MS', 5_000, 1),
-      maxRetries: e.int('ELASTICSEARCH_MAX_RETRIES', 1, 0),
+      node: search.ELASTICSEARCH_URL, alias: search.ELASTICSEARCH_ALIAS,
+      requestTimeoutMs: search.ELASTICSEARCH_REQUEST_TIMEOUT_MS, maxRetries: search.ELASTICSEARCH_MAX_RETRIES,
     });
     return {
       // Writes go through the alias; the fence holds them while a rebuild swaps the index behind it.

@@ -1,5 +1,8 @@
 import { loadOrCreateSecret, makeTokens } from '@docshare/auth';
-import { closeServer, envReader, exitGracefully, httpLimitsOf, listen, makeLogger, makeOps, publicBaseUrlOf, trustProxyOf, installLastResort } from '@docshare/http';
+import {
+  closeServer, CONFIG_ERROR_EXIT_CODE, configOrExit, exitGracefully, HTTP_VARS, httpLimitsOf, installLastResort, intVar, listen, makeLogger, makeOps, optionalVar,
+  publicBaseUrlOf, stringVar, trustProxyOf,
+} from '@docshare/http';
 import { makeRateLimiter } from '@docshare/rate-limit';
 import { makeGateway } from './app.ts';
 import { httpUpstream } from './proxy.ts';
@@ -8,25 +11,46 @@ import { makeMemorySessionTokens, makeRedisSessionTokens } from './consistency.t
 const NAME = 'gateway';
 const logger = makeLogger(NAME);
 installLastResort(logger);
-const env = envReader(process.env);
-const port = env.int('PORT', 8080);
-const jwtSecret = env.optional('JWT_SECRET') ?? await loadOrCreateSecret(env.string('JWT_SECRET_FILE'));
-const points = env.int('RATE_LIMIT_POINTS', 30, 1);
-const windowSeconds = env.int('RATE_LIMIT_WINDOW_SECONDS', 60, 1);
-const redisUrl = env.optional('REDIS_URL');
+/** Everything the gateway can be told (README: the services' environment). */
+const GATEWAY_VARS = {
+  ...HTTP_VARS,
+  PORT: intVar(8080),
+  HOST: stringVar('0.0.0.0'),
+  LOG_LEVEL: optionalVar(),
+  PUBLIC_BASE_URL: optionalVar(),
+  JWT_SECRET: optionalVar(),
+  JWT_SECRET_FILE: optionalVar(),
+  JWT_TTL_SECONDS: intVar(86_400, 1),
+  RATE_LIMIT_POINTS: intVar(30, 1),
+  RATE_LIMIT_WINDOW_SECONDS: intVar(60, 1),
+  RATE_LIMIT_KEY_PREFIX: stringVar('docshare-rl'),
+  REDIS_URL: optionalVar(),
+  CONSISTENCY_KEY_PREFIX: optionalVar(),
+  TRUST_PROXY: optionalVar(),
+  DOCS_COMMAND_URL: stringVar('http://127.0.0.1:8081'),
+  STATS_URL: stringVar('http://127.0.0.1:8082'),
+  FILES_URL: stringVar('http://127.0.0.1:8083'),
+  SEARCH_URL: stringVar('http://127.0.0.1:8084'),
+};
+const env = configOrExit(GATEWAY_VARS, process.env, (message) => logger.fatal(message));
+const port = env.PORT;
+const secretFile = env.JWT_SECRET_FILE;
+if (env.JWT_SECRET === undefined && secretFile === undefined) {
+  logger.fatal('configuration: JWT_SECRET or JWT_SECRET_FILE is required');
+  process.exit(CONFIG_ERROR_EXIT_CODE);
+}
+const jwtSecret = env.JWT_SECRET ?? await loadOrCreateSecret(secretFile as string);
+const points = env.RATE_LIMIT_POINTS;
+const windowSeconds = env.RATE_LIMIT_WINDOW_SECONDS;
+const redisUrl = env.REDIS_URL;
 
-const rateLimitKeyPrefix = env.string('RATE_LIMIT_KEY_PREFIX', 'docshare-rl');
+const rateLimitKeyPrefix = env.RATE_LIMIT_KEY_PREFIX;
 const rateLimiter = makeRateLimiter({
   points, windowSeconds, redis: redisUrl ? { url: redisUrl } : undefined, logger, keyPrefix: rateLimitKeyPrefix,
 });
 // Instances that share a Redis keep apart by their rate-limit prefix already: the tokens follow it.
-const consistencyKeyPrefix = env.string('CONSISTENCY_KEY_PREFIX', `${rateLimitKeyPrefix}:ryw`);
-const upstreamUrls = {
-  docs: env.string('DOCS_COMMAND_URL', 'http://127.0.0.1:8081'),
-  stats: env.string('STATS_URL', 'http://127.0.0.1:8082'),
-  files: env.string('FILES_URL', 'http://127.0.0.1:8083'),
-  search: env.string('SEARCH_URL', 'http://127.0.0.1:8084'),
-};
+const consistencyKeyPrefix = env.CONSISTENCY_KEY_PREFIX ?? `${rateLimitKeyPrefix}:ryw`;
+const upstreamUrls = { docs: env.DOCS_COMMAND_URL, stats: env.STATS_URL, files: env.FILES_URL, search: env.SEARCH_URL };
 const upstreamReady = (url: string) => async (): Promise<void> => {
   const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) });
   if (!res.ok) throw new Error(`${url} answered ${res.status}`);
@@ -47,10 +71,10 @@ const ops = makeOps(NAME, {}, undefined, {
 const publicBaseUrl = publicBaseUrlOf(process.env, port);
 const httpLimits = httpLimitsOf(process.env);
 const app = makeGateway({
-  tokens: makeTokens(jwtSecret, env.int('JWT_TTL_SECONDS', 86_400, 1)),
+  tokens: makeTokens(jwtSecret, env.JWT_TTL_SECONDS),
   limiter: rateLimiter.limiter, rateLimitPoints: points, rateLimitWindowSeconds: windowSeconds,
   ops, logger, publicBaseUrl,
-  trustProxy: trustProxyOf(env.optional('TRUST_PROXY')),
+  trustProxy: trustProxyOf(env.TRUST_PROXY),
   requestTimeoutMs: httpLimits.requestTimeoutMs,
   sessions: rateLimiter.redis ? makeRedisSessionTokens(rateLimiter.redis, logger, consistencyKeyPrefix) : makeMemorySessionTokens(),
   upstreams: {
@@ -60,6 +84,6 @@ const app = makeGateway({
     search: httpUpstream(upstreamUrls.search, logger),
   },
 });
-const { server, port: bound } = await listen(app, port, env.string('HOST', '0.0.0.0'), httpLimits, logger);
+const { server, port: bound } = await listen(app, port, env.HOST, httpLimits, logger);
 logger.info({ port: bound, upstreams: upstreamUrls }, `${NAME} listening`);
 exitGracefully(logger, [() => closeServer(server), () => rateLimiter.close()]);

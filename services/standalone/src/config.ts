@@ -1,4 +1,4 @@
-import { httpLimitsOf, publicBaseUrlOf, trustProxyOf, type HttpLimits } from '@docshare/http';
+import { HTTP_VARS, httpLimitsOf, intVar, optionalVar, publicBaseUrlOf, readConfig, stringVar, trustProxyOf, type HttpLimits } from '@docshare/http';
 import { resolve } from 'node:path';
 
 /** Everything `npm start` can be told, from the environment (decisions §13). */
@@ -25,33 +25,45 @@ export interface EmbeddedConfig {
   blobSweepGraceSeconds: number;
 }
 
-const integer = (env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number => {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
-  return value;
+/** Everything `npm start` reads from its environment (decisions §13), as one schema. */
+export const EMBEDDED_VARS = {
+  ...HTTP_VARS,
+  PORT: intVar(8080, 0),
+  HOST: stringVar('0.0.0.0'),
+  PUBLIC_BASE_URL: optionalVar(),
+  DATA_DIR: stringVar('./data'),
+  RATE_LIMIT_POINTS: intVar(30, 1),
+  RATE_LIMIT_WINDOW_SECONDS: intVar(60, 1),
+  MAX_UPLOAD_BYTES: intVar(100 * 1024 * 1024, 1),
+  STORAGE_QUOTA_BYTES: intVar(1024 ** 3, 0),
+  JWT_SECRET: optionalVar(),
+  JWT_TTL_SECONDS: intVar(24 * 60 * 60, 1),
+  DOWNLOAD_URL_TTL_SECONDS: intVar(15 * 60, 1),
+  TRUST_PROXY: optionalVar(),
+  LOG_LEVEL: stringVar('info'),
+  BLOB_SWEEP_INTERVAL_SECONDS: intVar(60 * 60, 0),
+  BLOB_SWEEP_GRACE_SECONDS: intVar(60 * 60, 1),
 };
 
-/** The configuration of embedded mode; throws a clear error on a bad value. */
+/** The configuration of embedded mode; throws a ConfigError naming every bad value. */
 export const embeddedConfig = (env: NodeJS.ProcessEnv): EmbeddedConfig => {
-  const port = integer(env, 'PORT', 8080, 0);
+  const v = readConfig(EMBEDDED_VARS, env);
   return {
-    port,
-    host: env.HOST ?? '0.0.0.0',
-    publicBaseUrl: publicBaseUrlOf(env, port),
-    dataDir: resolve(env.DATA_DIR ?? './data'),
-    rateLimitPoints: integer(env, 'RATE_LIMIT_POINTS', 30, 1),
-    rateLimitWindowSeconds: integer(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1),
-    maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 100 * 1024 * 1024, 1),
-    storageQuotaBytes: integer(env, 'STORAGE_QUOTA_BYTES', 1024 ** 3, 0),
-    jwtSecret: env.JWT_SECRET || undefined,
-    jwtTtlSeconds: integer(env, 'JWT_TTL_SECONDS', 24 * 60 * 60, 1),
-    downloadUrlTtlSeconds: integer(env, 'DOWNLOAD_URL_TTL_SECONDS', 15 * 60, 1),
-    trustProxy: trustProxyOf(env.TRUST_PROXY),
-    logLevel: env.LOG_LEVEL ?? 'info',
+    port: v.PORT,
+    host: v.HOST,
+    publicBaseUrl: publicBaseUrlOf(env, v.PORT),
+    dataDir: resolve(v.DATA_DIR),
+    rateLimitPoints: v.RATE_LIMIT_POINTS,
+    rateLimitWindowSeconds: v.RATE_LIMIT_WINDOW_SECONDS,
+    maxUploadBytes: v.MAX_UPLOAD_BYTES,
+    storageQuotaBytes: v.STORAGE_QUOTA_BYTES,
+    jwtSecret: v.JWT_SECRET,
+    jwtTtlSeconds: v.JWT_TTL_SECONDS,
+    downloadUrlTtlSeconds: v.DOWNLOAD_URL_TTL_SECONDS,
+    trustProxy: trustProxyOf(v.TRUST_PROXY),
+    logLevel: v.LOG_LEVEL,
     http: httpLimitsOf(env),
-    blobSweepIntervalSeconds: integer(env, 'BLOB_SWEEP_INTERVAL_SECONDS', 60 * 60, 0),
-    blobSweepGraceSeconds: integer(env, 'BLOB_SWEEP_GRACE_SECONDS', 60 * 60, 1),
+    blobSweepIntervalSeconds: v.BLOB_SWEEP_INTERVAL_SECONDS,
+    blobSweepGraceSeconds: v.BLOB_SWEEP_GRACE_SECONDS,
   };
 };

@@ -15,28 +15,28 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { envReader, makeLogger } from '@docshare/http';
+import { configOrExit, intVar, makeLogger } from '@docshare/http';
 import { CONFIG_ERROR_EXIT_CODE, supervise } from './supervisor.ts';
 
 const NAME = 'docshare';
 const MAIN = join(import.meta.dirname, 'main.ts');
 const logger = makeLogger(NAME);
 
-let env: ReturnType<typeof envReader>;
-let policy;
-try {
-  env = envReader(process.env);
-  policy = {
-    initialDelayMs: env.int('SUPERVISOR_BACKOFF_MS', 250, 1),
-    maxDelayMs: env.int('SUPERVISOR_BACKOFF_MAX_MS', 30_000, 1),
-    stableMs: env.int('SUPERVISOR_STABLE_MS', 60_000, 0),
-    maxStartFailures: env.int('SUPERVISOR_MAX_START_FAILURES', 5, 1),
-    giveUpOnExitCodes: [CONFIG_ERROR_EXIT_CODE],
-  };
-} catch (err) {
-  logger.fatal({ err, component: 'supervisor' }, 'bad supervisor configuration');
-  process.exit(CONFIG_ERROR_EXIT_CODE);
-}
+/** The supervisor's own variables. */
+const SUPERVISOR_VARS = {
+  SUPERVISOR_BACKOFF_MS: intVar(250, 1),
+  SUPERVISOR_BACKOFF_MAX_MS: intVar(30_000, 1),
+  SUPERVISOR_STABLE_MS: intVar(60_000, 0),
+  SUPERVISOR_MAX_START_FAILURES: intVar(5, 1),
+};
+const vars = configOrExit(SUPERVISOR_VARS, process.env, (message) => logger.fatal({ component: 'supervisor' }, `bad supervisor configuration: ${message}`));
+const policy = {
+  initialDelayMs: vars.SUPERVISOR_BACKOFF_MS,
+  maxDelayMs: vars.SUPERVISOR_BACKOFF_MAX_MS,
+  stableMs: vars.SUPERVISOR_STABLE_MS,
+  maxStartFailures: vars.SUPERVISOR_MAX_START_FAILURES,
+  giveUpOnExitCodes: [CONFIG_ERROR_EXIT_CODE],
+};
 
 /** Resolves when the child says it listens. */
 const readiness = (child: ChildProcess): Promise<void> => new Promise((resolve) => {

@@ -11,7 +11,7 @@ import type { Logger } from '@docshare/http';
  * The exit code meaning "bad configuration" (EX_CONFIG of sysexits.h): a restart cannot help, so
  * a supervisor gives up at once and exits with it.
  */
-export const CONFIG_ERROR_EXIT_CODE = 78;
+export { CONFIG_ERROR_EXIT_CODE } from '@docshare/http';
 
 export interface RestartPolicy {
   /** Delay before the first restart; doubles with each restart in a row. */

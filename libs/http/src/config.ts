@@ -1,0 +1,85 @@
+import { z } from 'zod';
+
+/*
+ * Configuration from environment variables, one schema per service: a shape that maps each
+ * variable the service reads to how it is read (zod), so the schema is the list of what the
+ * service can be told. `readConfig` parses all of it at once and reports every bad or missing
+ * variable in one error; a service then exits with CONFIG_ERROR_EXIT_CODE, which supervisors
+ * take as "a restart cannot fix this".
+ */
+
+/** sysexits' EX_CONFIG: the exit code of a process whose configuration is wrong. */
+export const CONFIG_ERROR_EXIT_CODE = 78;
+
+/** Every problem of a configuration, one per line. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`configuration: ${problems.join('; ')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+const present = (raw: string | undefined): raw is string => raw !== undefined && raw.trim() !== '';
+
+/** An integer at least `min`; absent or empty: `fallback`. */
+export const intVar = (fallback: number, min = 0) => z.string().optional().transform((raw, ctx) => {
+  if (!present(raw)) return fallback;
+  const value = Number(raw);
+  if (Number.isSafeInteger(value) && value >= min) return value;
+  ctx.addIssue({ code: 'custom', message: `must be an integer >= ${min}, got "${raw}"` });
+  return z.NEVER;
+});
+
+/** A text; absent or empty: `fallback`, or required without one. */
+export const stringVar = (fallback?: string) => z.string().optional().transform((raw, ctx) => {
+  if (present(raw)) return raw;
+  if (fallback !== undefined) return fallback;
+  ctx.addIssue({ code: 'custom', message: 'is required' });
+  return z.NEVER;
+});
+
+/** A text that may be absent (empty counts as absent). */
+export const optionalVar = () => z.string().optional().transform((raw) => (present(raw) ? raw : undefined));
+
+/** A comma-separated list (e.g. KAFKA_BROKERS), at least one entry. */
+export const listVar = () => z.string().optional().transform((raw, ctx) => {
+  const items = (raw ?? '').split(',').map((item) => item.trim()).filter((item) => item !== '');
+  if (items.length > 0) return items;
+  ctx.addIssue({ code: 'custom', message: 'is required (a comma-separated list)' });
+  return z.NEVER;
+});
+
+/** Reads every variable of `shape` from `env`; throws a ConfigError naming each bad or missing one. */
+export const readConfig = <S extends z.ZodRawShape>(shape: S, env: NodeJS.ProcessEnv): z.output<z.ZodObject<S>> => {
+  const result = z.object(shape).safeParse(env);
+  if (result.success) return result.data;
+  throw new ConfigError(result.error.issues.map((issue) => `${issue.path.map(String).join('.')} ${issue.message}`));
+};
+
+/**
+ * readConfig for a service's main: a bad configuration is logged (or printed) and the process
+ * exits with CONFIG_ERROR_EXIT_CODE instead of crashing into a restart loop.
+ */
+export const configOrExit = <S extends z.ZodRawShape>(
+  shape: S, env: NodeJS.ProcessEnv, log: (message: string) => void = (message) => process.stderr.write(`${message}\n`),
+): z.output<z.ZodObject<S>> => {
+  try {
+    return readConfig(shape, env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    log(error.message);
+    process.exit(CONFIG_ERROR_EXIT_CODE);
+  }
+};
+
+/**
+ * One variable at a time, through the same parsers (docs-command's main until it has its schema).
+ * @deprecated declare the service's variables as one shape and call readConfig/configOrExit.
+ */
+export const envReader = (env: NodeJS.ProcessEnv) => ({
+  string: (name: string, fallback?: string): string => readConfig({ [name]: stringVar(fallback) }, env)[name] as string,
+  optional: (name: string): string | undefined => readConfig({ [name]: optionalVar() }, env)[name] as string | undefined,
+  int: (name: string, fallback: number, min = 0): number => readConfig({ [name]: intVar(fallback, min) }, env)[name] as number,
+});
