@@ -56,7 +56,6 @@ const services = await startServices({
     ELASTICSEARCH_ALIAS: `docshare-files-${ns}`,
     MINIO_BUCKET: `docshare-${ns}`,
     RATE_LIMIT_KEY_PREFIX: `docshare-rl-${ns}`,
-    SPOOL_DIR: join(dataDir, 'spool'),
   },
   output: 'inherit',
   pidDir,

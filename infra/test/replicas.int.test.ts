@@ -45,7 +45,7 @@ describe('two replicas of every service, two gateways', { skip: TARGET !== 'dist
       const [gatewayPort, ...servicePorts] = await freePorts(5);
       const services = await startServices({
         serverEnv: {}, gatewayPort: gatewayPort!, servicePorts, publicBaseUrl: `http://127.0.0.1:${gatewayPort}`, jwtSecret,
-        extraEnv: { ...extraEnv, SPOOL_DIR: join(dir, `spool-${r}`), INSTANCE_ID: `replica-${r}` },
+        extraEnv: { ...extraEnv, INSTANCE_ID: `replica-${r}` },
         output: () => {},
       });
       replicas.push(services);

@@ -3,7 +3,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { after, before, describe, it } from 'node:test';
-import { RangeNotSatisfiable } from './port.ts';
+import { BlobTooLarge, RangeNotSatisfiable } from './port.ts';
 import type { BlobStore } from './port.ts';
 
 /** The behaviour every BlobStore adapter must show; `make` gives a ready store (called once). */
@@ -123,6 +123,123 @@ export const blobStoreContract = (name: string, make: () => Promise<BlobStore>) 
         await assert.rejects(store.put(key, Readable.from([Buffer.from('short')]), 100, 'text/html'));
         assert.deepEqual(await read(key), Buffer.from('keep me'));
         assert.deepEqual(await store.stat(key), { size: 7, contentType: 'text/plain' });
+      });
+    });
+
+    describe('puts of unknown size (the length is known only once the body ends)', () => {
+      // Uneven chunks, so parts never line up with them.
+      const chunked = (bytes: Buffer, step = 70_001): Readable => {
+        const chunks: Buffer[] = [];
+        for (let at = 0; at < bytes.length; at += step) chunks.push(bytes.subarray(at, at + step));
+        return Readable.from(chunks);
+      };
+      // An endless body, made as it is read; `pulled` counts the bytes handed out.
+      const endless = (): { body: Readable; pulled: () => number } => {
+        let pulled = 0;
+        const body = new Readable({
+          read() {
+            pulled += 64 * 1024;
+            this.push(Buffer.alloc(64 * 1024, 9));
+          },
+        });
+        return { body, pulled: () => pulled };
+      };
+
+      it('a put with a declared size resolves with the count stored', async () => {
+        const key = newKey();
+        assert.equal(await store.put(key, Readable.from([Buffer.from('twelve bytes')]), 12, 'text/plain'), 12);
+      });
+
+      it('stores a small body and resolves with its count', async () => {
+        const key = newKey();
+        const bytes = Buffer.from('unknown length, known at the end\n');
+        assert.equal(await store.put(key, Readable.from([bytes.subarray(0, 7), bytes.subarray(7)]), undefined, 'text/plain'), bytes.length);
+        assert.deepEqual(await read(key), bytes);
+        assert.deepEqual(await store.stat(key), { size: bytes.length, contentType: 'text/plain' });
+      });
+
+      it('stores an empty body', async () => {
+        const key = newKey();
+        assert.equal(await store.put(key, Readable.from([]), undefined, 'application/octet-stream'), 0);
+        assert.deepEqual(await store.stat(key), { size: 0, contentType: 'application/octet-stream' });
+      });
+
+      it('stores ~12 MB of random binary intact, with ranges after, and leaves the source\'s buffers as they were', async () => {
+        const key = newKey();
+        const bytes = randomBytes(12 * 1024 * 1024 + 4321);
+        const want = sha256(bytes);
+        assert.equal(await store.put(key, chunked(bytes), undefined, 'application/pdf', { maxBytes: bytes.length }), bytes.length);
+        assert.equal(sha256(bytes), want, 'the body\'s chunks are read, never written into');
+        const back = await read(key);
+        assert.ok(back);
+        assert.equal(sha256(back), want);
+        // One chunk far larger than a part.
+        const whole = newKey();
+        assert.equal(await store.put(whole, Readable.from([bytes]), undefined, 'application/pdf'), bytes.length);
+        assert.equal(sha256(bytes), want);
+        assert.equal(sha256((await read(whole))!), want);
+        const tail = await store.get(key, { start: bytes.length - 5, end: bytes.length + 5 });
+        assert.ok(tail);
+        assert.deepEqual(tail.range, { start: bytes.length - 5, end: bytes.length - 1 });
+        assert.deepEqual(await buffer(tail.body), bytes.subarray(-5));
+      });
+
+      it('a body that fails midway stores nothing, small or large', async () => {
+        for (const length of [1000, 6 * 1024 * 1024]) {
+          const key = newKey();
+          await assert.rejects(store.put(key, failingBody(randomBytes(length)), undefined, 'text/plain'), /connection reset/);
+          await assertAbsent(key);
+        }
+      });
+
+      it('a failed put over an existing blob keeps it', async () => {
+        const key = newKey();
+        await store.put(key, Readable.from([Buffer.from('keep me')]), undefined, 'text/plain');
+        await assert.rejects(store.put(key, failingBody(randomBytes(6 * 1024 * 1024)), undefined, 'text/html'));
+        await assert.rejects(store.put(key, chunked(randomBytes(3000)), undefined, 'text/html', { maxBytes: 2999 }), BlobTooLarge);
+        assert.deepEqual(await read(key), Buffer.from('keep me'));
+        assert.deepEqual(await store.stat(key), { size: 7, contentType: 'text/plain' });
+      });
+
+      it('maxBytes: exactly the limit is stored, one byte more is refused with BlobTooLarge and stores nothing', async () => {
+        const ok = newKey();
+        const bytes = randomBytes(100_000);
+        assert.equal(await store.put(ok, chunked(bytes, 9_999), undefined, 'text/plain', { maxBytes: 100_000 }), 100_000);
+        assert.deepEqual(await read(ok), bytes);
+        for (const length of [100_001, 7 * 1024 * 1024]) {
+          const over = newKey();
+          await assert.rejects(store.put(over, chunked(randomBytes(length)), undefined, 'text/plain', { maxBytes: 100_000 }), (err: unknown) => {
+            assert.ok(err instanceof BlobTooLarge, String(err));
+            assert.equal(err.maxBytes, 100_000);
+            return true;
+          });
+          await assertAbsent(over);
+        }
+      });
+
+      it('maxBytes stops reading an endless body soon after the limit, and releases it', async () => {
+        const key = newKey();
+        const { body, pulled } = endless();
+        const maxBytes = 6 * 1024 * 1024;
+        await assert.rejects(store.put(key, body, undefined, 'application/octet-stream', { maxBytes }), BlobTooLarge);
+        assert.ok(body.destroyed, 'the refused body is released');
+        assert.ok(pulled() < maxBytes + 2 * 1024 * 1024, `read ${pulled()} bytes for a limit of ${maxBytes}`);
+        await assertAbsent(key);
+      });
+
+      it('a declared size over maxBytes is refused before anything is read', async () => {
+        const key = newKey();
+        const { body, pulled } = endless();
+        await assert.rejects(store.put(key, body, 2000, 'text/plain', { maxBytes: 1000 }), BlobTooLarge);
+        assert.ok(body.destroyed);
+        assert.equal(pulled(), 0);
+        await assertAbsent(key);
+      });
+
+      it('a declared size within maxBytes is still checked against the body', async () => {
+        const key = newKey();
+        await assert.rejects(store.put(key, Readable.from([Buffer.from('abcdef')]), 4, 'text/plain', { maxBytes: 10 }));
+        await assertAbsent(key);
       });
     });
 

@@ -4,8 +4,8 @@ import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { RangeNotSatisfiable } from './port.ts';
-import type { BlobEntry, BlobInfo, BlobStore, BlobStream, ByteRange } from './port.ts';
-import { checkKey, checkRange, checkSize, isKey, toBytes, tooLong, tooShort } from './validate.ts';
+import type { BlobEntry, BlobInfo, BlobStore, BlobStream, ByteRange, PutOptions } from './port.ts';
+import { byteCounter, checkKey, checkPutSize, checkRange, isKey, toBytes } from './validate.ts';
 
 /*
  * On-disk layout, under `dir`:
@@ -16,13 +16,23 @@ import { checkKey, checkRange, checkSize, isKey, toBytes, tooLong, tooShort } fr
  * single rename publishes data and metadata together: there is no crash window where the new
  * bytes sit beside the old content type. Header = "DSB1" + uint32 BE length + JSON
  * {size, contentType}; the blob's bytes follow it. `size` is redundant with the file length and
- * is kept to catch a damaged file instead of serving it.
+ * is kept to catch a damaged file instead of serving it. It is written padded with spaces to a
+ * fixed width (valid JSON), so a put whose size is known only at the end writes the bytes after
+ * a placeholder header and then the real header over it, in place.
  */
 
 const MAGIC = Buffer.from('DSB1', 'latin1');
 const PREFIX_LEN = MAGIC.length + 4;
 // A sane cap so a damaged length field cannot make us allocate gigabytes.
 const MAX_HEADER_JSON = 64 * 1024;
+// Digits of Number.MAX_SAFE_INTEGER: the width of the header's size field.
+const SIZE_WIDTH = 16;
+// Bytes gathered from the body before one write (writev) goes out; one batch is written while the next is read.
+const WRITE_BATCH_BYTES = 1024 * 1024;
+// ...or chunks (one writev takes a bounded number of buffers).
+const WRITE_BATCH_CHUNKS = 256;
+// Bytes per read of a blob being served: fewer, larger reads than the stream default of 64 KiB.
+const READ_CHUNK_BYTES = 256 * 1024;
 
 interface Header { size: number; contentType: string; dataStart: number }
 
@@ -44,31 +54,52 @@ export async function makeFsBlobStore(dir: string): Promise<BlobStore> {
   };
 
   return {
-    async put(key: string, body: Readable, size: number, contentType: string): Promise<void> {
+    async put(key: string, body: Readable, size: number | undefined, contentType: string, options: PutOptions = {}): Promise<number> {
       let tmp: string | undefined;
       let handle: FileHandle | undefined;
+      // The batch being written while the next one is read: settled before the handle closes.
+      let writing: Promise<void> | undefined;
       try {
         const { shardDir, file } = pathOf(key);
-        checkSize(size);
+        checkPutSize(key, size, options.maxBytes);
         if (typeof contentType !== 'string') throw new TypeError('blob content type must be a string');
-        const header = encodeHeader(size, contentType);
+        const counter = byteCounter(key, size, options.maxBytes);
+        // The header's size field has a fixed width, so the header written once the size is known
+        // (the body may not declare one) takes exactly the room left for it.
+        const headerLength = encodeHeader(0, contentType).length;
         tmp = join(tmpDir, randomUUID());
         handle = await open(tmp, 'wx');
-        await writeFully(handle, header, 0);
-        let position = header.length;
-        let count = 0;
-        // Awaiting each write before pulling the next chunk is the backpressure: at most the
-        // source's highWaterMark plus one chunk is ever held in memory, whatever the blob size.
+        const out = handle;
+        let position = headerLength;
+        let batch: Buffer[] = [];
+        let batchBytes = 0;
+        // One batch is written while the next is read: reading and writing overlap, and memory
+        // holds at most two batches plus the source's own buffer, whatever the blob size. Awaiting
+        // the previous write before starting the next is the backpressure on the body.
+        const flush = async (): Promise<void> => {
+          const chunks = batch;
+          const at = position;
+          position += batchBytes;
+          batch = [];
+          batchBytes = 0;
+          if (writing !== undefined) await writing;
+          writing = writevFully(out, chunks, at);
+          writing.catch(() => {}); // awaited by the next flush, the end, or the cleanup
+        };
         for await (const raw of body) {
           const chunk = toBytes(raw);
-          count += chunk.length;
-          if (count > size) throw tooLong(key, size);
-          await writeFully(handle, chunk, position);
-          position += chunk.length;
+          counter.add(chunk.length);
+          if (chunk.length === 0) continue;
+          batch.push(chunk);
+          batchBytes += chunk.length;
+          if (batchBytes >= WRITE_BATCH_BYTES || batch.length >= WRITE_BATCH_CHUNKS) await flush();
         }
-        if (count !== size) throw tooShort(key, count, size);
-        await handle.sync();
-        await handle.close();
+        const count = counter.end();
+        if (batchBytes > 0) await flush();
+        await writing;
+        await writeFully(out, encodeHeader(count, contentType), 0);
+        await out.sync();
+        await out.close();
         handle = undefined;
         // The shard dir may be new: its entry in blobs/ must be durable before the blob in it is.
         const created = await mkdir(shardDir, { recursive: true });
@@ -76,9 +107,11 @@ export async function makeFsBlobStore(dir: string): Promise<BlobStore> {
         await rename(tmp, file);
         tmp = undefined;
         await fsyncDir(shardDir);
+        return count;
       } catch (err) {
         // The caller handed the body over; a rejected put must not leave it half read and paused.
         body.destroy();
+        await writing?.catch(() => {});
         await handle?.close().catch(() => {});
         if (tmp !== undefined) await unlink(tmp).catch(() => {});
         throw err;
@@ -96,11 +129,11 @@ export async function makeFsBlobStore(dir: string): Promise<BlobStore> {
         const header = await readHeader(handle, file);
         const { size, contentType, dataStart } = header;
         if (range === undefined) {
-          return { size, contentType, body: handle.createReadStream({ start: dataStart }) };
+          return { size, contentType, body: handle.createReadStream({ start: dataStart, highWaterMark: READ_CHUNK_BYTES }) };
         }
         if (range.start >= size) throw new RangeNotSatisfiable(size);
         const served = { start: range.start, end: Math.min(range.end, size - 1) };
-        const body = handle.createReadStream({ start: dataStart + served.start, end: dataStart + served.end });
+        const body = handle.createReadStream({ start: dataStart + served.start, end: dataStart + served.end, highWaterMark: READ_CHUNK_BYTES });
         return { size, contentType, body, range: served };
       } catch (err) {
         await handle.close().catch(() => {});
@@ -158,7 +191,7 @@ async function readdirIfExists(dir: string): Promise<string[]> {
 }
 
 function encodeHeader(size: number, contentType: string): Buffer {
-  const json = Buffer.from(JSON.stringify({ size, contentType }), 'utf8');
+  const json = Buffer.from(`{"size":${String(size).padEnd(SIZE_WIDTH)},"contentType":${JSON.stringify(contentType)}}`, 'utf8');
   if (json.length > MAX_HEADER_JSON) throw new TypeError('blob content type is too long');
   const prefix = Buffer.alloc(PREFIX_LEN);
   MAGIC.copy(prefix, 0);
@@ -188,6 +221,22 @@ async function readHeader(handle: FileHandle, file: string): Promise<Header> {
   const { size: fileSize } = await handle.stat();
   if (fileSize - dataStart !== size) throw damaged(`holds ${fileSize - dataStart} bytes, header says ${size}`);
   return { size, contentType, dataStart };
+}
+
+async function writevFully(handle: FileHandle, chunks: Buffer[], position: number): Promise<void> {
+  let rest = chunks;
+  let at = position;
+  while (rest.length > 0) {
+    const { bytesWritten } = await handle.writev(rest, at);
+    at += bytesWritten;
+    // A short write: drop what went out, keep the rest of the chunk it ended in.
+    let skip = bytesWritten;
+    while (rest.length > 0 && skip >= rest[0]!.length) {
+      skip -= rest[0]!.length;
+      rest = rest.slice(1);
+    }
+    if (skip > 0) rest = [rest[0]!.subarray(skip), ...rest.slice(1)];
+  }
 }
 
 async function writeFully(handle: FileHandle, bytes: Uint8Array, position: number): Promise<void> {

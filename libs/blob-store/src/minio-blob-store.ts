@@ -3,9 +3,9 @@ import http, { type ClientRequest, type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
 import { Client } from 'minio';
-import { RangeNotSatisfiable } from './port.ts';
-import type { BlobEntry, BlobInfo, BlobStore, BlobStream, ByteRange } from './port.ts';
-import { checkKey, checkRange, checkSize, isKey, toBytes, tooLong, tooShort } from './validate.ts';
+import { BlobTooLarge, RangeNotSatisfiable } from './port.ts';
+import type { BlobEntry, BlobInfo, BlobStore, BlobStream, ByteRange, PresignOptions, PutOptions } from './port.ts';
+import { byteCounter, checkKey, checkPutSize, checkRange, isKey, toBytes } from './validate.ts';
 
 /*
  * One bucket, one object per blob, named by the blob key itself (keys are server-made and already
@@ -14,22 +14,29 @@ import { checkKey, checkRange, checkSize, isKey, toBytes, tooLong, tooShort } fr
  *
  * Puts never hand the caller's stream to minio-js: `putObject(stream)` does not check the byte
  * count against `size` (a short or long body would be stored as is), leaves the upload hanging
- * when the source stream errors during a multipart upload, never aborts a failed multipart upload
- * and resumes any earlier incomplete upload of the same key. Instead the body is read here,
- * counted, and cut into parts of `partSize` bytes:
- *   - size ≤ partSize: read into one buffer, checked, then sent as one PUT;
- *   - larger: a multipart upload, one part in memory at a time, completed only once exactly
- *     `size` bytes have arrived, aborted on any failure.
+ * when the source stream errors during a multipart upload, never aborts a failed multipart upload,
+ * resumes any earlier incomplete upload of the same key, and with an unknown size picks parts of
+ * 5 TiB / 10 000 (over 500 MiB each, held in memory). Instead the body is read here, counted, and
+ * cut into parts of `partSize` bytes, whether its size is declared or not:
+ *   - a body that fits in one part (declared ≤ partSize, or ending before partSize bytes arrived):
+ *     read into one buffer, checked, then sent as one PUT;
+ *   - larger: a multipart upload. Parts are filled from the body and sent as they fill, up to
+ *     `partsInFlight` at a time while the next one is read (reading the client and writing to the
+ *     store overlap); completed only once the body has ended with the right count; aborted on any
+ *     failure.
  * Either way the object under `key` appears (or is replaced) only when the whole body was right:
- * a failed put leaves the previous object, or nothing, under the key. Memory held per put is one
- * part (≤ partSize) plus the stream's own buffering.
+ * a failed put leaves the previous object, or nothing, under the key. Memory held per put is at
+ * most `partsInFlight + 1` parts plus the stream's own buffering, whatever the blob's size.
  */
 
 // Header-safe: visible ASCII and spaces, bounded.
 const CONTENT_TYPE = /^[\x20-\x7e]{1,1024}$/;
 const MIN_PART = 5 * 1024 * 1024;
-const DEFAULT_PART = 16 * 1024 * 1024;
+const DEFAULT_PART = 8 * 1024 * 1024;
+const DEFAULT_PARTS_IN_FLIGHT = 2;
 const MAX_PARTS = 10_000;
+// S3's longest presigned URL: 7 days.
+const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
 // How often `get` retries when the object changes between a failed ranged read and the stat
 // that explains it.
 const RANGE_RETRIES = 3;
@@ -40,8 +47,15 @@ export interface MinioBlobStoreOptions {
   accessKey: string;
   secretKey: string;
   bucket: string;
-  /** Bytes per multipart part, and the largest blob sent as a single PUT. Default 16 MiB, min 5 MiB. */
+  /** Bytes per multipart part, and the largest blob sent as a single PUT. Default 8 MiB, min 5 MiB. */
   partSize?: number;
+  /** Parts of one put being sent at once while the next is read from the body. Default 2. */
+  partsInFlight?: number;
+  /**
+   * The store's address as clients reach it (`http(s)://host[:port]`, e.g. BLOB_PUBLIC_URL), when
+   * they can: enables `presignGet`, URLs signed for that host. Unset: no `presignGet`.
+   */
+  publicEndPoint?: string;
   /** The bucket's region; default: asked from the server (MinIO answers us-east-1). */
   region?: string;
   /**
@@ -76,7 +90,12 @@ export async function makeMinioBlobStore(options: MinioBlobStoreOptions): Promis
   if (!Number.isSafeInteger(partSize) || partSize < MIN_PART) {
     throw new RangeError(`partSize must be an integer of at least ${MIN_PART} bytes, got ${partSize}`);
   }
+  const partsInFlight = options.partsInFlight ?? DEFAULT_PARTS_IN_FLIGHT;
+  if (!Number.isSafeInteger(partsInFlight) || partsInFlight < 1) {
+    throw new RangeError(`partsInFlight must be a positive integer, got ${partsInFlight}`);
+  }
   const endPoint = parseEndPoint(options.endPoint);
+  const publicEndPoint = options.publicEndPoint === undefined ? undefined : parseEndPoint(options.publicEndPoint);
   const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
   if (!Number.isSafeInteger(requestTimeoutMs) || requestTimeoutMs < 1) {
     throw new RangeError(`requestTimeoutMs must be a positive integer, got ${requestTimeoutMs}`);
@@ -91,66 +110,105 @@ export async function makeMinioBlobStore(options: MinioBlobStoreOptions): Promis
   });
   await ensureBucket(client, bucket, options.region);
 
-  const putWhole = async (key: string, body: Readable, size: number, headers: Record<string, string>): Promise<void> => {
-    const bytes = Buffer.allocUnsafe(size);
-    let filled = 0;
-    for await (const raw of body) {
-      const chunk = toBytes(raw);
-      if (filled + chunk.length > size) throw tooLong(key, size);
-      bytes.set(chunk, filled);
-      filled += chunk.length;
-    }
-    if (filled !== size) throw tooShort(key, filled, size);
-    // A Buffer goes out with its Content-Length and a checksum of exactly these bytes.
-    await client.putObject(bucket, key, bytes, size, headers);
-  };
+  // Content-MD5 only where the payload is not signed: over http minio-js signs each body's
+  // SHA-256 (x-amz-content-sha256), which the server checks; over https it sends UNSIGNED-PAYLOAD.
+  const md5Needed = endPoint.useSSL;
 
-  const putParts = async (key: string, body: Readable, size: number, headers: Record<string, string>): Promise<void> => {
-    // S3 allows 10 000 parts: a blob too large for that many parts of `partSize` gets larger parts.
-    const part = Math.max(partSize, Math.ceil(size / MAX_PARTS));
+  /**
+   * Streams `body` to `key` in parts (see the top of this file); resolves with the byte count.
+   * `limit` is the most bytes the body may carry (its declared size, or maxBytes), if any.
+   */
+  const putBody = async (
+    key: string, body: Readable, size: number | undefined, maxBytes: number | undefined, limit: number | undefined,
+    headers: Record<string, string>,
+  ): Promise<number> => {
+    // S3 allows 10 000 parts: a blob that may be too large for that many parts of `partSize` gets larger parts.
+    const part = Math.max(partSize, limit === undefined ? 0 : Math.ceil(limit / MAX_PARTS));
+    const reader = partReader(body, byteCounter(key, size, maxBytes));
+    // The first part: a declared size that fits one part is read into a buffer of exactly that
+    // size, a larger one into a part buffer; a body of unknown size is gathered as it comes, so a
+    // small upload (or a slow one) never holds a whole part's worth of memory.
+    let first: Buffer;
+    let firstFilled: number;
+    if (size === undefined) {
+      const chunks = await reader.gather(part);
+      firstFilled = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
+      // A copy: the buffer becomes a reusable part buffer, and the source's chunks are not ours to write into.
+      first = Buffer.concat(chunks, firstFilled);
+    } else {
+      first = Buffer.allocUnsafe(Math.min(size, part));
+      firstFilled = await reader.fill(first);
+    }
+    if (firstFilled < first.length || await reader.ended()) {
+      const count = reader.end();
+      // A Buffer goes out with its Content-Length and a checksum of exactly these bytes.
+      await client.putObject(bucket, key, first.subarray(0, firstFilled), count, headers);
+      return count;
+    }
+
     const uploadId = await client.initiateNewMultipartUpload(bucket, key, headers);
+    const etags: { part: number; etag: string }[] = [];
+    const inFlight = new Set<Promise<void>>();
+    // Buffers whose part has been sent, ready to be filled again: at most partsInFlight + 1 exist.
+    const spare: Buffer[] = [];
+    let failure: { error: unknown } | undefined;
+    let parts = 0;
+    const send = (buf: Buffer, length: number): void => {
+      const partNumber = ++parts;
+      if (partNumber > MAX_PARTS) throw new BlobTooLarge(key, MAX_PARTS * part);
+      const bytes = buf.subarray(0, length);
+      const partHeaders: Record<string, string> = md5Needed ? { 'Content-MD5': createHash('md5').update(bytes).digest('base64') } : {};
+      const sent: Promise<void> = client.uploadPart({ bucketName: bucket, objectName: key, uploadID: uploadId, partNumber, headers: partHeaders }, bytes)
+        .then(({ etag }) => { etags.push({ part: partNumber, etag }); }, (error: unknown) => {
+          failure ??= { error };
+          // Stop reading the body at once: the put has failed.
+          body.destroy();
+        })
+        .finally(() => {
+          inFlight.delete(sent);
+          spare.push(buf);
+        });
+      inFlight.add(sent);
+    };
     try {
-      const etags: { part: number; etag: string }[] = [];
-      // One buffer, refilled for each part once the previous one is acknowledged: the memory
-      // bound, and the backpressure on the body (nothing is read while a part is in flight).
-      const buf = Buffer.allocUnsafe(Math.min(part, size));
-      let filled = 0;
-      let total = 0;
-      const send = async (bytes: Buffer): Promise<void> => {
-        const partNumber = etags.length + 1;
-        const md5 = createHash('md5').update(bytes).digest('base64');
-        const { etag } = await client.uploadPart(
-          { bucketName: bucket, objectName: key, uploadID: uploadId, partNumber, headers: { 'Content-MD5': md5 } },
-          bytes,
-        );
-        etags.push({ part: partNumber, etag });
-      };
-      for await (const raw of body) {
-        let chunk = toBytes(raw);
-        total += chunk.length;
-        if (total > size) throw tooLong(key, size);
-        while (chunk.length > 0) {
-          const n = Math.min(chunk.length, buf.length - filled);
-          buf.set(chunk.subarray(0, n), filled);
-          filled += n;
-          chunk = chunk.subarray(n);
-          if (filled === buf.length) {
-            await send(buf);
-            filled = 0;
-          }
-        }
+      send(first, firstFilled);
+      for (let last = false; !last;) {
+        // Backpressure: nothing more is read while partsInFlight parts are being sent.
+        while (inFlight.size >= partsInFlight) await Promise.race(inFlight);
+        if (failure) throw failure.error;
+        const buf = spare.pop() ?? Buffer.allocUnsafe(part);
+        const filled = await reader.fill(buf);
+        last = filled < buf.length || await reader.ended();
+        if (filled > 0) send(buf, filled);
+        else spare.push(buf);
       }
-      if (total !== size) throw tooShort(key, total, size);
-      if (filled > 0) await send(buf.subarray(0, filled));
+      const count = reader.end();
+      await Promise.all(inFlight);
+      if (failure) throw failure.error;
+      etags.sort((a, b) => a.part - b.part);
       // Only this request makes the object visible (replacing any previous one at once).
       await client.completeMultipartUpload(bucket, key, uploadId, etags);
+      return count;
     } catch (err) {
-      // Parts of an aborted upload are dropped; should the abort itself fail, they are never
-      // visible as an object and the server's stale-upload cleanup removes them later.
+      // A part's own failure explains the body destroyed after it.
+      const cause = failure ? failure.error : err;
+      // Parts still in flight settle before the abort, so none lands after it. Parts of an aborted
+      // upload are dropped; should the abort itself fail, they are never visible as an object and
+      // the server's stale-upload cleanup removes them later.
+      await Promise.allSettled(inFlight);
       await client.abortMultipartUpload(bucket, key, uploadId).catch(() => {});
-      throw err;
+      throw cause;
     }
   };
+
+  const publicClient = publicEndPoint === undefined ? undefined : new Client({
+    ...publicEndPoint,
+    accessKey,
+    secretKey,
+    // Signing for the public host needs the region; asking that host for it may not even be
+    // possible from here, so the region comes from the store's own client.
+    region: options.region ?? await client.getBucketRegionAsync(bucket),
+  });
 
   const stat = async (key: string): Promise<BlobInfo | null> => {
     checkKey(key);
@@ -161,16 +219,14 @@ export async function makeMinioBlobStore(options: MinioBlobStoreOptions): Promis
   };
 
   return {
-    async put(key: string, body: Readable, size: number, contentType: string): Promise<void> {
+    async put(key: string, body: Readable, size: number | undefined, contentType: string, options: PutOptions = {}): Promise<number> {
       try {
         checkKey(key);
-        checkSize(size);
+        const limit = checkPutSize(key, size, options.maxBytes);
         if (typeof contentType !== 'string' || !CONTENT_TYPE.test(contentType)) {
           throw new TypeError(`blob content type must be 1-1024 printable ASCII characters, got ${JSON.stringify(contentType)}`);
         }
-        const headers = { 'Content-Type': contentType };
-        if (size <= partSize) await putWhole(key, body, size, headers);
-        else await putParts(key, body, size, headers);
+        return await putBody(key, body, size, options.maxBytes, limit, { 'Content-Type': contentType });
       } catch (err) {
         // The caller handed the body over; a rejected put must not leave it half read and paused.
         body.destroy();
@@ -238,6 +294,77 @@ export async function makeMinioBlobStore(options: MinioBlobStoreOptions): Promis
         if (typeof name === 'string' && isKey(name) && lastModified instanceof Date) yield { key: name, lastModified };
       }
     },
+
+    ...(publicClient === undefined ? {} : {
+      async presignGet(key: string, presign: PresignOptions): Promise<string> {
+        checkKey(key);
+        const { expiresInSeconds, contentDisposition, cacheControl } = presign;
+        if (!Number.isSafeInteger(expiresInSeconds) || expiresInSeconds < 1) {
+          throw new RangeError(`expiresInSeconds must be a positive integer, got ${expiresInSeconds}`);
+        }
+        const answer: Record<string, string> = {};
+        if (contentDisposition !== undefined) answer['response-content-disposition'] = contentDisposition;
+        if (cacheControl !== undefined) answer['response-cache-control'] = cacheControl;
+        // Pure computation (an HMAC): no request is made, the region is known.
+        return publicClient.presignedGetObject(bucket, key, Math.min(expiresInSeconds, MAX_PRESIGN_SECONDS), answer);
+      },
+    }),
+  };
+}
+
+/**
+ * Reads a put's body into part buffers, counting every byte (`counter` throws past the size or
+ * the limit). `fill` copies into `buf` until it is full or the body ends; `ended` tells whether
+ * the body has more bytes (pulling the next chunk to know); `end` checks the final count.
+ */
+function partReader(body: Readable, counter: ReturnType<typeof byteCounter>) {
+  const chunks = body[Symbol.asyncIterator]() as AsyncIterator<unknown>;
+  let pending: Buffer | null = null;
+  let done = false;
+  const pull = async (): Promise<void> => {
+    while (pending === null && !done) {
+      const next = await chunks.next();
+      if (next.done === true) {
+        done = true;
+        return;
+      }
+      const chunk = toBytes(next.value);
+      counter.add(chunk.length);
+      if (chunk.length > 0) pending = chunk;
+    }
+  };
+  return {
+    async fill(buf: Buffer): Promise<number> {
+      let filled = 0;
+      while (filled < buf.length) {
+        await pull();
+        if (pending === null) break;
+        const n = Math.min(pending.length, buf.length - filled);
+        pending.copy(buf, filled, 0, n);
+        filled += n;
+        pending = n === pending.length ? null : pending.subarray(n);
+      }
+      return filled;
+    },
+    /** Like `fill`, into the chunks as they came (split at `max` bytes) instead of a buffer made beforehand. */
+    async gather(max: number): Promise<Buffer[]> {
+      const out: Buffer[] = [];
+      let gathered = 0;
+      while (gathered < max) {
+        await pull();
+        if (pending === null) break;
+        const n = Math.min(pending.length, max - gathered);
+        out.push(n === pending.length ? pending : pending.subarray(0, n));
+        gathered += n;
+        pending = n === pending.length ? null : pending.subarray(n);
+      }
+      return out;
+    },
+    async ended(): Promise<boolean> {
+      await pull();
+      return pending === null;
+    },
+    end: (): number => counter.end(),
   };
 }
 

@@ -23,6 +23,25 @@ describe('fs blob store', () => {
     await assertLargePutBounded(await makeFsBlobStore(freshDir()), 'big');
   });
 
+  it('keeps memory bounded while storing a 256 MB body of unknown size', async () => {
+    await assertLargePutBounded(await makeFsBlobStore(freshDir()), 'big', undefined, { declared: false });
+  });
+
+  it('reads blobs written with the earlier header (size not padded)', async () => {
+    const dir = freshDir();
+    const store = await makeFsBlobStore(dir);
+    const json = Buffer.from(JSON.stringify({ size: 5, contentType: 'text/plain' }));
+    const prefix = Buffer.alloc(8);
+    prefix.write('DSB1', 0, 'latin1');
+    prefix.writeUInt32BE(json.length, 4);
+    await mkdir(join(dir, 'blobs', 'ol'), { recursive: true });
+    await writeFile(join(dir, 'blobs', 'ol', 'old-blob'), Buffer.concat([prefix, json, Buffer.from('hello')]));
+    assert.deepEqual(await store.stat('old-blob'), { size: 5, contentType: 'text/plain' });
+    const blob = await store.get('old-blob', { start: 1, end: 3 });
+    assert.ok(blob);
+    assert.deepEqual(await buffer(blob.body), Buffer.from('ell'));
+  });
+
   it('removes leftover temp files when a store opens the directory, keeping stored blobs', async () => {
     const dir = freshDir();
     const first = await makeFsBlobStore(dir);
@@ -59,6 +78,7 @@ describe('fs blob store', () => {
     const store = await makeFsBlobStore(dir);
     await assert.rejects(store.put('short', Readable.from([Buffer.from('abc')]), 10, 'text/plain'));
     await assert.rejects(store.put('long', Readable.from([Buffer.from('abcdef')]), 3, 'text/plain'));
+    await assert.rejects(store.put('over', Readable.from([Buffer.alloc(3 * 1024 * 1024)]), undefined, 'text/plain', { maxBytes: 1024 }));
     assert.deepEqual(await readdir(join(dir, 'tmp')), []);
   });
 

@@ -28,12 +28,14 @@ export interface LargePutMeasure {
 /**
  * Puts a generated 256 MB body under `key` and asserts that live memory grew by less than 64 MB
  * meanwhile (`measured`, if given, hears the figures first); then checks the stored blob's stat
- * and a clamped range at its end, and removes it.
+ * and a clamped range at its end, and removes it. `declared: false` puts it without a size (as an
+ * upload being received), with `maxBytes` the most an upload may be.
  */
 export async function assertLargePutBounded(
   store: BlobStore,
   key: string,
   measured?: (measure: LargePutMeasure) => void,
+  { declared = true }: { declared?: boolean } = {},
 ): Promise<void> {
   const chunkSize = 64 * 1024;
   const total = 256 * MiB;
@@ -54,7 +56,10 @@ export async function assertLargePutBounded(
     },
   });
   const started = performance.now();
-  await store.put(key, body, total, 'application/octet-stream');
+  const stored = declared
+    ? await store.put(key, body, total, 'application/octet-stream')
+    : await store.put(key, body, undefined, 'application/octet-stream', { maxBytes: 1024 * MiB });
+  assert.equal(stored, total);
   const seconds = (performance.now() - started) / 1000;
   peak = Math.max(peak, liveBytes() - base);
   measured?.({ seconds, peakBytes: peak });

@@ -74,12 +74,3 @@ export const configOrExit = <S extends z.ZodRawShape>(
   }
 };
 
-/**
- * One variable at a time, through the same parsers (docs-command's main until it has its schema).
- * @deprecated declare the service's variables as one shape and call readConfig/configOrExit.
- */
-export const envReader = (env: NodeJS.ProcessEnv) => ({
-  string: (name: string, fallback?: string): string => readConfig({ [name]: stringVar(fallback) }, env)[name] as string,
-  optional: (name: string): string | undefined => readConfig({ [name]: optionalVar() }, env)[name] as string | undefined,
-  int: (name: string, fallback: number, min = 0): number => readConfig({ [name]: intVar(fallback, min) }, env)[name] as number,
-});

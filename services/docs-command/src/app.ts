@@ -1,6 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import express, { type Express, type Request, type Response } from 'express';
 import {
   CONSISTENCY_HEADER, CONSISTENCY_USERS_HEADER, DocshareError, M, parseConsistencyToken, parseConsistencyUsers, positiveId,
@@ -9,7 +7,7 @@ import { RangeNotSatisfiable, type ByteRange } from '@docshare/blob-store';
 import {
   actorOf, bodyOf, errorHandler, failureMessage, jsonBody, metaOf, sendError, type Logger,
 } from '@docshare/http';
-import type { DocsCommands } from './commands.ts';
+import { CONTENT_CACHE_CONTROL, contentDisposition, type DocsCommands } from './commands.ts';
 import type { CommandMeta } from './command-handler.ts';
 import { readUploadForm } from './upload-form.ts';
 import { declaredLength, drainSmallBody } from './storage-quota.ts';
@@ -21,7 +19,6 @@ import { renderFilePage, renderNotFoundPage } from './view-page.ts';
 export interface DocsCommandAppOptions {
   commands: DocsCommands;
   logger: Logger;
-  spoolDir: string;
   maxUploadBytes: number;
   publicBaseUrl: string;
 }
@@ -45,20 +42,6 @@ export const parseRange = (header: string | undefined, size: number): ByteRange 
   return { start, end };
 };
 
-const contentDisposition = (fileName: string): string => {
-  const ascii = fileName.replace(/[^\x20-\x7e]|["\\]/g, '_');
-  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(fileName)}`;
-};
-
-/**
- * Empties and creates the upload spool: what is there at start belongs to uploads a crash cut off.
- * The spool belongs to one process (one container); never share it between replicas.
- */
-export const prepareSpool = async (spoolDir: string): Promise<void> => {
-  await mkdir(spoolDir, { recursive: true, mode: 0o700 });
-  // The entries, not the directory: it may be a mount point (a container volume).
-  for (const entry of await readdir(spoolDir)) await rm(join(spoolDir, entry), { recursive: true, force: true });
-};
 
 /**
  * The request's command meta: what the command records sets the answer's consistency token (the
@@ -105,10 +88,14 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
       throw error;
     });
     try {
-      const form = await readUploadForm(req, options.spoolDir, storage.limitFor(options.maxUploadBytes)).catch(storage.explain);
+      // The file part streams into the blob store while the form is read (upload-form.ts).
+      const form = await readUploadForm(req, commands.uploadSink, storage.limitFor(options.maxUploadBytes)).catch(storage.explain);
+      // Until `upload` has it, the stored blob is this route's to remove when the upload is refused.
+      let handedOver = false;
       try {
         if (!form.file) throw new DocshareError('invalid', M.fileRequired);
         const metadata = parseUploadMetadata(form.fields);
+        handedOver = true;
         const result = await commands.upload(actorId, form.file, metadata, commandMeta(req, res), storage);
         // The hold stays until the stats read model counts the upload, not beyond.
         storage.release(recordedToken(res));
@@ -117,7 +104,7 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
           category_id: String(result.categoryId), category_name: result.categoryName,
         });
       } finally {
-        await form.discard();
+        if (!handedOver) await form.discard();
       }
     } finally {
       storage.release();
@@ -200,13 +187,20 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
       throw error;
     }
     if (!opened) throw new DocshareError('forbidden', M.badDownloadLink);
+    if (opened.redirect !== undefined) {
+      // The blob store serves the bytes itself (BLOB_PUBLIC_URL): Range, the file name and the
+      // content type come from it. The redirect itself is never cached: it expires with the link.
+      res.setHeader('Cache-Control', CONTENT_CACHE_CONTROL);
+      res.redirect(302, opened.redirect);
+      return;
+    }
     const { file, blob } = opened;
     // setHeader, not res.set: express would append a charset to the stored content type.
     res.setHeader('Content-Type', blob.contentType);
     res.setHeader('Content-Disposition', contentDisposition(file.originalFileName));
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Accept-Ranges', 'bytes');
-    res.setHeader('Cache-Control', 'private, no-store');
+    res.setHeader('Cache-Control', CONTENT_CACHE_CONTROL);
     if (blob.range) {
       res.status(206).set('Content-Range', `bytes ${blob.range.start}-${blob.range.end}/${blob.size}`)
         .set('Content-Length', String(blob.range.end - blob.range.start + 1));
@@ -218,6 +212,8 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
       res.destroy(err);
     });
     res.on('close', () => blob.body.destroy());
+    // One pipe, no copy: the store's chunks (MinIO: the response's socket reads; fs: 256 KiB
+    // reads) go to the socket as they are, paced by the client.
     blob.body.pipe(res);
   });
 

@@ -1,5 +1,5 @@
-import { createReadStream } from 'node:fs';
 import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import {
   partitionKeyOf, conflict, DocshareError, forbidden, notFound, unauthorized, M, streamIds, type CategoryCreated, type FileChanges,
 } from '@docshare/contracts';
@@ -15,8 +15,20 @@ import {
   decideCategory, evolveCategory, initialCategoryState, type CategoryCommand, type CategoryEventBody, type CategoryState,
 } from './domain/category.ts';
 import type { Registration, UploadMetadata } from './validation.ts';
-import type { SpooledFile } from './upload-form.ts';
+import type { FileSink, ReceivedFile } from './upload-form.ts';
 import { makeStorageQuota, type StorageReservation } from './storage-quota.ts';
+
+/** A signed content link opened: the bytes to stream, or the blob store's own URL to redirect to. */
+export type OpenedContent = { file: FileFacts; blob: BlobStream; redirect?: never } | { file: FileFacts; redirect: string; blob?: never };
+
+/** Cache-Control of a file's bytes: never kept by a shared cache. */
+export const CONTENT_CACHE_CONTROL = 'private, no-store';
+
+/** Content-Disposition of a file's bytes: a download under its original name (ASCII fallback, then UTF-8). */
+export const contentDisposition = (fileName: string): string => {
+  const ascii = fileName.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(fileName)}`;
+};
 
 const fileDecider: Decider<FileCommand, FileState, FileEventBody> = {
   initialState: initialFileState, evolve: evolveFile, decide: decideFile,
@@ -30,6 +42,11 @@ const categoryDecider: Decider<CategoryCommand, CategoryState, CategoryEventBody
 
 /** What the command side keeps about an account, outside the event log (never in an event). */
 interface Account { userId: number; name: string; passwordHash: string }
+/** Where an upload's bytes were stored, before the upload is recorded: the blob is named after the file id. */
+export interface StoredUpload { fileId: number; blobKey: string; size: number }
+/** An upload's file as received: stored, with the name and type the client gave. */
+export type ReceivedUpload = ReceivedFile<StoredUpload>;
+
 /** The last event a command recorded: where it is in the store and in its stream. */
 export interface Recorded { position: number; subject: string; version: number }
 
@@ -152,19 +169,54 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   const reserveStorage = (actorId: number, declared: number | undefined, token?: number): Promise<StorageReservation> =>
     quota.reserve(actorId, declared, token);
 
-  /** Records an upload; with a `storage` reservation, the spooled file's real size must fit the quota first. */
-  const upload = async (actorId: number, file: SpooledFile, metadata: UploadMetadata, meta: CommandMeta, storage?: StorageReservation) => {
-    const { state: owner } = await handler.load(userDecider, streamIds.user(actorId));
-    if (owner.status !== 'registered') throw unauthorized(M.invalidToken);
-    await storage?.confirm(file.size);
-    const category = metadata.category.kind === 'existing'
-      ? await categoryById(metadata.category.categoryId)
-      : await categoryNamed(metadata.category, actorId, meta);
-    if (!category) throw notFound(M.categoryNotFound);
+  /**
+   * Where an upload's file part goes while the form is read: straight into the blob store, under
+   * a key made before the first byte arrives (`f<fileId>-<uuid>`: the file id is taken now, so a
+   * blob a crash leaves behind names the file the sweeper checks). The size is known only at the
+   * end; `maxBytes` (the upload limit, or the user's free space) cuts the body off past it.
+   */
+  const uploadSink: FileSink<StoredUpload> = {
+    async store(body: Readable, contentType: string, maxBytes: number): Promise<StoredUpload> {
+      let fileId: number;
+      try {
+        fileId = await events.nextId('file');
+      } catch (error) {
+        body.destroy();
+        throw error;
+      }
+      const blobKey = `f${fileId}-${randomUUID()}`;
+      const size = await blobs.put(blobKey, body, undefined, contentType, { maxBytes });
+      return { fileId, blobKey, size };
+    },
+    async discard({ fileId, blobKey }: StoredUpload): Promise<void> {
+      // Known not to be recorded: a blob that cannot be removed now is garbage the sweeper collects.
+      await blobs.remove(blobKey).catch((err: unknown) => logger.warn({ err, fileId, blobKey }, 'could not remove the blob of an upload not recorded'));
+    },
+  };
 
-    const fileId = await events.nextId('file');
-    const blobKey = `f${fileId}-${randomUUID()}`;
-    await blobs.put(blobKey, createReadStream(file.path), file.size, file.contentType);
+  /**
+   * Records an upload whose bytes `uploadSink` stored; with a `storage` reservation, their real
+   * size must fit the quota first. From the call on, the blob is this function's: it removes it
+   * when the upload is known not to be recorded.
+   */
+  const upload = async (actorId: number, file: ReceivedUpload, metadata: UploadMetadata, meta: CommandMeta, storage?: StorageReservation) => {
+    const { fileId, blobKey } = file;
+    let owner: Extract<UserState, { status: 'registered' }>;
+    let category: CategoryCreated | null;
+    try {
+      const { state } = await handler.load(userDecider, streamIds.user(actorId));
+      if (state.status !== 'registered') throw unauthorized(M.invalidToken);
+      owner = state;
+      await storage?.confirm(file.size);
+      category = metadata.category.kind === 'existing'
+        ? await categoryById(metadata.category.categoryId)
+        : await categoryNamed(metadata.category, actorId, meta);
+      if (!category) throw notFound(M.categoryNotFound);
+    } catch (error) {
+      await uploadSink.discard(file);
+      throw error;
+    }
+
     const now = clock().toISOString();
     try {
       await onFile(fileId, {
@@ -179,7 +231,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     } catch (error) {
       // Only a refused append is known not to have recorded the file; after any other failure the
       // event may be stored, and its bytes must stay (an unreferenced blob is garbage, not loss).
-      if (error instanceof DocshareError || error instanceof VersionConflict) await blobs.remove(blobKey).catch(() => undefined);
+      if (error instanceof DocshareError || error instanceof VersionConflict) await uploadSink.discard(file);
       throw error;
     }
     return { fileId, categoryId: category.categoryId, categoryName: category.name };
@@ -216,20 +268,36 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     };
   };
 
+  // Redirects need a store clients can reach: one offers presignGet only then (MinIO with BLOB_PUBLIC_URL).
+  const presignGet = blobs.presignGet?.bind(blobs);
+
   /**
    * The bytes behind a signed link; null when the link is bad or expired (checked before anything
-   * about the file is looked at). `rangeFor` picks the range from the file's size; a range past the
-   * end throws RangeNotSatisfiable.
+   * about the file is looked at). With a blob store clients can reach, a `redirect` instead: a URL
+   * of the store itself, signed for what remains of the link's validity, that serves the file
+   * under its name (Range included) without passing through here. Otherwise the `blob`:
+   * `rangeFor` picks the range from the file's size; a range past the end throws
+   * RangeNotSatisfiable.
    */
   const openContent = async (
     fileId: number, expires: unknown, signature: unknown,
     rangeFor: (size: number) => ByteRange | 'unsatisfiable' | undefined,
-  ): Promise<{ file: FileFacts; blob: BlobStream } | null> => {
-    if (!signer.verify(contentPath(fileId), expires, signature, Math.floor(clock().getTime() / 1000))) return null;
+  ): Promise<OpenedContent | null> => {
+    const nowSeconds = Math.floor(clock().getTime() / 1000);
+    if (!signer.verify(contentPath(fileId), expires, signature, nowSeconds)) return null;
     const { state } = await handler.load(fileDecider, streamIds.file(fileId));
     if (state.status !== 'active') throw notFound(M.fileNotFound);
     // A link outlives the decision that signed it: the download rule holds when the bytes are fetched.
     if (state.file.forSale || !state.file.enabled) throw forbidden(M.notDownloadable);
+    if (presignGet) {
+      const redirect = await presignGet(state.file.blobKey, {
+        // The store's URL expires with the link it stands for (verified: expires ≥ now).
+        expiresInSeconds: Math.max(1, Math.floor(Number(expires)) - nowSeconds),
+        contentDisposition: contentDisposition(state.file.originalFileName),
+        cacheControl: CONTENT_CACHE_CONTROL,
+      });
+      return { file: state.file, redirect };
+    }
     const range = rangeFor(state.file.size);
     if (range === 'unsatisfiable') throw new RangeNotSatisfiable(state.file.size);
     const blob = await blobs.get(state.file.blobKey, range);
@@ -272,7 +340,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     return result.state.file;
   };
 
-  return { register, login, reserveStorage, upload, remove, authorizeDownload, openContent, comment, update, purchase, view, peek };
+  return { register, login, reserveStorage, uploadSink, upload, remove, authorizeDownload, openContent, comment, update, purchase, view, peek };
 };
 
 export type DocsCommands = ReturnType<typeof makeDocsCommands>;

@@ -5,38 +5,66 @@ import { makeTokens, makeUrlSigner } from '@docshare/auth';
 import { makeMinioBlobStore } from '@docshare/blob-store/minio';
 import { openMongoClaimStore } from '@docshare/claim-store/mongo';
 import { openMongoEventStore } from '@docshare/event-store/mongo';
-import { closeServer, counter, envReader, exitGracefully, httpLimitsOf, listen, makeLogger, makeOps, requestLog, installLastResort } from '@docshare/http';
+import {
+  closeServer, configOrExit, counter, exitGracefully, HTTP_VARS, httpLimitsOf, installLastResort, intVar, listen, makeLogger, makeOps,
+  optionalVar, requestLog, stringVar,
+} from '@docshare/http';
 import { startOutboxRelay } from '@docshare/outbox';
 import { makeConsistencyGate, makeGenerationalReadStore, makeMongoCheckpoints } from '@docshare/projection';
-import { commonConfig, connectMongo, ensureKafkaTopics, instanceId, kafkaBus } from '@docshare/projection/distributed';
+import { COMMON_VARS, commonConfig, connectMongo, ensureKafkaTopics, instanceId, kafkaBus } from '@docshare/projection/distributed';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeStatsQueries } from '@docshare/stats-projector';
 import { makeDocsCommands } from './commands.ts';
-import { makeDocsCommandApp, prepareSpool } from './app.ts';
+import { makeDocsCommandApp } from './app.ts';
 import { fileStateFrom, startBlobSweeper } from './blob-sweeper.ts';
-import { defaultSpoolDir } from './spool-dir.ts';
 
 const NAME = 'docs-command';
 const logger = makeLogger(NAME);
 installLastResort(logger);
-const env = envReader(process.env);
+/** Everything docs-command can be told (README: the services' environment). */
+const DOCS_COMMAND_VARS = {
+  ...COMMON_VARS,
+  ...HTTP_VARS,
+  PORT: intVar(8081),
+  LOG_LEVEL: optionalVar(),
+  INSTANCE_ID: optionalVar(),
+  JWT_SECRET: stringVar(),
+  JWT_TTL_SECONDS: intVar(86_400, 1),
+  MONGO_SOCKET_TIMEOUT_MS: intVar(0, 0),
+  MINIO_ENDPOINT: stringVar(),
+  MINIO_ACCESS_KEY: stringVar(),
+  MINIO_SECRET_KEY: stringVar(),
+  MINIO_BUCKET: stringVar('docshare-files'),
+  MINIO_REQUEST_TIMEOUT_MS: intVar(10_000, 1),
+  BLOB_PUBLIC_URL: optionalVar(),
+  RELAY_STALL_MS: intVar(10_000, 1),
+  DOWNLOAD_URL_TTL_SECONDS: intVar(900, 1),
+  STORAGE_QUOTA_BYTES: intVar(1024 ** 3, 0),
+  MAX_UPLOAD_BYTES: intVar(100 * 1024 * 1024, 1),
+  BLOB_SWEEP_INTERVAL_SECONDS: intVar(60 * 60, 0),
+  BLOB_SWEEP_GRACE_SECONDS: intVar(60 * 60, 1),
+};
+const env = configOrExit(DOCS_COMMAND_VARS, process.env, (message) => logger.fatal(message));
 const config = commonConfig(process.env);
-const port = env.int('PORT', 8081);
-const jwtSecret = env.string('JWT_SECRET');
+const port = env.PORT;
+const jwtSecret = env.JWT_SECRET;
 
 // Appends must know whether a failed insert reached the server (an unknown outcome is read back,
 // never answered as "try again"): no driver-side write retries, and by default no socket timeout,
 // so a frozen server holds the writes in flight until it answers rather than leaving them unknown.
 const { client, db } = await connectMongo(config.mongoUrl, config.commandDb, {
-  ...config, mongoSocketTimeoutMs: env.int('MONGO_SOCKET_TIMEOUT_MS', 0, 0),
+  ...config, mongoSocketTimeoutMs: env.MONGO_SOCKET_TIMEOUT_MS,
 }, { retryWrites: false });
 const readDb = client.db(config.readDb);
 const events = await openMongoEventStore(db);
 const claims = await openMongoClaimStore(db);
 const blobs = await makeMinioBlobStore({
-  endPoint: env.string('MINIO_ENDPOINT'), accessKey: env.string('MINIO_ACCESS_KEY'), secretKey: env.string('MINIO_SECRET_KEY'),
-  bucket: env.string('MINIO_BUCKET', 'docshare-files'),
-  requestTimeoutMs: env.int('MINIO_REQUEST_TIMEOUT_MS', 10_000, 1),
+  endPoint: env.MINIO_ENDPOINT, accessKey: env.MINIO_ACCESS_KEY, secretKey: env.MINIO_SECRET_KEY,
+  bucket: env.MINIO_BUCKET,
+  requestTimeoutMs: env.MINIO_REQUEST_TIMEOUT_MS,
+  // The object store's address as clients reach it: signed content links then redirect there
+  // (presigned GETs) instead of streaming through docs-command and the gateway.
+  publicEndPoint: env.BLOB_PUBLIC_URL,
 });
 // Writes need MongoDB and MinIO only: Kafka may be down now, the relay publishes once it is back.
 const bus = kafkaBus(config, NAME, logger);
@@ -52,7 +80,7 @@ void (async () => {
 })();
 // The same owner after a restart: the restarted relay takes its lease back at once.
 const relay = startOutboxRelay({ db, publisher: bus.publisher, logger, owner: instanceId(process.env, port) });
-const relayStallMs = env.int('RELAY_STALL_MS', 10_000, 1);
+const relayStallMs = env.RELAY_STALL_MS;
 
 // /readyz fails when writes cannot be taken (MongoDB, MinIO); Kafka is reported: the outbox keeps
 // every acknowledged write until Kafka takes it, so its outage delays the read models only.
@@ -90,11 +118,11 @@ const statsApplied = makeConsistencyGate(makeMongoCheckpoints(readDb), `stats-pr
 
 const commands = makeDocsCommands({
   events, claims, blobs, logger,
-  tokens: makeTokens(jwtSecret, env.int('JWT_TTL_SECONDS', 86_400, 1)),
+  tokens: makeTokens(jwtSecret, env.JWT_TTL_SECONDS),
   signer: makeUrlSigner(jwtSecret),
   publicBaseUrl: config.publicBaseUrl,
-  downloadUrlTtlSeconds: env.int('DOWNLOAD_URL_TTL_SECONDS', 900, 1),
-  storageQuotaBytes: env.int('STORAGE_QUOTA_BYTES', 1024 ** 3, 0),
+  downloadUrlTtlSeconds: env.DOWNLOAD_URL_TTL_SECONDS,
+  storageQuotaBytes: env.STORAGE_QUOTA_BYTES,
   // Read-only: the stats projector owns this read model (and its generations); only bytes_stored is read.
   storageUsedBy: makeStatsQueries(makeGenerationalReadStore(readDb, 'stats', (prefix) => makeMongoReadStore(readDb, { prefix, indexes: {} }))).storageOf,
   storageApplied: (token, timeoutMs) => statsApplied.wait(token, timeoutMs),
@@ -106,17 +134,15 @@ app.disable('x-powered-by');
 app.use(ops.httpMetrics);
 app.use(ops.router);
 app.use(requestLog(logger));
-const spoolDir = env.string('SPOOL_DIR', defaultSpoolDir(port));
-await prepareSpool(spoolDir);
 app.use(makeDocsCommandApp({
-  commands, logger, publicBaseUrl: config.publicBaseUrl, spoolDir,
-  maxUploadBytes: env.int('MAX_UPLOAD_BYTES', 100 * 1024 * 1024, 1),
+  commands, logger, publicBaseUrl: config.publicBaseUrl,
+  maxUploadBytes: env.MAX_UPLOAD_BYTES,
 }));
 const swept = counter(ops.registry, 'docshare_blobs_swept_total', 'Unreferenced blobs removed by the blob sweeper');
 const sweeper = startBlobSweeper({
   blobs, logger, fileState: fileStateFrom(events),
-  intervalMs: env.int('BLOB_SWEEP_INTERVAL_SECONDS', 60 * 60, 0) * 1000,
-  graceMs: env.int('BLOB_SWEEP_GRACE_SECONDS', 60 * 60, 1) * 1000,
+  intervalMs: env.BLOB_SWEEP_INTERVAL_SECONDS * 1000,
+  graceMs: env.BLOB_SWEEP_GRACE_SECONDS * 1000,
   onSwept: ({ removed }) => swept.inc(removed),
 });
 const { server } = await listen(app, port, config.host, httpLimitsOf(process.env), logger);

@@ -1,24 +1,34 @@
-import { createWriteStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import { randomUUID } from 'node:crypto';
-import { join, basename } from 'node:path';
-import { pipeline } from 'node:stream/promises';
-import { Transform, type Readable } from 'node:stream';
+import { basename } from 'node:path';
+import type { Readable } from 'node:stream';
 import type { Request } from 'express';
 import busboy from 'busboy';
+import { BlobTooLarge } from '@docshare/blob-store';
 import { invalid, tooLarge, M } from '@docshare/contracts';
 
-export interface SpooledFile {
-  path: string;
-  size: number;
-  fileName: string;
-  contentType: string;
+/** Where a file part's bytes went: at least their count. */
+export interface StoredBytes { size: number }
+
+/**
+ * Takes a file part's bytes while the form is being read (docs-command: straight into the blob
+ * store, under a key made before the first byte arrives).
+ */
+export interface FileSink<S extends StoredBytes> {
+  /**
+   * Stores `body` (the part's bytes, at most `maxBytes`) and resolves once they are stored. Reads
+   * `body` to its end, or destroys it when it fails; rejects with `BlobTooLarge` past `maxBytes`.
+   */
+  store(body: Readable, contentType: string, maxBytes: number): Promise<S>;
+  /** Removes what `store` stored; never rejects (a blob it cannot remove is left to the sweeper). */
+  discard(stored: S): Promise<void>;
 }
 
-export interface UploadForm {
+/** The form's file part, stored: where (`S`), and what the client said it is. */
+export type ReceivedFile<S extends StoredBytes> = S & { fileName: string; contentType: string };
+
+export interface UploadForm<S extends StoredBytes> {
   fields: Record<string, string>;
-  file: SpooledFile | null;
-  /** Removes the spooled file; safe to call twice. */
+  file: ReceivedFile<S> | null;
+  /** Removes the stored file; safe to call twice. For a form whose upload is not going to be recorded. */
   discard(): Promise<void>;
 }
 
@@ -30,21 +40,28 @@ const cleanFileName = (name: string): string =>
   basename(name.replace(/\\/g, '/')).replace(/[\p{Cc}]/gu, '').slice(0, 255) || 'file';
 
 /**
- * Reads a multipart upload: text fields into memory (bounded), the file part streamed to a spool
- * file under `spoolDir` so memory stays flat whatever its size. A request that is not multipart
- * reads as a form without fields or file (its body is never read).
+ * Reads a multipart upload: text fields into memory (bounded), the file part streamed into `sink`
+ * as it arrives, so memory stays flat whatever its size and the bytes are stored once, with no
+ * spool file read a second time. Fields may come before or after the file part: the form resolves
+ * once the whole body is read and the file stored. A request that is not multipart reads as a
+ * form without fields or file (its body is never read).
  *
  * Fails with `File too large` (413) the moment the file passes `maxBytes` or the whole body passes
  * `maxBytes` plus the fields' allowance, and stops reading there: the rest of the body is never
  * read (the answer closes the connection). A body busboy cannot read is `Malformed multipart body`
- * (400). Every stream of the form has an error listener: no part, however broken or cut off, can
- * throw outside this function.
+ * (400); a client gone mid-body `Request aborted`; a sink that fails (the store is down) fails the
+ * form with its error. A form that fails leaves nothing stored: the sink's put is cut off (its
+ * body destroyed) or what it stored is discarded. Every stream of the form has an error listener:
+ * no part, however broken or cut off, can throw outside this function.
  */
-export const readUploadForm = async (req: Request, spoolDir: string, maxBytes: number): Promise<UploadForm> => {
+export const readUploadForm = async <S extends StoredBytes>(req: Request, sink: FileSink<S>, maxBytes: number): Promise<UploadForm<S>> => {
   const contentType = req.get('content-type') ?? '';
-  const spooled: string[] = [];
+  let file: ReceivedFile<S> | null = null;
+  let discarded = false;
   const discard = async (): Promise<void> => {
-    await Promise.all(spooled.map((p) => rm(p, { force: true })));
+    if (file === null || discarded) return;
+    discarded = true;
+    await sink.discard(file);
   };
   if (!/^multipart\/form-data/i.test(contentType)) return { fields: {}, file: null, discard };
   const declared = Number(req.get('content-length') ?? NaN);
@@ -64,11 +81,10 @@ export const readUploadForm = async (req: Request, spoolDir: string, maxBytes: n
   }
 
   const fields: Record<string, string> = {};
-  let file: SpooledFile | null = null;
   const writes: Promise<void>[] = [];
   let received = 0;
 
-  /** The file part being spooled: ended with an error when the form fails, so its spool write settles. */
+  /** The file part being stored: ended with an error when the form fails, so its store settles. */
   let filePart: Readable | null = null;
   let settled = false;
   const outcome = new Promise<void>((resolve, reject) => {
@@ -90,7 +106,7 @@ export const readUploadForm = async (req: Request, spoolDir: string, maxBytes: n
       if (received > maxBytes + FIELDS_ALLOWANCE) settle(tooLarge(M.fileTooLarge));
     };
     req.on('data', count);
-    // A client that goes away mid-body: there is nobody to answer, only files to clean up.
+    // A client that goes away mid-body: there is nobody to answer, only the stored file to remove.
     req.on('error', () => settle(invalid(M.requestAborted)));
     req.on('close', () => {
       if (!req.complete) settle(invalid(M.requestAborted));
@@ -105,19 +121,22 @@ export const readUploadForm = async (req: Request, spoolDir: string, maxBytes: n
       // Busboy destroys a part's stream with an error when the form ends inside it.
       stream.on('error', () => {});
       // Busboy goes on parsing the chunk in hand after an error: a part that starts after the form
-      // failed is never spooled (nothing would end its stream).
-      if (settled || name !== 'file' || file !== null || !info.filename) {
+      // failed is never stored (nothing would end its stream).
+      if (settled || name !== 'file' || filePart !== null || !info.filename) {
         stream.resume();
         return;
       }
       stream.on('limit', () => settle(tooLarge(M.fileTooLarge)));
-      file = { path: join(spoolDir, `upload-${randomUUID()}`), size: 0, fileName: cleanFileName(info.filename), contentType: contentTypeOf(info.mimeType) };
-      spooled.push(file.path);
       filePart = stream;
-      // A spool write that fails (disk full) ends the form with that error: ours, not the client's.
-      const write = spool(stream, file).catch((error: unknown) => {
-        settle(error);
-        throw error;
+      const about = { fileName: cleanFileName(info.filename), contentType: contentTypeOf(info.mimeType) };
+      // A store that fails (the blob store down, disk full) ends the form with that error: ours,
+      // not the client's; past the limit it is the client's `File too large`.
+      const write = sink.store(stream, about.contentType, maxBytes).then((stored) => {
+        file = { ...stored, ...about };
+      }, (error: unknown) => {
+        const failure = error instanceof BlobTooLarge ? tooLarge(M.fileTooLarge) : error;
+        settle(failure);
+        throw failure;
       });
       write.catch(() => {}); // awaited below; never an unhandled rejection meanwhile
       writes.push(write);
@@ -127,7 +146,7 @@ export const readUploadForm = async (req: Request, spoolDir: string, maxBytes: n
 
   try {
     await outcome;
-    // Every spool write settles before the form is used or anything is removed.
+    // The file is stored before the form is used or anything is removed.
     await Promise.all(writes);
   } catch (error) {
     await Promise.allSettled(writes);
@@ -140,16 +159,3 @@ export const readUploadForm = async (req: Request, spoolDir: string, maxBytes: n
 /** The part's declared content type when it looks like one, else `application/octet-stream`. */
 const contentTypeOf = (mimeType: string | undefined): string =>
   mimeType && /^[\w.+-]+\/[\w.+-]+/.test(mimeType) ? mimeType : 'application/octet-stream';
-
-/** Streams a file part to its spool file and records its size. */
-const spool = async (stream: Readable, entry: SpooledFile): Promise<void> => {
-  let size = 0;
-  const counter = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      size += chunk.length;
-      callback(null, chunk);
-    },
-  });
-  await pipeline(stream, counter, createWriteStream(entry.path));
-  entry.size = size;
-};

@@ -1,35 +1,57 @@
 // readUploadForm against real sockets: broken, cut-off and oversized multipart bodies end in a
 // DocshareError (never an uncaught stream error, which would fail this file), stop reading at the
-// limit, and leave no spool file behind.
+// limit, and leave nothing stored. The file part streams into a real (fs) blob store.
 import assert from 'node:assert/strict';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import net from 'node:net';
 import { PassThrough } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Request } from 'express';
 import { DocshareError, M } from '@docshare/contracts';
-import { readUploadForm, type UploadForm } from '../src/upload-form.ts';
+import { makeFsBlobStore, type BlobStore } from '@docshare/blob-store';
+import { readUploadForm, type FileSink, type UploadForm } from '../src/upload-form.ts';
 
 const MAX = 10_000;
-let spoolDir = '';
+let blobDir = '';
+let blobs: BlobStore;
+let stores = 0;
+interface Stored { key: string; size: number }
+/** A sink like docs-command's: a fresh key per file part, the bytes straight into the blob store. */
+const sink: FileSink<Stored> = {
+  async store(body, contentType, maxBytes) {
+    const key = `f${++stores}-test`;
+    return { key, size: await blobs.put(key, body, undefined, contentType, { maxBytes }) };
+  },
+  async discard({ key }) {
+    await blobs.remove(key);
+  },
+};
+/** Every blob stored and every put in flight (its temp file). */
+const leftovers = async (): Promise<string[]> => {
+  const keys: string[] = [];
+  for await (const { key } of blobs.list()) keys.push(key);
+  return [...keys, ...await readdir(join(blobDir, 'tmp'))];
+};
 let server: Server;
 let port = 0;
 /** The outcome of the last form read by the server, and how many body bytes had arrived by then. */
-let last: Promise<{ form?: UploadForm; error?: unknown; received: number }> = Promise.resolve({ received: 0 });
+let last: Promise<{ form?: UploadForm<Stored>; error?: unknown; received: number }> = Promise.resolve({ received: 0 });
 let requests = 0;
 
 before(async () => {
-  spoolDir = await mkdtemp(join(tmpdir(), 'upload-form-test-'));
+  blobDir = await mkdtemp(join(tmpdir(), 'upload-form-test-'));
+  blobs = await makeFsBlobStore(blobDir);
   server = createServer((req, res) => {
     let received = 0;
     req.on('data', (chunk: Buffer) => { received += chunk.length; });
     // The express helpers readUploadForm uses: `get` of a header.
     const request = Object.assign(req, { get: (name: string) => req.headers[name.toLowerCase()] }) as unknown as Request;
     requests += 1;
-    last = readUploadForm(request, spoolDir, MAX).then(
+    last = readUploadForm(request, sink, MAX).then(
       (form) => ({ form, received }),
       (error: unknown) => ({ error, received }),
     );
@@ -45,7 +67,7 @@ before(async () => {
 after(async () => {
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
-  await rm(spoolDir, { recursive: true, force: true });
+  await rm(blobDir, { recursive: true, force: true });
 });
 
 /** Sends a multipart request (boundary X) with `body`, optionally cutting the socket after it. */
@@ -71,7 +93,7 @@ const expectFailure = async (kind: DocshareError['kind'], message: string): Prom
   assert.ok(outcome.error instanceof DocshareError, `expected a DocshareError, got ${String(outcome.error)}`);
   assert.equal(outcome.error.kind, kind);
   assert.equal(outcome.error.message, message);
-  assert.deepEqual(await readdir(spoolDir), [], 'no spool file may be left behind');
+  assert.deepEqual(await leftovers(), [], 'nothing may be left stored');
   return outcome.received;
 };
 
@@ -79,14 +101,62 @@ const part = (name: string, filename?: string): string =>
   `--X\r\nContent-Disposition: form-data; name="${name}"${filename === undefined ? '' : `; filename="${filename}"`}\r\n\r\n`;
 
 describe('readUploadForm', () => {
-  it('reads a well-formed form: fields, the file spooled with its size', async () => {
+  it('reads a well-formed form: fields, the file stored with its size', async () => {
     await send(`${part('title')}T\r\n${part('file', 'a.txt')}hello\r\n--X--\r\n`);
     const { form } = await last;
     assert.ok(form);
     assert.deepEqual(form.fields, { title: 'T' });
     assert.equal(form.file?.size, 5);
     assert.equal(form.file?.fileName, 'a.txt');
+    const blob = await blobs.get(form.file.key);
+    assert.ok(blob);
+    // busboy's default for a part without a Content-Type.
+    assert.equal(blob.contentType, 'text/plain');
+    assert.deepEqual(await buffer(blob.body), Buffer.from('hello'));
     await form.discard();
+    await form.discard();
+    assert.deepEqual(await leftovers(), []);
+  });
+
+  it('fields after the file part are read too; the file part\'s content type is kept', async () => {
+    await send(`${part('file', 'dir/b.pdf').replace('\r\n\r\n', '\r\nContent-Type: application/pdf\r\n\r\n')}%PDF\r\n${part('title')}After\r\n--X--\r\n`);
+    const { form } = await last;
+    assert.ok(form?.file);
+    assert.deepEqual(form.fields, { title: 'After' });
+    assert.deepEqual({ size: form.file.size, fileName: form.file.fileName, contentType: form.file.contentType }, { size: 4, fileName: 'b.pdf', contentType: 'application/pdf' });
+    assert.deepEqual(await blobs.stat(form.file.key), { size: 4, contentType: 'application/pdf' });
+    await form.discard();
+  });
+
+  it('a file of exactly the limit is stored', async () => {
+    await send(`${part('file', 'max.bin')}${'m'.repeat(MAX)}\r\n--X--\r\n`);
+    const { form } = await last;
+    assert.equal(form?.file?.size, MAX);
+    await form?.discard();
+  });
+
+  it('a form that breaks after its file was stored removes it: "Malformed multipart body"', async () => {
+    await send(`${part('file', 'a.txt')}stored\r\n${part('title')}cut off`);
+    await expectFailure('invalid', M.malformedMultipart);
+  });
+
+  it('a sink that fails fails the form with its error, and nothing is left', async () => {
+    const failing: FileSink<Stored> = {
+      async store(body) {
+        body.destroy();
+        throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+      },
+      discard: sink.discard,
+    };
+    const body = `${part('file', 'a.txt')}${'x'.repeat(5000)}\r\n--X--\r\n`;
+    const req = Object.assign(new PassThrough(), {
+      headers: { 'content-type': 'multipart/form-data; boundary=X', 'content-length': String(body.length) },
+      complete: true,
+      get: (name: string) => (name.toLowerCase() === 'content-type' ? 'multipart/form-data; boundary=X' : String(body.length)),
+    });
+    req.end(body);
+    await assert.rejects(readUploadForm(req as unknown as Request, failing, MAX), { code: 'ECONNREFUSED' });
+    assert.deepEqual(await leftovers(), []);
   });
 
   it('an ignored part cut off by the end of the form → invalid "Malformed multipart body"', async () => {
@@ -94,7 +164,7 @@ describe('readUploadForm', () => {
     await expectFailure('invalid', M.malformedMultipart);
   });
 
-  it('a second file part cut off → invalid "Malformed multipart body", the first one\'s spool removed', async () => {
+  it('a second file part cut off → invalid "Malformed multipart body", the first one\'s blob removed', async () => {
     await send(`${part('file', 'a.txt')}AAAA\r\n${part('file', 'b.txt')}BBBB`);
     await expectFailure('invalid', M.malformedMultipart);
   });
@@ -128,15 +198,15 @@ describe('readUploadForm', () => {
 
   it('a multipart header without a boundary → invalid "Malformed multipart body"', async () => {
     const request = { headers: { 'content-type': 'multipart/form-data' }, get: () => 'multipart/form-data' } as unknown as Request;
-    await assert.rejects(readUploadForm(request, spoolDir, MAX), (error: unknown) =>
+    await assert.rejects(readUploadForm(request, sink, MAX), (error: unknown) =>
       error instanceof DocshareError && error.message === M.malformedMultipart);
   });
 });
 
 describe('a part that starts after the form failed', () => {
-  it('is never spooled: a malformed part header followed by a file in the same chunk ends the form at once', { timeout: 20_000 }, async () => {
+  it('is never stored: a malformed part header followed by a file in the same chunk ends the form at once', { timeout: 20_000 }, async () => {
     // Busboy reports `Malformed part header` (over 2,000 header pairs) and then goes on parsing the
-    // chunk in hand, announcing the next part; spooling it would wait for a stream nobody ends.
+    // chunk in hand, announcing the next part; storing it would wait for a stream nobody ends.
     const headers = Array.from({ length: 3000 }, (_, i) => `X-P${i}: v\r\n`).join('');
     const body = Buffer.from(`--X\r\nContent-Disposition: form-data; name="title"\r\n${headers}\r\nx\r\n`
       + `--X\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\n${'a'.repeat(MAX + 5_000)}\r\n--X--\r\n`);
@@ -148,8 +218,8 @@ describe('a part that starts after the form failed', () => {
     const cut = body.length - 100;
     req.write(body.subarray(0, cut));
     setImmediate(() => req.end(body.subarray(cut)));
-    await assert.rejects(readUploadForm(req as unknown as Request, spoolDir, MAX), (error: unknown) =>
+    await assert.rejects(readUploadForm(req as unknown as Request, sink, MAX), (error: unknown) =>
       error instanceof DocshareError && error.message === M.malformedMultipart);
-    assert.deepEqual(await readdir(spoolDir), []);
+    assert.deepEqual(await leftovers(), []);
   });
 });

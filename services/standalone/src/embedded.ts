@@ -14,7 +14,7 @@ import {
 import type { RequestHandler } from 'express';
 import { makeMemoryReadStore } from '@docshare/read-store';
 import { makeMemorySearchIndex } from '@docshare/search-index';
-import { fileStateFrom, makeDocsCommandApp, makeDocsCommands, prepareSpool, startBlobSweeper } from '@docshare/docs-command';
+import { fileStateFrom, makeDocsCommandApp, makeDocsCommands, startBlobSweeper } from '@docshare/docs-command';
 import { filesProjector } from '@docshare/files-projector';
 import { searchProjector } from '@docshare/search-projector';
 import { makeStatsQueries, statsProjector } from '@docshare/stats-projector';
@@ -44,8 +44,6 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   const dir = (name: string): string => join(config.dataDir, name);
   await mkdir(config.dataDir, { recursive: true });
   const unlock = await lockDataDir(join(config.dataDir, '.lock'));
-  const spoolDir = dir('tmp');
-  await prepareSpool(spoolDir);
 
   const jwtSecret = config.jwtSecret ?? await loadOrCreateSecret(join(config.dataDir, 'secrets', 'jwt-secret'));
   const tokens = makeTokens(jwtSecret, config.jwtTtlSeconds);
@@ -114,7 +112,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     trustProxy: config.trustProxy,
     requestTimeoutMs: config.http.requestTimeoutMs,
     upstreams: {
-      docs: makeDocsCommandApp({ commands, logger, spoolDir, maxUploadBytes: config.maxUploadBytes, publicBaseUrl: config.publicBaseUrl }),
+      docs: makeDocsCommandApp({ commands, logger, maxUploadBytes: config.maxUploadBytes, publicBaseUrl: config.publicBaseUrl }),
       stats: queryApp('stats'),
       files: queryApp('files'),
       search: queryApp('search'),
