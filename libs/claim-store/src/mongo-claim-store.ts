@@ -4,7 +4,9 @@ import type { ClaimStore } from './port.ts';
 
 /*
  * Claims on MongoDB (or FerretDB 1.x): collection `claims`, one document per claimed key:
- *   _id        "<scope>\u0000<key>"   scopes may not contain NUL, so the split is unambiguous
+ *   _id        "<scope>/<key>"   scopes may not contain '/', so the split is unambiguous (claims made
+ *              before this format, "<scope>\u0000<key>", are still read: PostgreSQL-backed FerretDB
+ *              cannot store a NUL, so new ones do not use it)
  *   scope, key the two halves, for people reading the collection
  *   value      the value as JSON text: FerretDB 1.x refuses nested arrays inside documents, and
  *              JSON text gives back exactly what was claimed, as the file store does
@@ -25,11 +27,12 @@ interface ClaimDoc {
   claimedAt: Date;
 }
 
-const claimId = (scope: string, key: string): string => `${scope}\u0000${key}`;
+const claimId = (scope: string, key: string): string => `${scope}/${key}`;
+const legacyClaimId = (scope: string, key: string): string => `${scope}\u0000${key}`;
 
 function checkNames(scope: unknown, key: unknown): void {
   if (typeof scope !== 'string' || typeof key !== 'string') throw new TypeError('claim scope and key must be strings');
-  if (scope.includes('\u0000')) throw new TypeError('claim scope must not contain NUL');
+  if (scope.includes('\u0000') || scope.includes('/')) throw new TypeError('claim scope must not contain NUL or /');
 }
 
 /** A ClaimStore on `db`. `close` leaves the client open: its owner closes it. */
@@ -40,9 +43,18 @@ export async function openMongoClaimStore(db: Db): Promise<ClaimStore> {
     if (closed) throw new Error('claim store is closed');
   };
 
+  /** A claim in the earlier id format, if any (a server that cannot even look one up has none). */
+  const readLegacy = async (scope: string, key: string): Promise<string | null> => {
+    try {
+      return (await claims.findOne({ _id: legacyClaimId(scope, key) }, { projection: { value: 1 } }))?.value ?? null;
+    } catch (error) {
+      if (error instanceof MongoServerError) return null;
+      throw error;
+    }
+  };
   const read = async (scope: string, key: string): Promise<string | null> => {
     const doc = await claims.findOne({ _id: claimId(scope, key) }, { projection: { value: 1 } });
-    return doc ? doc.value : null;
+    return doc ? doc.value : readLegacy(scope, key);
   };
 
   return {
@@ -51,6 +63,9 @@ export async function openMongoClaimStore(db: Db): Promise<ClaimStore> {
       checkNames(scope, key);
       const json = JSON.stringify(value) as string | undefined;
       if (json === undefined) throw new TypeError('claim value must be JSON-serialisable');
+      // Claimed before the id format changed: that claim wins (none is made in the old format any more).
+      const legacy = await readLegacy(scope, key);
+      if (legacy !== null) return { created: false, value: JSON.parse(legacy) as T };
       try {
         await claims.insertOne({ _id: claimId(scope, key), scope, key, value: json, claimedAt: new Date() });
         return { created: true, value: JSON.parse(json) as T };

@@ -16,14 +16,14 @@ it('reports which MongoDB wire server answered', (t) => {
 claimStoreContract('mongo', () => openMongoClaimStore(server.freshDb('claims_contract')));
 
 describe('mongo claim store', () => {
-  it('keeps one document per claim, the value as JSON text under "<scope>\\0<key>"', async () => {
+  it('keeps one document per claim, the value as JSON text under "<scope>/<key>"', async () => {
     const db = server.freshDb('claims_shape');
     const store = await openMongoClaimStore(db);
     await store.claim('account', 'ann@example.com', { userId: 1, roles: [['a', 'b'], []] });
     const docs = await db.collection('claims').find({}).toArray();
     assert.equal(docs.length, 1);
     assert.deepEqual({ ...docs[0], claimedAt: docs[0]?.['claimedAt'] instanceof Date }, {
-      _id: 'account\u0000ann@example.com', scope: 'account', key: 'ann@example.com',
+      _id: 'account/ann@example.com', scope: 'account', key: 'ann@example.com',
       value: '{"userId":1,"roles":[["a","b"],[]]}', claimedAt: true,
     });
     await store.close();
@@ -42,12 +42,25 @@ describe('mongo claim store', () => {
     await reopened.close();
   });
 
-  it('keeps keys that differ only after a NUL apart, and refuses a NUL in a scope', async () => {
-    const store = await openMongoClaimStore(server.freshDb('claims_nul'));
-    assert.equal((await store.claim('s', 'a\u0000b', 1)).created, true);
+  it('keeps keys that differ only after a / apart, and refuses a / or NUL in a scope', async () => {
+    const store = await openMongoClaimStore(server.freshDb('claims_sep'));
+    assert.equal((await store.claim('s', 'a/b', 1)).created, true);
     assert.equal((await store.claim('s', 'a', 2)).created, true);
-    assert.equal(await store.get('s', 'a\u0000b'), 1);
+    assert.equal(await store.get('s', 'a/b'), 1);
+    await assert.rejects(store.claim('s/a', 'b', 3), TypeError);
     await assert.rejects(store.claim('s\u0000a', 'b', 3), TypeError);
+    await store.close();
+  });
+
+  it('still finds a claim made in the earlier "<scope>\\0<key>" format, and never claims its key again', async () => {
+    const db = server.freshDb('claims_legacy');
+    await db.collection<{ _id: string }>('claims').insertOne({
+      _id: 'account\u0000old@example.com', scope: 'account', key: 'old@example.com', value: '{"userId":7}', claimedAt: new Date(),
+    } as never);
+    const store = await openMongoClaimStore(db);
+    assert.deepEqual(await store.get('account', 'old@example.com'), { userId: 7 });
+    assert.deepEqual(await store.claim('account', 'old@example.com', { userId: 8 }), { created: false, value: { userId: 7 } });
+    assert.equal(await db.collection('claims').countDocuments({}), 1);
     await store.close();
   });
 

@@ -230,7 +230,9 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
     if (!ready) {
       ready = (async () => {
         try {
-          await registry.insertOne({ _id: `${prefix}\u0000${collection}`, prefix, collection });
+          // '$' cannot be in a prefix or a collection name, so the id is unambiguous (NUL, used
+          // before, cannot be stored by PostgreSQL-backed FerretDB; those entries still count).
+          await registry.insertOne({ _id: `${prefix}$${collection}`, prefix, collection });
         } catch (error) {
           if (!(error instanceof MongoServerError && error.code === 11000)) throw error;
         }
