@@ -65,7 +65,8 @@ describe('files of a user', () => {
     const { c } = fx;
     const a = await c.register();
     const b = await c.register();
-    const body = expectSuccess(await c.files(b.token, `user_id=${a.userId}`), 200);
+    // Another user sees a's registration once it is projected (no consistency token carries it to b).
+    const body = await eventually(async () => expectSuccess(await c.files(b.token, `user_id=${a.userId}`), 200));
     assert.deepEqual(body.files, []);
     assert.equal(body.total, 0);
   });

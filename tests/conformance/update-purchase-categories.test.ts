@@ -99,8 +99,13 @@ describe('update', () => {
     const { c } = fx;
     const { fileId } = await c.uploadOk(owner.token, { title: 'Owned' });
     expectError(await c.update(buyer.token, { id: fileId, title: 'Stolen', enabled: false }), 403, 'You do not own this file');
-    const f = (expectSuccess(await c.files(buyer.token, `user_id=${owner.userId}`), 200).files as Array<{ file_id: number; title: string }>).find((x) => x.file_id === Number(fileId));
-    assert.equal(f?.title, 'Owned');
+    // Another user sees the upload once it is projected (no consistency token carries it to them).
+    const f = await eventually(async () => {
+      const found = (expectSuccess(await c.files(buyer.token, `user_id=${owner.userId}`), 200).files as Array<{ file_id: number; title: string }>).find((x) => x.file_id === Number(fileId));
+      assert.ok(found, 'the owner\'s file in the list');
+      return found;
+    });
+    assert.equal(f.title, 'Owned');
   });
 
   it('malformed JSON → 400; another method → 405', async () => {
@@ -193,7 +198,8 @@ describe('categories', () => {
     for (let i = 0; i < 3; i += 1) {
       expectSuccess(await c.upload(owner.token, { title: 't', description: 'd', tags: 'x', cc_license: 'CC BY', new_category_name: `Paged ${randomWord(8)}` }), 201);
     }
-    const whole = expectSuccess(await c.categories(buyer.token), 200);
+    // The owner's reads wait for the owner's writes (consistency token): all three are listed.
+    const whole = expectSuccess(await c.categories(owner.token), 200);
     const ids = (whole.data as Array<{ id: number }>).map((x) => x.id);
     assert.ok(ids.length >= 3 && whole.total === ids.length);
     assert.deepEqual(ids, [...ids].sort((a, b) => a - b), 'ordered by id');

@@ -7,6 +7,18 @@ export interface Page { page: number; perPage: number }
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const num = (v: unknown): number => (typeof v === 'number' ? v : 0);
 
+/**
+ * A page's `total`, consistent with the page: the count and the page are two reads, and the
+ * projector may add a document between them. A page that is not full ends the list, so the list
+ * holds exactly what comes before it plus the page; a full page means at least as many.
+ */
+export const totalOf = (counted: number, page: Page, returned: number): number => {
+  const before = (page.page - 1) * page.perPage;
+  if (returned === page.perPage) return Math.max(counted, before + returned);
+  if (returned > 0 || before === 0) return before + returned;
+  return Math.min(counted, before); // past the end: fewer than the pages before it hold
+};
+
 /** File lists, received comments and categories, from the read model only. */
 export const makeFilesQueries = (store: ReadStore, publicBaseUrl: string) => {
   const userOf = async (userId: number): Promise<Doc> => {
@@ -35,7 +47,7 @@ export const makeFilesQueries = (store: ReadStore, publicBaseUrl: string) => {
         description: str(f.description),
         file_url: viewUrl(publicBaseUrl, num(f.file_id)),
       })),
-      total, page: page.page, per_page: page.perPage,
+      total: totalOf(total, page, docs.length), page: page.page, per_page: page.perPage,
     };
   };
 
@@ -66,7 +78,7 @@ export const makeFilesQueries = (store: ReadStore, publicBaseUrl: string) => {
         comment: str(c.comment),
         link: viewUrl(publicBaseUrl, num(c.file_id)),
       })),
-      total, page: page.page, per_page: page.perPage,
+      total: totalOf(total, page, comments.length), page: page.page, per_page: page.perPage,
     };
   };
 
@@ -81,7 +93,7 @@ export const makeFilesQueries = (store: ReadStore, publicBaseUrl: string) => {
         id: num(c.category_id), name: str(c.name), description: str(c.description),
         tags: joinTags(Array.isArray(c.tags) ? c.tags.map(String) : []),
       })),
-      total, page: page.page, per_page: page.perPage,
+      total: totalOf(total, page, docs.length), page: page.page, per_page: page.perPage,
     };
   };
 

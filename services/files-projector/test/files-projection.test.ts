@@ -124,3 +124,16 @@ describe('files projection', () => {
     }
   });
 });
+
+describe('list totals', () => {
+  it('agree with the page although the count is a second read (a short page ends the list)', async () => {
+    const { totalOf } = await import('../src/queries.ts');
+    assert.equal(totalOf(1, { page: 1, perPage: 100 }, 2), 2, 'a short first page: the page is the list');
+    assert.equal(totalOf(7, { page: 2, perPage: 3 }, 2), 5);
+    assert.equal(totalOf(3, { page: 2, perPage: 3 }, 3), 6, 'a full page: at least what it shows');
+    assert.equal(totalOf(9, { page: 2, perPage: 3 }, 3), 9);
+    assert.equal(totalOf(5, { page: 3, perPage: 2 }, 0), 4, 'past the end: no more than the pages before it');
+    assert.equal(totalOf(3, { page: 9, perPage: 2 }, 0), 3);
+    assert.equal(totalOf(0, { page: 1, perPage: 2 }, 0), 0);
+  });
+});
