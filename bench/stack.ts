@@ -42,7 +42,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, openAsBlob } from 'node:fs';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client as EsClient } from '@elastic/elasticsearch';
@@ -57,6 +56,7 @@ import {
 } from './stack/infra.ts';
 import { closedLoop, expectOk, pacedLoad, percentile, request, sleep, summarizeErrors, windowRates, type LoadResult } from './stack/load.ts';
 import { fmt, ratioOf, renderTable, rowsJson, type Row } from './stack/report.ts';
+import { freePort } from '../infra/stack/ports.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const env = process.env;
@@ -102,15 +102,6 @@ const brief = (r: LoadResult): string =>
 const summary = (r: LoadResult) => ({
   ok: r.ok, errors: r.errors, seconds: Number(r.seconds.toFixed(2)), rate: Number(r.rate.toFixed(2)),
   p50Ms: Number(percentile(r.latencies, 50).toFixed(2)), p99Ms: Number(percentile(r.latencies, 99).toFixed(2)), errorKinds: r.errorKinds,
-});
-
-const freePort = (): Promise<number> => new Promise((resolve, reject) => {
-  const s = createServer();
-  s.once('error', reject);
-  s.listen(0, '127.0.0.1', () => {
-    const { port } = s.address() as AddressInfo;
-    s.close(() => resolve(port));
-  });
 });
 
 /** Runs `fn` over 0..count-1 with at most `limit` at once. */

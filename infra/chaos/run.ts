@@ -29,7 +29,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
@@ -38,6 +37,7 @@ import { Recorder, runClient, type Rec, type User } from './load.ts';
 import { Probe } from './probe.ts';
 import { SERVER_NAMES, Servers, type ServerName } from './servers.ts';
 import { checkRecord, modelOf, type Event, type Window } from './verify.ts';
+import { freePort } from '../stack/ports.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const env = process.env;
@@ -70,15 +70,6 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const secs = (ms: number | undefined): string => ms === undefined ? '-' : (ms / 1000).toFixed(1);
 const began = performance.now();
 const log = (line: string): void => console.log(`[chaos ${secs(performance.now() - began).padStart(6)}s] ${line}`);
-
-const freePort = (): Promise<number> => new Promise((resolve, reject) => {
-  const s = createServer();
-  s.once('error', reject);
-  s.listen(0, '127.0.0.1', () => {
-    const { port } = s.address() as AddressInfo;
-    s.close(() => resolve(port));
-  });
-});
 
 const violations: string[] = [];
 const violation = (text: string): void => {

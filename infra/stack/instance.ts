@@ -11,11 +11,11 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
-import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join, resolve } from 'node:path';
 import { loadOrCreateSecret } from '@docshare/auth';
 import { publicBaseUrlOf } from '@docshare/http';
 import { startServices, stopServices } from './services.ts';
+import { freePorts } from './ports.ts';
 
 const env = process.env;
 const port = Number(env.PORT ?? 8080);
@@ -25,17 +25,6 @@ const ns = createHash('sha256').update(dataDir).digest('hex').slice(0, 12);
 /** `<service>.pid` of each service's current process, rewritten on every restart. */
 const pidDir = join(dataDir, 'run');
 
-/** Ports nobody listens on now, one per internal service (held together so they differ). */
-const freePorts = async (count: number): Promise<number[]> => {
-  const probes = await Promise.all(Array.from({ length: count }, () => new Promise<Server>((ok, fail) => {
-    const probe = createServer();
-    probe.once('error', fail);
-    probe.listen(0, '127.0.0.1', () => ok(probe));
-  })));
-  const ports = probes.map((p) => (p.address() as AddressInfo).port);
-  await Promise.all(probes.map((p) => new Promise((ok) => p.close(ok))));
-  return ports;
-};
 const servicePorts = await freePorts(4);
 
 const passthrough = ['RATE_LIMIT_POINTS', 'RATE_LIMIT_WINDOW_SECONDS', 'MAX_UPLOAD_BYTES', 'STORAGE_QUOTA_BYTES', 'JWT_TTL_SECONDS', 'DOWNLOAD_URL_TTL_SECONDS', 'LOG_LEVEL'];

@@ -12,18 +12,7 @@ import { join } from 'node:path';
 import { TARGET, type Server } from '../../tests/support/server.ts';
 import { api, type Api, type RegisteredUser } from '../../tests/support/client.ts';
 import { startServices, stopServices, type RunningService } from '../stack/services.ts';
-import { createServer, type AddressInfo } from 'node:net';
-
-const freePorts = async (count: number): Promise<number[]> => {
-  const probes = await Promise.all(Array.from({ length: count }, () => new Promise<ReturnType<typeof createServer>>((ok, fail) => {
-    const probe = createServer();
-    probe.once('error', fail);
-    probe.listen(0, '127.0.0.1', () => ok(probe));
-  })));
-  const ports = probes.map((p) => (p.address() as AddressInfo).port);
-  await Promise.all(probes.map((p) => new Promise((ok) => p.close(ok))));
-  return ports;
-};
+import { freePorts } from '../stack/ports.ts';
 
 describe('two replicas of every service, two gateways', { skip: TARGET !== 'distributed' ? 'needs DOCSHARE_TARGET=distributed (npm run test:real)' : false }, () => {
   const replicas: RunningService[][] = [];
