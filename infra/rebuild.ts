@@ -57,6 +57,8 @@ const replay = async (
 
 const env = configOrExit({
   MONGO_URL: stringVar(),
+  MONGO_USERNAME: optionalVar(),
+  MONGO_PASSWORD: optionalVar(),
   MONGO_COMMAND_DB: stringVar('docshare'),
   MONGO_READ_DB: stringVar('docshare_read'),
   ELASTICSEARCH_URL: optionalVar(),
@@ -70,7 +72,10 @@ if (chosen.length === 0) {
   process.exit(2);
 }
 
-const { client, db } = await connectMongo(env.MONGO_URL, env.MONGO_COMMAND_DB);
+const { client, db } = await connectMongo(env.MONGO_URL, env.MONGO_COMMAND_DB, {
+  mongoServerSelectionTimeoutMs: 2_000, mongoConnectTimeoutMs: 2_000, mongoSocketTimeoutMs: 10_000,
+  mongoUsername: env.MONGO_USERNAME, mongoPassword: env.MONGO_PASSWORD,
+});
 const readDb = client.db(env.MONGO_READ_DB);
 const events = await openMongoEventStore(db);
 

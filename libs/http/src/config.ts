@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
 /*
@@ -51,11 +52,35 @@ export const listVar = () => z.string().optional().transform((raw, ctx) => {
   return z.NEVER;
 });
 
-/** Reads every variable of `shape` from `env`; throws a ConfigError naming each bad or missing one. */
+/**
+ * Secrets as files (Docker/compose secrets): for every variable `X` of `shape` that is unset,
+ * `X_FILE` names a file whose content (without a trailing newline) is its value. A shape that
+ * declares `X_FILE` itself gives it its own meaning (the gateway's JWT_SECRET_FILE creates the
+ * file when missing). Returns the values read and a problem per file that cannot be read.
+ */
+const valuesFromFiles = (shape: z.ZodRawShape, env: NodeJS.ProcessEnv): { values: Record<string, string>; problems: string[] } => {
+  const values: Record<string, string> = {};
+  const problems: string[] = [];
+  for (const key of Object.keys(shape)) {
+    const fileKey = `${key}_FILE`;
+    const path = env[fileKey];
+    if (fileKey in shape || !present(path) || present(env[key])) continue;
+    try {
+      values[key] = readFileSync(path, 'utf8').replace(/\r?\n$/, '');
+    } catch (error) {
+      problems.push(`${fileKey} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}: ${path})`);
+    }
+  }
+  return { values, problems };
+};
+
+/** Reads every variable of `shape` from `env` (or its `_FILE`); throws a ConfigError naming each bad or missing one. */
 export const readConfig = <S extends z.ZodRawShape>(shape: S, env: NodeJS.ProcessEnv): z.output<z.ZodObject<S>> => {
-  const result = z.object(shape).safeParse(env);
-  if (result.success) return result.data;
-  throw new ConfigError(result.error.issues.map((issue) => `${issue.path.map(String).join('.')} ${issue.message}`));
+  const files = valuesFromFiles(shape, env);
+  const result = z.object(shape).safeParse({ ...env, ...files.values });
+  if (result.success && files.problems.length === 0) return result.data;
+  const issues = result.success ? [] : result.error.issues.map((issue) => `${issue.path.map(String).join('.')} ${issue.message}`);
+  throw new ConfigError([...files.problems, ...issues]);
 };
 
 /**

@@ -9,6 +9,9 @@ import { intVar, listVar, optionalVar, publicBaseUrlOf, readConfig, stringVar, t
 export const COMMON_VARS = {
   HOST: stringVar('0.0.0.0'),
   MONGO_URL: stringVar(),
+  /** Credentials apart from MONGO_URL, so the password can come from a secret file (MONGO_PASSWORD_FILE). */
+  MONGO_USERNAME: optionalVar(),
+  MONGO_PASSWORD: optionalVar(),
   MONGO_COMMAND_DB: stringVar('docshare'),
   MONGO_READ_DB: stringVar('docshare_read'),
   KAFKA_BROKERS: listVar(),
@@ -39,6 +42,8 @@ export const commonConfig = (env: NodeJS.ProcessEnv) => {
   return {
     host: v.HOST,
     mongoUrl: v.MONGO_URL,
+    mongoUsername: v.MONGO_USERNAME,
+    mongoPassword: v.MONGO_PASSWORD,
     commandDb: v.MONGO_COMMAND_DB,
     readDb: v.MONGO_READ_DB,
     kafkaBrokers: v.KAFKA_BROKERS,
@@ -64,6 +69,9 @@ export interface MongoTimeouts {
   mongoServerSelectionTimeoutMs: number;
   mongoConnectTimeoutMs: number;
   mongoSocketTimeoutMs: number;
+  /** Credentials given apart from the URL (a password in MONGO_URL itself works too). */
+  mongoUsername?: string | undefined;
+  mongoPassword?: string | undefined;
 }
 
 /**
@@ -94,6 +102,7 @@ export const connectMongo = async (
     socketTimeoutMS: timeouts.mongoSocketTimeoutMs,
     ...(options.retryWrites === undefined || /[?&]retryWrites=/i.test(url) ? {} : { retryWrites: options.retryWrites }),
     ...(explicit ? {} : { writeConcern: { w: 'majority', journal: true } }),
+    ...(timeouts.mongoPassword === undefined ? {} : { auth: { username: timeouts.mongoUsername ?? 'docshare', password: timeouts.mongoPassword } }),
   });
   await client.connect();
   return { client, db: client.db(dbName) };

@@ -34,6 +34,8 @@ export interface RateLimiterOptions {
   redis?: {
     /** redis://[user:password@]host:port[/db] or rediss://… */
     url: string;
+    /** Given apart from the URL (e.g. from a secret file); a password in the URL works too. */
+    password?: string | undefined;
     /** How long one connection attempt may take (ms, default 1000). */
     connectTimeoutMs?: number;
     /** How long one limiter command may take before the decision is made locally (ms, default 500). */
@@ -106,6 +108,7 @@ export function makeRateLimiter(options: RateLimiterOptions): RateLimiter {
   const { url, connectTimeoutMs = 1000, commandTimeoutMs = 500 } = options.redis;
   const where = redactUrl(url);
   const client = new Redis(url, {
+    ...(options.redis.password === undefined ? {} : { password: options.redis.password }),
     // Fail fast instead of queueing while disconnected: the decision is then made locally.
     enableOfflineQueue: false,
     connectTimeout: connectTimeoutMs,

@@ -25,6 +25,8 @@ const GATEWAY_VARS = {
   RATE_LIMIT_WINDOW_SECONDS: intVar(60, 1),
   RATE_LIMIT_KEY_PREFIX: stringVar('docshare-rl'),
   REDIS_URL: optionalVar(),
+  /** Apart from REDIS_URL, so it can come from a secret file (REDIS_PASSWORD_FILE). */
+  REDIS_PASSWORD: optionalVar(),
   CONSISTENCY_KEY_PREFIX: optionalVar(),
   TRUST_PROXY: optionalVar(),
   DOCS_COMMAND_URL: stringVar('http://127.0.0.1:8081'),
@@ -46,7 +48,7 @@ const redisUrl = env.REDIS_URL;
 
 const rateLimitKeyPrefix = env.RATE_LIMIT_KEY_PREFIX;
 const rateLimiter = makeRateLimiter({
-  points, windowSeconds, redis: redisUrl ? { url: redisUrl } : undefined, logger, keyPrefix: rateLimitKeyPrefix,
+  points, windowSeconds, redis: redisUrl ? { url: redisUrl, password: env.REDIS_PASSWORD } : undefined, logger, keyPrefix: rateLimitKeyPrefix,
 });
 // Instances that share a Redis keep apart by their rate-limit prefix already: the tokens follow it.
 const consistencyKeyPrefix = env.CONSISTENCY_KEY_PREFIX ?? `${rateLimitKeyPrefix}:ryw`;
