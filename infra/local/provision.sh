@@ -115,6 +115,21 @@ provision_minio() {
   record_version minio "$MINIO_VERSION ($("$bin" --version 2>/dev/null | head -1 | sed 's/^minio version //'))"
 }
 
+# ---- mc (MinIO's client): only the container images need it (bucket, user and policy setup) --
+provision_mc() {
+  local bin
+  bin="$(mc_bin)"
+  if [ ! -x "$bin" ]; then
+    need_cmd go "mc is built with 'go install' (Go >= 1.24)"
+    log "mc: go install github.com/minio/mc@$MC_VERSION (nice -n 10; a few minutes on 2 cores)"
+    mkdir -p "$(dirname "$bin")"
+    CGO_ENABLED=0 GOBIN="$(dirname "$bin")" "${NICE[@]}" go install -trimpath "github.com/minio/mc@$MC_VERSION"
+    [ -x "$bin" ] || die "mc: binary not produced"
+    prune_go_caches
+  fi
+  record_version mc "$MC_VERSION"
+}
+
 # ---- FerretDB: built from module source with build/version/version.txt ------------------------
 provision_ferretdb() {
   local base bin src modjson moddir commit
@@ -156,6 +171,8 @@ provision_redis() {
 
 main() {
   local services s t0
+  # mc is not a server: provisioned on request only (infra/containers/images.sh asks for it).
+  if [ "$*" = "mc" ]; then provision_mc; return; fi
   mapfile -t services < <(expand_services "$@")
   exec 9>"$CACHE/.provision.lock"
   flock 9 2>/dev/null || true

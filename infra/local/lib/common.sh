@@ -25,6 +25,8 @@ ES_VERSION_8="8.19.21"
 # MinIO publishes RELEASE.* tags that are not semver; the Go proxy serves no tagged version
 # (RELEASE tags answer 403 here), so this is the pseudo-version of @latest on 2026-02-12.
 MINIO_VERSION="${DOCSHARE_MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}"
+# MinIO's client (for the compose stack's bucket, user and policy), @latest on 2026-11-23.
+MC_VERSION="${DOCSHARE_MC_VERSION:-v0.0.0-20250313080218-cf909e1063a9}"
 FERRETDB_VERSION="${DOCSHARE_FERRETDB_VERSION:-v1.24.2}"
 ES_USER="${DOCSHARE_ES_USER:-docshare-es}"
 
@@ -148,6 +150,7 @@ es_version() {
 kafka_home() { printf '%s' "$CACHE/kafka/$KAFKA_VERSION"; }
 es_home() { printf '%s' "$CACHE/elasticsearch/$1/elasticsearch-$1"; }
 minio_bin() { printf '%s' "$CACHE/minio/$MINIO_VERSION/bin/minio"; }
+mc_bin() { printf '%s' "$CACHE/mc/$MC_VERSION/bin/mc"; }
 ferretdb_bin() { printf '%s' "$CACHE/ferretdb/$FERRETDB_VERSION/bin/ferretdb"; }
 
 # pkg_install <binary> <debian-package...>: apt-get install only when the binary is missing
