@@ -2,16 +2,20 @@
  * Runs a command with a real test stack in its environment (KAFKA_BROKERS, MONGO_URL,
  * ELASTICSEARCH_URL, MINIO_*, REDIS_URL), taken from, in this order:
  *   1. explicit URLs already in the environment (all five must be set),
- *   2. testcontainers, where a container runtime answers,
- *   3. the local servers of infra/local (provisioned on first use, cached outside the repo).
- * When none works the run fails: the integration suites never skip.
+ *   2. the local servers of infra/local (provisioned on first use, cached outside the repo),
+ *   3. testcontainers, on images built here (infra/containers/images.sh) and podman or Docker,
+ * or only the provider `--provider=env|local|testcontainers` names (CI runs the suites once on
+ * each of local and testcontainers). When none works the run fails: the suites never skip.
  *
- *   node infra/with-stack.ts -- <command> [args...]
+ *   node infra/with-stack.ts [--provider=<name>] -- <command> [args...]
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer, type AddressInfo } from 'node:net';
+import type { StartedTestContainer as StartedContainer } from 'testcontainers';
+import { buildImages, engineEnv } from './compose/compose.ts';
 import { parseEnvFile } from './stack/services.ts';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -26,47 +30,85 @@ const fromEnv = (): Stack | null => {
   return { source: 'environment', env: Object.fromEntries(KEYS.map((k) => [k, process.env[k] as string])), stop: async () => {} };
 };
 
-/** Images matching the servers of infra/local (docs/infra.md). */
-const IMAGES = {
-  kafka: 'confluentinc/cp-kafka:7.9.1',
-  mongo: 'mongo:7.0',
-  elasticsearch: 'docker.elastic.co/elasticsearch/elasticsearch:9.5.4',
-  minio: 'minio/minio:RELEASE.2025-09-07T16-13-09Z',
-  redis: 'redis:7.0',
-};
-
+/**
+ * The servers as containers started by testcontainers, on the images infra/containers/images.sh
+ * builds here from what infra/local provisions (no registry is reachable on these machines), on
+ * podman's Docker-compatible socket or a Docker daemon. Generic containers: the modules'
+ * start-up scripts assume the registries' images (Confluent's Kafka, a mongod replica set).
+ */
 const fromTestcontainers = async (): Promise<Stack | null> => {
+  const images = buildImages('servers');
+  process.env['DOCKER_HOST'] = images.dockerHost || process.env['DOCKER_HOST'];
+  process.env['CONTAINERS_CONF'] = engineEnv(images)['CONTAINERS_CONF'];
+  // Ryuk (the reaper) needs the engine's socket mounted into a container of its own, an image that
+  // cannot be pulled here: stop() removes the containers instead.
+  process.env['TESTCONTAINERS_RYUK_DISABLED'] = 'true';
   const tc = await import('testcontainers');
   try {
     await tc.getContainerRuntimeClient();
-  } catch {
+  } catch (error) {
+    console.error(`with-stack: testcontainers finds no container runtime: ${String(error)}`);
     return null;
   }
-  const [{ KafkaContainer }, { MongoDBContainer }, { ElasticsearchContainer }, { MinioContainer }, { RedisContainer }] = await Promise.all([
-    import('@testcontainers/kafka'), import('@testcontainers/mongodb'), import('@testcontainers/elasticsearch'),
-    import('@testcontainers/minio'), import('@testcontainers/redis'),
+  const { GenericContainer, Wait } = tc;
+  const tag = (name: string): string => {
+    const image = images.tags[name];
+    if (!image) throw new Error(`infra/containers/images.sh built no ${name} image`);
+    return image;
+  };
+  const minute = 60_000;
+  // Kafka advertises the address clients use: the host port must be known before it starts.
+  const kafkaPort = await freeLocalPort();
+  const started = await Promise.allSettled([
+    new GenericContainer(tag('kafka'))
+      .withExposedPorts({ container: 9092, host: kafkaPort })
+      .withEnvironment({
+        KAFKA_NODE_ID: '1', KAFKA_PROCESS_ROLES: 'broker,controller',
+        KAFKA_LISTENERS: 'PLAINTEXT://:9092,CONTROLLER://:9093', KAFKA_ADVERTISED_LISTENERS: `PLAINTEXT://127.0.0.1:${kafkaPort}`,
+        KAFKA_CONTROLLER_LISTENER_NAMES: 'CONTROLLER', KAFKA_LISTENER_SECURITY_PROTOCOL_MAP: 'CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+        KAFKA_CONTROLLER_QUORUM_VOTERS: '1@localhost:9093', KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR: '1',
+        KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR: '1', KAFKA_TRANSACTION_STATE_LOG_MIN_ISR: '1',
+        KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS: '0', KAFKA_HEAP_OPTS: '-Xmx512m -Xms512m',
+      })
+      .withWaitStrategy(Wait.forLogMessage(/Kafka Server started/)).withStartupTimeout(3 * minute).start(),
+    new GenericContainer(tag('ferretdb')).withExposedPorts(27017)
+      .withWaitStrategy(Wait.forListeningPorts()).withStartupTimeout(2 * minute).start(),
+    new GenericContainer(tag('elasticsearch')).withExposedPorts(9200)
+      .withEnvironment({ 'discovery.type': 'single-node', 'xpack.security.enabled': 'false', ES_JAVA_OPTS: '-Xms512m -Xmx512m' })
+      .withWaitStrategy(Wait.forHttp('/_cluster/health?wait_for_status=yellow&timeout=5s', 9200).forStatusCode(200))
+      .withStartupTimeout(4 * minute).start(),
+    new GenericContainer(tag('minio')).withExposedPorts(9000)
+      .withEnvironment({ MINIO_ROOT_USER: 'docshare-test', MINIO_ROOT_PASSWORD: 'docshare-test-secret' })
+      .withCommand(['server', '/data'])
+      .withWaitStrategy(Wait.forHttp('/minio/health/live', 9000).forStatusCode(200)).withStartupTimeout(2 * minute).start(),
+    new GenericContainer(tag('redis')).withExposedPorts(6379)
+      .withCommand(['redis-server', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'])
+      .withWaitStrategy(Wait.forLogMessage(/Ready to accept connections/)).withStartupTimeout(minute).start(),
   ]);
-  const [kafka, mongo, es, minio, redis] = await Promise.all([
-    new KafkaContainer(IMAGES.kafka).withKraft().start(),
-    new MongoDBContainer(IMAGES.mongo).start(),
-    new ElasticsearchContainer(IMAGES.elasticsearch).withEnvironment({ 'xpack.security.enabled': 'false' }).start(),
-    new MinioContainer(IMAGES.minio).start(),
-    new RedisContainer(IMAGES.redis).start(),
-  ]);
+  const containers = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const stop = async (): Promise<void> => {
+    await Promise.all(containers.map((c) => c.stop({ remove: true, removeVolumes: true }).catch(() => {})));
+  };
+  const failure = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failure) {
+    await stop();
+    throw new Error(`testcontainers: a server did not start: ${String(failure.reason)}`);
+  }
+  const [kafka, mongo, es, minio, redis] = containers as [StartedContainer, StartedContainer, StartedContainer, StartedContainer, StartedContainer];
+  const at = (c: StartedContainer, port: number): string => `${c.getHost()}:${c.getMappedPort(port)}`;
+  console.error(`with-stack: testcontainers started ${containers.map((c) => c.getName().replace(/^\//, '')).join(', ')} on ${images.engine}`);
   return {
-    source: 'testcontainers',
+    source: `testcontainers (${images.engine}; images ${[tag('kafka'), tag('ferretdb'), tag('elasticsearch'), tag('minio'), tag('redis')].join(', ')})`,
     env: {
-      KAFKA_BROKERS: `${kafka.getHost()}:${kafka.getMappedPort(9093)}`,
-      MONGO_URL: `${mongo.getConnectionString()}/?directConnection=true`,
-      ELASTICSEARCH_URL: `http://${es.getHost()}:${es.getPort()}`,
-      MINIO_ENDPOINT: minio.getConnectionUrl(),
-      MINIO_ACCESS_KEY: minio.getUsername(),
-      MINIO_SECRET_KEY: minio.getPassword(),
-      REDIS_URL: redis.getConnectionUrl(),
+      KAFKA_BROKERS: `127.0.0.1:${kafka.getMappedPort(9092)}`,
+      MONGO_URL: `mongodb://${at(mongo, 27017)}/?directConnection=true`,
+      ELASTICSEARCH_URL: `http://${at(es, 9200)}`,
+      MINIO_ENDPOINT: `http://${at(minio, 9000)}`,
+      MINIO_ACCESS_KEY: 'docshare-test',
+      MINIO_SECRET_KEY: 'docshare-test-secret',
+      REDIS_URL: `redis://${at(redis, 6379)}`,
     },
-    stop: async () => {
-      await Promise.all([kafka, mongo, es, minio, redis].map((c) => c.stop()));
-    },
+    stop,
   };
 };
 
@@ -89,6 +131,16 @@ const fromLocalServers = async (): Promise<Stack | null> => {
   };
 };
 
+/** A port nobody listens on now (Kafka's host port must be fixed before it starts). */
+const freeLocalPort = (): Promise<number> => new Promise((resolve, reject) => {
+  const probe = createServer();
+  probe.once('error', reject);
+  probe.listen(0, '127.0.0.1', () => {
+    const { port } = probe.address() as AddressInfo;
+    probe.close(() => resolve(port));
+  });
+});
+
 const separator = process.argv.indexOf('--');
 const command = separator >= 0 ? process.argv.slice(separator + 1) : [];
 if (command.length === 0) {
@@ -96,9 +148,22 @@ if (command.length === 0) {
   process.exit(2);
 }
 
+const providerArg = process.argv.slice(2, separator >= 0 ? separator : undefined).find((a) => a.startsWith('--provider='));
+const provider = providerArg?.slice('--provider='.length) ?? 'auto';
+const PROVIDERS: Record<string, () => Promise<Stack | null>> = {
+  env: async () => fromEnv(),
+  local: fromLocalServers,
+  testcontainers: fromTestcontainers,
+  auto: async () => fromEnv() ?? await fromLocalServers() ?? await fromTestcontainers(),
+};
+const chosen = PROVIDERS[provider];
+if (!chosen) {
+  console.error(`with-stack: unknown provider "${provider}" (env, local, testcontainers or auto)`);
+  process.exit(2);
+}
 let stack: Stack | null = null;
 try {
-  stack = fromEnv() ?? await fromTestcontainers() ?? await fromLocalServers();
+  stack = await chosen();
 } catch (error) {
   console.error(`with-stack: ${String(error)}`);
 }

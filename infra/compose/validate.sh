@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Validates docker-compose.yml without a Docker engine: `docker-compose config` (Debian's
-# docker-compose, installed on first use) parses, interpolates and schema-checks the file.
+# Validates docker-compose.yml and the local override without an engine: `docker-compose config`
+# (Debian's docker-compose, installed on first use) parses, interpolates and schema-checks them,
+# and the override must change images only.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 if ! command -v docker-compose >/dev/null 2>&1; then
@@ -9,10 +10,26 @@ if ! command -v docker-compose >/dev/null 2>&1; then
   apt-get install -y --no-install-recommends docker-compose >/dev/null 2>&1 \
     || { apt-get update >/dev/null && apt-get install -y --no-install-recommends docker-compose >/dev/null; }
 fi
-# Required secrets get placeholders: validation must not need real ones.
-JWT_SECRET=validation-placeholder MINIO_SECRET_KEY=validation-placeholder docker-compose -f docker-compose.yml config -q
-services=$(JWT_SECRET=x MINIO_SECRET_KEY=y docker-compose -f docker-compose.yml config --services | sort | tr '\n' ' ')
+# Secrets are files: validation gets placeholders, never the real ones.
+placeholder="$(mktemp -d)"
+trap 'rm -rf "$placeholder"' EXIT
+for s in $(sed -n 's/^  \([a-z_]*\): { file: .*/\1/p' docker-compose.yml); do echo placeholder >"$placeholder/$s"; done
+export SECRETS_DIR="$placeholder"
+docker-compose -f docker-compose.yml config -q
+docker-compose -f docker-compose.yml -f docker-compose.local.yml config -q
+services=$(docker-compose -f docker-compose.yml config --services | sort | tr '\n' ' ')
 echo "[compose] docker-compose.yml is valid: $services"
-for needed in kafka mongodb elasticsearch minio redis docs-command stats-projector files-projector search-projector gateway; do
+for needed in kafka mongodb elasticsearch minio minio-init redis docs-command stats-projector files-projector search-projector gateway; do
   case " $services " in *" $needed "*) ;; *) echo "[compose] missing service: $needed" >&2; exit 1 ;; esac
 done
+# The override may set `image:` and nothing else.
+if grep -vE '^\s*(#.*)?$|^services:$|^  [a-z-]+:$|^    image: ' docker-compose.local.yml; then
+  echo "[compose] docker-compose.local.yml must change images only (lines above)" >&2
+  exit 1
+fi
+# Every image is pinned: no floating or missing tag, no :latest.
+if docker-compose -f docker-compose.yml config | grep -E '^\s+image: ' | grep -vE ':[0-9][^ ]*$|:[0-9a-f]{12}$'; then
+  echo "[compose] unpinned image (above)" >&2
+  exit 1
+fi
+echo "[compose] docker-compose.local.yml changes images only; every image is pinned"

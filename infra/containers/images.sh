@@ -199,3 +199,5 @@ fi
 [ "$WHAT" = servers ] || build_app
 elog "images ready in $(elapsed "$t_all")s"
 for name in "${!TAG[@]}"; do printf '%s=%s\n' "$name" "${TAG[$name]}"; done | sort
+printf 'engine=%s\n' "$ENGINE"
+printf 'docker_host=%s\n' "${DOCKER_HOST:-}"

@@ -1,0 +1,227 @@
+/**
+ * The compose stack on this machine: images built here (infra/containers/images.sh), secrets
+ * generated once, docker-compose (v1, Debian's) against podman's Docker-compatible socket or a
+ * Docker daemon, and podman's healthchecks driven by hand where no systemd runs them (podman
+ * runs them from systemd timers: without, a container stays `starting` and compose waits).
+ * Used by `npm run compose:up` (up.ts) and `npm run test:compose` (test.ts).
+ */
+import { spawn, spawnSync, type SpawnOptions } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, stat, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+
+export const ROOT = resolve(import.meta.dirname, '..', '..');
+
+/** Every secret file docker-compose.yml names, and how a fresh one is made. */
+export const SECRETS: Record<string, () => string> = {
+  jwt_secret: () => randomBytes(48).toString('base64url'),
+  mongo_root_password: () => randomBytes(24).toString('base64url'),
+  mongo_app_password: () => randomBytes(24).toString('base64url'),
+  minio_root_user: () => 'docshare-root',
+  minio_root_password: () => randomBytes(24).toString('base64url'),
+  minio_app_access_key: () => 'docshare-app',
+  minio_app_secret_key: () => randomBytes(24).toString('base64url'),
+  redis_password: () => randomBytes(24).toString('base64url'),
+};
+
+/**
+ * Writes each missing secret of SECRETS into `dir` (0700). Files are 0644: compose bind-mounts
+ * them into containers whose users are not root; the directory keeps other host users out.
+ * Returns the names it created.
+ */
+export const ensureSecrets = async (dir: string): Promise<string[]> => {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await chmod(dir, 0o700);
+  const created: string[] = [];
+  for (const [name, make] of Object.entries(SECRETS)) {
+    const file = join(dir, name);
+    if (await stat(file).then(() => true, () => false)) continue;
+    await writeFile(file, `${make()}\n`, { mode: 0o644, flag: 'wx' });
+    created.push(name);
+  }
+  return created;
+};
+
+export interface Images {
+  engine: 'podman' | 'docker';
+  /** unix socket of podman's Docker API, or '' for Docker's own. */
+  dockerHost: string;
+  tags: Record<string, string>;
+}
+
+/** Builds what is missing (images.sh skips what is up to date) and reports the tags. */
+export const buildImages = (what: 'all' | 'servers' = 'all'): Images => {
+  const run = spawnSync('bash', [join(ROOT, 'infra', 'containers', 'images.sh'), what], {
+    stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8',
+  });
+  if (run.status !== 0) throw new Error(`infra/containers/images.sh ${what} failed (exit ${run.status})`);
+  const tags: Record<string, string> = {};
+  for (const line of run.stdout.split('\n')) {
+    const at = line.indexOf('=');
+    if (at > 0) tags[line.slice(0, at)] = line.slice(at + 1);
+  }
+  const engine = tags['engine'] === 'docker' ? 'docker' : 'podman';
+  return { engine, dockerHost: tags['docker_host'] ?? '', tags };
+};
+
+/** The engine's CLI environment: podman reads this project's containers.conf. */
+export const engineEnv = (images: Images): NodeJS.ProcessEnv => ({
+  ...process.env,
+  CONTAINERS_CONF: join(ROOT, 'infra', 'containers', 'containers.conf'),
+  ...(images.dockerHost ? { DOCKER_HOST: images.dockerHost } : {}),
+});
+
+export interface StackOptions {
+  project: string;
+  port: number;
+  bindAddress: string;
+  secretsDir: string;
+  /** Extra variables for compose's interpolation (RATE_LIMIT_POINTS, PUBLIC_BASE_URL, ...). */
+  env?: Record<string, string>;
+  /** Use the locally built server images (docker-compose.local.yml); false: the registry's. */
+  localImages: boolean;
+}
+
+export class ComposeStack {
+  readonly images: Images;
+  readonly options: StackOptions;
+  private healthTimer: NodeJS.Timeout | undefined;
+  private readonly lastCheck = new Map<string, number>();
+  private checking = false;
+
+  constructor(images: Images, options: StackOptions) {
+    this.images = images;
+    this.options = options;
+  }
+
+  get baseUrl(): string {
+    const host = this.options.bindAddress === '0.0.0.0' ? '127.0.0.1' : this.options.bindAddress;
+    return `http://${host}:${this.options.port}`;
+  }
+
+  /** The environment compose interpolates docker-compose.yml with. */
+  env(): NodeJS.ProcessEnv {
+    const { tags } = this.images;
+    const local: Record<string, string> = this.options.localImages ? {
+      LOCAL_KAFKA_IMAGE: tags['kafka'] ?? '', LOCAL_MONGODB_IMAGE: tags['ferretdb'] ?? '', LOCAL_ELASTICSEARCH_IMAGE: tags['elasticsearch'] ?? '',
+      LOCAL_MINIO_IMAGE: tags['minio'] ?? '', LOCAL_REDIS_IMAGE: tags['redis'] ?? '',
+    } : {};
+    return {
+      ...engineEnv(this.images),
+      COMPOSE_PROJECT_NAME: this.options.project,
+      // podman answers slower than Docker while many containers start.
+      COMPOSE_HTTP_TIMEOUT: '300',
+      PORT: String(this.options.port),
+      BIND_ADDRESS: this.options.bindAddress,
+      SECRETS_DIR: this.options.secretsDir,
+      PUBLIC_BASE_URL: process.env['PUBLIC_BASE_URL'] ?? `http://localhost:${this.options.port}`,
+      ...(tags['app'] ? { DOCSHARE_VERSION: tags['app'].split(':').pop() as string } : {}),
+      ...local,
+      ...this.options.env,
+    };
+  }
+
+  files(): string[] {
+    return ['-f', join(ROOT, 'docker-compose.yml'), ...(this.options.localImages ? ['-f', join(ROOT, 'docker-compose.local.yml')] : [])];
+  }
+
+  /** Runs docker-compose with this stack's files and project; resolves with its exit code. */
+  compose(args: string[], options: SpawnOptions = {}): Promise<number> {
+    return new Promise((resolveExit) => {
+      const child = spawn('docker-compose', ['--project-directory', ROOT, '-p', this.options.project, ...this.files(), ...args], {
+        cwd: ROOT, env: this.env(), stdio: 'inherit', ...options,
+      });
+      child.once('error', () => resolveExit(127));
+      child.once('exit', (code, signal) => resolveExit(code ?? (signal ? 1 : 0)));
+    });
+  }
+
+  /** compose, failing on a non-zero exit. */
+  async composeOk(args: string[]): Promise<void> {
+    const code = await this.compose(args);
+    if (code !== 0) throw new Error(`docker-compose ${args.join(' ')} exited with ${code}`);
+  }
+
+  /** The engine's CLI (podman or docker), its output. */
+  engine(args: string[]): string {
+    const run = spawnSync(this.images.engine, args, { env: engineEnv(this.images), encoding: 'utf8' });
+    if (run.status !== 0) throw new Error(`${this.images.engine} ${args.join(' ')}: ${run.stderr.trim()}`);
+    return run.stdout;
+  }
+
+  /** Containers of this project: id, compose service, health ('' without a healthcheck), state. */
+  containers(): { id: string; name: string; service: string; health: string; state: string }[] {
+    const out = this.engine(['ps', '-a', '--filter', `label=com.docker.compose.project=${this.options.project}`,
+      '--format', '{{.ID}}\t{{.Names}}\t{{index .Labels "com.docker.compose.service"}}\t{{.Status}}']);
+    return out.split('\n').filter(Boolean).map((line) => {
+      const [id = '', name = '', service = '', status = ''] = line.split('\t');
+      // Status reads `Up 2 minutes (healthy)` or `Exited (0) 3 seconds ago` (podman's State is text too).
+      const health = /\((healthy|unhealthy|starting)\)/.exec(status)?.[1] ?? '';
+      return { id, name, service, health, state: status.startsWith('Up') ? 'running' : 'exited' };
+    });
+  }
+
+  /**
+   * Podman without systemd never runs healthchecks: run them here. A container still starting
+   * (or unhealthy) is checked every round (2 s), a healthy one every 30 s. Docker runs its own.
+   */
+  startHealthDriver(): void {
+    if (this.images.engine !== 'podman' || this.healthTimer) return;
+    const round = async (): Promise<void> => {
+      if (this.checking) return;
+      this.checking = true;
+      try {
+        const now = Date.now();
+        const due = this.containers().filter((c) => c.state === 'running' && c.health !== ''
+          && (c.health !== 'healthy' || now - (this.lastCheck.get(c.id) ?? 0) >= 30_000));
+        await Promise.all(due.map((c) => new Promise<void>((done) => {
+          this.lastCheck.set(c.id, now);
+          const child = spawn('podman', ['healthcheck', 'run', c.id], { env: engineEnv(this.images), stdio: 'ignore' });
+          child.once('error', () => done());
+          child.once('exit', () => done());
+        })));
+      } catch {
+        // a container went away between ps and healthcheck: the next round sees the new state
+      } finally {
+        this.checking = false;
+      }
+    };
+    this.healthTimer = setInterval(() => { void round(); }, 2_000);
+    void round();
+  }
+
+  stopHealthDriver(): void {
+    if (this.healthTimer) clearInterval(this.healthTimer);
+    this.healthTimer = undefined;
+  }
+
+  /** `up -d` (no builds: buildImages made every image), healthchecks driven meanwhile. */
+  async up(extra: string[] = []): Promise<void> {
+    this.startHealthDriver();
+    await this.composeOk(['up', '-d', '--no-build', '--remove-orphans', ...extra]);
+  }
+
+  /** Waits for the gateway's /readyz and every upstream it reports. */
+  async waitReady(timeoutMs = 300_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last = '';
+    while (Date.now() < deadline) {
+      try {
+        const res = await fetch(`${this.baseUrl}/readyz`, { signal: AbortSignal.timeout(3_000) });
+        const body = await res.json() as { checks?: Record<string, string> };
+        last = JSON.stringify(body);
+        if (res.ok && body.checks && Object.values(body.checks).every((v) => v === 'ok')) return;
+      } catch (error) {
+        last = String(error);
+      }
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+    throw new Error(`the gateway at ${this.baseUrl} was not ready within ${timeoutMs / 1000} s: ${last}`);
+  }
+
+  /** Removes containers and networks (and the volumes with `volumes`). */
+  async down(volumes: boolean): Promise<void> {
+    this.stopHealthDriver();
+    await this.compose(['down', '--remove-orphans', '--timeout', '20', ...(volumes ? ['--volumes'] : [])]);
+  }
+}
