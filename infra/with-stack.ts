@@ -73,11 +73,12 @@ const fromTestcontainers = async (): Promise<Stack | null> => {
       .withWaitStrategy(Wait.forLogMessage(/Kafka Server started/)).withStartupTimeout(3 * minute).start(),
     new GenericContainer(tag('ferretdb')).withExposedPorts(27017)
       .withWaitStrategy(Wait.forListeningPorts()).withStartupTimeout(2 * minute).start(),
-    new GenericContainer(tag('elasticsearch')).withExposedPorts(9200)
+    // Every port the image EXPOSEs: podman lists them all, and testcontainers waits until each is bound.
+    new GenericContainer(tag('elasticsearch')).withExposedPorts(9200, 9300)
       .withEnvironment({ 'discovery.type': 'single-node', 'xpack.security.enabled': 'false', ES_JAVA_OPTS: '-Xms512m -Xmx512m' })
       .withWaitStrategy(Wait.forHttp('/_cluster/health?wait_for_status=yellow&timeout=5s', 9200).forStatusCode(200))
       .withStartupTimeout(4 * minute).start(),
-    new GenericContainer(tag('minio')).withExposedPorts(9000)
+    new GenericContainer(tag('minio')).withExposedPorts(9000, 9001)
       .withEnvironment({ MINIO_ROOT_USER: 'docshare-test', MINIO_ROOT_PASSWORD: 'docshare-test-secret' })
       .withCommand(['server', '/data'])
       .withWaitStrategy(Wait.forHttp('/minio/health/live', 9000).forStatusCode(200)).withStartupTimeout(2 * minute).start(),
