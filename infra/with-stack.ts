@@ -59,8 +59,10 @@ const fromTestcontainers = async (): Promise<Stack | null> => {
   const minute = 60_000;
   // Kafka advertises the address clients use: the host port must be known before it starts.
   const kafkaPort = await freeLocalPort();
+  // Without Ryuk, a container whose start failed half-way has no handle: the label finds it.
+  const label = { 'docshare.with-stack': `${process.pid}-${Date.now()}` };
   const started = await Promise.allSettled([
-    new GenericContainer(tag('kafka'))
+    new GenericContainer(tag('kafka')).withLabels(label)
       .withExposedPorts({ container: 9092, host: kafkaPort })
       .withEnvironment({
         KAFKA_NODE_ID: '1', KAFKA_PROCESS_ROLES: 'broker,controller',
@@ -71,24 +73,27 @@ const fromTestcontainers = async (): Promise<Stack | null> => {
         KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS: '0', KAFKA_HEAP_OPTS: '-Xmx512m -Xms512m',
       })
       .withWaitStrategy(Wait.forLogMessage(/Kafka Server started/)).withStartupTimeout(3 * minute).start(),
-    new GenericContainer(tag('ferretdb')).withExposedPorts(27017)
+    new GenericContainer(tag('ferretdb')).withLabels(label).withExposedPorts(27017)
       .withWaitStrategy(Wait.forListeningPorts()).withStartupTimeout(2 * minute).start(),
     // Every port the image EXPOSEs: podman lists them all, and testcontainers waits until each is bound.
-    new GenericContainer(tag('elasticsearch')).withExposedPorts(9200, 9300)
+    new GenericContainer(tag('elasticsearch')).withLabels(label).withExposedPorts(9200, 9300)
       .withEnvironment({ 'discovery.type': 'single-node', 'xpack.security.enabled': 'false', ES_JAVA_OPTS: '-Xms512m -Xmx512m' })
       .withWaitStrategy(Wait.forHttp('/_cluster/health?wait_for_status=yellow&timeout=5s', 9200).forStatusCode(200))
       .withStartupTimeout(4 * minute).start(),
-    new GenericContainer(tag('minio')).withExposedPorts(9000, 9001)
+    new GenericContainer(tag('minio')).withLabels(label).withExposedPorts(9000, 9001)
       .withEnvironment({ MINIO_ROOT_USER: 'docshare-test', MINIO_ROOT_PASSWORD: 'docshare-test-secret' })
       .withCommand(['server', '/data'])
       .withWaitStrategy(Wait.forHttp('/minio/health/live', 9000).forStatusCode(200)).withStartupTimeout(2 * minute).start(),
-    new GenericContainer(tag('redis')).withExposedPorts(6379)
+    new GenericContainer(tag('redis')).withLabels(label).withExposedPorts(6379)
       .withCommand(['redis-server', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'])
       .withWaitStrategy(Wait.forLogMessage(/Ready to accept connections/)).withStartupTimeout(minute).start(),
   ]);
   const containers = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const stop = async (): Promise<void> => {
     await Promise.all(containers.map((c) => c.stop({ remove: true, removeVolumes: true }).catch(() => {})));
+    const cli = { env: engineEnv(images), encoding: 'utf8' as const };
+    const left = spawnSync(images.engine, ['ps', '-aq', '--filter', `label=docshare.with-stack=${label['docshare.with-stack']}`], cli).stdout?.trim();
+    if (left) spawnSync(images.engine, ['rm', '-f', '-v', ...left.split(/\s+/)], cli);
   };
   const failure = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failure) {
