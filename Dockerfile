@@ -7,7 +7,7 @@
 # rebuilds only the last COPY layers, never `npm ci`.
 #   docker build -t docshare:0.1.0 .
 #   docker build --build-arg NODE_IMAGE=localhost/docshare/node:24 ...   (no registry: infra/containers/images.sh)
-ARG NODE_IMAGE=node:24.11.1-bookworm-slim
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 # Only the workspaces' package.json files, at their paths: this stage's output changes only
 # when a manifest does, so the `npm ci` layer below stays cached across source edits.

@@ -19,6 +19,12 @@ export default tseslint.config(
     },
   },
   { files: ['tests/**', '**/test/**', 'bench/**', 'infra/**'], rules: { 'no-console': 'off' } },
+  // mongosh scripts (the mongo image's init scripts): mongosh's globals and its CommonJS require.
+  {
+    files: ['infra/compose/mongo-init/**/*.js'],
+    languageOptions: { sourceType: 'script', globals: { db: 'readonly', print: 'readonly', require: 'readonly' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
   // Layers: contracts ← libs (ports, adapters, runtime) ← services ← standalone, infra, bench, tests.
   // An import the wrong way is an error.
   {

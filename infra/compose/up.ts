@@ -31,12 +31,13 @@ const stack = new ComposeStack(buildImages('all'), {
 console.log(`compose: engine ${stack.images.engine}, images ready in ${((performance.now() - began) / 1000).toFixed(1)} s`);
 
 let stopping = false;
-let logs: ReturnType<typeof spawn> | undefined;
+/** `compose logs --follow`, once the stack is ready. */
+const following: { logs?: ReturnType<typeof spawn> } = {};
 const stop = async (code: number): Promise<never> => {
   if (!stopping) {
     stopping = true;
     console.log('compose: stopping: removing containers and networks');
-    logs?.kill('SIGTERM');
+    following.logs?.kill('SIGTERM');
     await stack.down(env['COMPOSE_DOWN_VOLUMES'] === '1');
   }
   process.exit(code);
@@ -52,6 +53,6 @@ try {
   await stop(1);
 }
 console.log(`compose: ready in ${((performance.now() - began) / 1000).toFixed(1)} s: the API answers on ${stack.baseUrl} (Ctrl-C stops and removes the stack)`);
-logs = spawn('docker-compose', ['--project-directory', ROOT, '-p', stack.options.project, ...stack.files(), 'logs', '--follow', '--tail', '0', '--no-color'], {
+following.logs = spawn('docker-compose', ['--project-directory', ROOT, '-p', stack.options.project, ...stack.files(), 'logs', '--follow', '--tail', '0', '--no-color'], {
   cwd: ROOT, env: stack.env(), stdio: 'inherit',
 });

@@ -7,14 +7,16 @@
  * alias, bucket, consumer groups and rate-limit keys are namespaced by DATA_DIR, so several
  * instances share one set of servers and a restart on the same DATA_DIR finds its data again.
  *
- * Env: PORT, PUBLIC_BASE_URL, DATA_DIR, RATE_LIMIT_*, MAX_UPLOAD_BYTES, JWT_*, DOWNLOAD_URL_TTL_SECONDS.
+ * Env: PORT, PUBLIC_BASE_URL, DATA_DIR, RATE_LIMIT_*, MAX_UPLOAD_BYTES, JWT_*, DOWNLOAD_URL_TTL_SECONDS,
+ * METRICS_PORT (the gateway's metrics listener; the other services get free ports of their own).
+ * Each service's metrics URL is written to DATA_DIR/run/metrics.json (`{ "<service>": "http://…" }`).
  */
 import { createHash } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { loadOrCreateSecret } from '@docshare/auth';
 import { publicBaseUrlOf } from '@docshare/http';
-import { startServices, stopServices } from './services.ts';
+import { SERVICES, startServices, stopServices } from './services.ts';
 import { freePorts } from './ports.ts';
 
 const env = process.env;
@@ -25,7 +27,8 @@ const ns = createHash('sha256').update(dataDir).digest('hex').slice(0, 12);
 /** `<service>.pid` of each service's current process, rewritten on every restart. */
 const pidDir = join(dataDir, 'run');
 
-const servicePorts = await freePorts(4);
+const [servicePorts, metricsPorts] = ((ports) => [ports.slice(0, 4), ports.slice(4)])(await freePorts(8));
+const gatewayMetricsPort = env.METRICS_PORT ? Number(env.METRICS_PORT) : undefined;
 
 const passthrough = ['RATE_LIMIT_POINTS', 'RATE_LIMIT_WINDOW_SECONDS', 'MAX_UPLOAD_BYTES', 'STORAGE_QUOTA_BYTES', 'JWT_TTL_SECONDS', 'DOWNLOAD_URL_TTL_SECONDS', 'LOG_LEVEL'];
 const services = await startServices({
@@ -46,9 +49,17 @@ const services = await startServices({
     MINIO_BUCKET: `docshare-${ns}`,
     RATE_LIMIT_KEY_PREFIX: `docshare-rl-${ns}`,
   },
+  metricsPorts: {
+    ...Object.fromEntries(SERVICES.map((spec, i) => [spec.name, metricsPorts[i] as number])),
+    ...(gatewayMetricsPort === undefined ? {} : { gateway: gatewayMetricsPort }),
+  },
   output: 'inherit',
   pidDir,
 });
+const metricsFile = join(pidDir, 'metrics.json');
+await mkdir(pidDir, { recursive: true });
+await writeFile(`${metricsFile}.tmp`, `${JSON.stringify(Object.fromEntries(services.flatMap((s) => (s.metricsUrl ? [[s.name, s.metricsUrl]] : []))), null, 2)}\n`);
+await rename(`${metricsFile}.tmp`, metricsFile);
 console.error(`instance ${ns}: ready on port ${port}`);
 
 let stopping = false;

@@ -46,6 +46,8 @@ export const stackPorts = (env: NodeJS.ProcessEnv): PortUse[] => {
       variable: i === 0 ? 'STACK_SERVICE_PORT' : `STACK_SERVICE_PORT+${i}`, port: first + i, use: spec.name, app: true,
     })),
     ...SERVER_PORTS.map(({ variable, fallback, use }) => ({ variable, port: portOf(env, variable, fallback), use, app: false })),
+    // Only when set: the gateway's metrics listener.
+    ...(env.METRICS_PORT?.trim() ? [{ variable: 'METRICS_PORT', port: portOf(env, 'METRICS_PORT', 0), use: 'gateway metrics', app: true }] : []),
   ];
 };
 

@@ -6,7 +6,9 @@
  * Env: PORT (gateway, 8080), PUBLIC_BASE_URL, DATA_DIR (./data; servers under DATA_DIR/infra,
  * service pid files under DATA_DIR/run), RATE_LIMIT_POINTS, RATE_LIMIT_WINDOW_SECONDS,
  * MAX_UPLOAD_BYTES, JWT_SECRET (else generated into DATA_DIR/secrets/jwt-secret),
- * STACK_SERVICE_PORT (first internal port, 18081), DOCSHARE_*_PORT (the servers' ports).
+ * STACK_SERVICE_PORT (first internal port, 18081), DOCSHARE_*_PORT (the servers' ports),
+ * METRICS_PORT (the gateway's metrics listener; unset: the gateway serves no metrics, the other
+ * services serve theirs on their own ports).
  */
 import { spawnSync } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
@@ -60,6 +62,7 @@ try {
     publicBaseUrl: publicBaseUrlOf(env, port),
     jwtSecret: env.JWT_SECRET || await loadOrCreateSecret(join(dataDir, 'secrets', 'jwt-secret')),
     extraEnv: Object.fromEntries(passthrough.filter((k) => env[k] !== undefined).map((k) => [k, env[k] as string])),
+    ...(env.METRICS_PORT ? { metricsPorts: { gateway: Number(env.METRICS_PORT) } } : {}),
     output: 'inherit',
     pidDir,
   });

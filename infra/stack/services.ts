@@ -27,6 +27,8 @@ export const GATEWAY: ServiceSpec = { name: 'gateway', entry: 'services/gateway/
 export interface RunningService {
   name: string;
   url: string;
+  /** Its metrics listener (`METRICS_PORT`), when it was given one; else /metrics is on `url` (never on the gateway's). */
+  metricsUrl?: string;
   /** The service's process now (a new one after each restart; the last one once stopped). */
   readonly child: ChildProcess;
   supervisor: Supervised;
@@ -58,6 +60,11 @@ export interface StackOptions {
   jwtSecret: string;
   /** Extra environment for every service (RATE_LIMIT_*, MAX_UPLOAD_BYTES, ...). */
   extraEnv?: Record<string, string>;
+  /**
+   * Each service's metrics listener port (`METRICS_PORT`), by service name; a service without one
+   * serves /metrics on its own port (the gateway: not at all). Never inherited from this process.
+   */
+  metricsPorts?: Readonly<Record<string, number>>;
   /** Where the services' output goes: inherited (foreground) or a callback per line. */
   output?: 'inherit' | ((service: string, line: string) => void);
   readyTimeoutMs?: number;
@@ -120,11 +127,14 @@ const supervisorLogger = (name: string, output: StackOptions['output']): Logger 
     ? makeLogger(name, 'info', { write: (line: string) => output(name, line.trimEnd()) })
     : makeLogger(name, 'info');
 
-const spawnService = (spec: ServiceSpec, port: number, env: Record<string, string>, output: StackOptions['output']): ChildProcess => {
+const spawnService = (
+  spec: ServiceSpec, port: number, env: Record<string, string>, output: StackOptions['output'], metricsPort: number | undefined,
+): ChildProcess => {
   const inherit = output === 'inherit' || output === undefined;
   const child = spawn(process.execPath, [join(ROOT, spec.entry)], {
     cwd: ROOT,
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+    // One METRICS_PORT per service: a value this process was given must not reach all five.
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', METRICS_PORT: metricsPort === undefined ? '' : String(metricsPort) },
     // Not detached: every service stays in the launcher's process group, so killing the group
     // (a machine crash in the tests) takes restarted services down too.
     stdio: ['ignore', inherit ? 'inherit' : 'pipe', inherit ? 'inherit' : 'pipe'],
@@ -145,11 +155,12 @@ const spawnService = (spec: ServiceSpec, port: number, env: Record<string, strin
 
 const superviseService = (spec: ServiceSpec, port: number, env: Record<string, string>, options: StackOptions): RunningService => {
   let latest: ChildProcess | undefined;
+  const metricsPort = options.metricsPorts?.[spec.name];
   const supervisor = supervise({
     name: spec.name,
     logger: supervisorLogger(spec.name, options.output),
     policy: options.restartPolicy ?? STACK_RESTART_POLICY,
-    spawn: () => spawnService(spec, port, env, options.output),
+    spawn: () => spawnService(spec, port, env, options.output, metricsPort),
     onStart: (child) => {
       latest = child;
       if (options.pidDir !== undefined && child.pid !== undefined) writePidFile(options.pidDir, spec.name, child.pid);
@@ -158,6 +169,8 @@ const superviseService = (spec: ServiceSpec, port: number, env: Record<string, s
   return {
     name: spec.name,
     url: `http://127.0.0.1:${port}`,
+    // METRICS_HOST is 127.0.0.1 unless this process was told otherwise (then it still listens there).
+    ...(metricsPort === undefined ? {} : { metricsUrl: `http://127.0.0.1:${metricsPort}` }),
     get child(): ChildProcess {
       if (latest === undefined) throw new Error(`${spec.name} has no process`);
       return latest;

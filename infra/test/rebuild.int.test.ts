@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { MongoClient } from 'mongodb';
 import { startServer, TARGET, REPO_ROOT, type Server } from '../../tests/support/server.ts';
 import { api, type Api, type RegisteredUser } from '../../tests/support/client.ts';
+import { sampleOf, scrape } from '../../tests/support/metrics.ts';
 
 const need = (name: string): string => {
   const value = process.env[name];
@@ -86,6 +87,13 @@ describe('npm run rebuild', { skip: TARGET !== 'distributed' ? 'needs DOCSHARE_T
     assert.match(result.output, /search: \d+ events replayed/);
     const generation = await mongo.db(`docshare_${ns}_read`).collection<{ _id: string; prefix: string }>('read_model_generations').findOne({ _id: 'stats' });
     assert.match(generation?.prefix ?? '', /^stats_g\d+_$/, 'stats now read from a rebuilt generation');
+    // Each projector reports the generation it now reads and writes (docs/observability.md).
+    for (const [service, model] of [['stats-projector', 'stats'], ['files-projector', 'files'], ['search-projector', 'search']] as const) {
+      const pointer = await mongo.db(`docshare_${ns}_read`).collection<{ _id: string; prefix: string }>('read_model_generations').findOne({ _id: model });
+      const rebuilt = Number(/_g(\d+)_?$/.exec(pointer?.prefix ?? '')?.[1]);
+      assert.ok(rebuilt > 0, `${model}: ${pointer?.prefix}`);
+      assert.equal(sampleOf(await scrape(server, service), 'docshare_read_model_generation', { model }), rebuilt, service);
+    }
     assert.deepEqual(await snapshot('stats'), before.stats);
     assert.deepEqual(await snapshot('files'), before.files);
     assert.deepEqual(await answers(), before.answers);

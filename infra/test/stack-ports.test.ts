@@ -42,6 +42,12 @@ describe('stack ports', () => {
     assert.match(portClashes(stackPorts({ PORT: '19200' }))[0] ?? '', /DOCSHARE_ES_PORT=19200 .* collides with PORT=19200/);
   });
 
+  it('checks the gateway\'s metrics port (METRICS_PORT) only when it is set', () => {
+    assert.equal(stackPorts({}).some((u) => u.variable === 'METRICS_PORT'), false);
+    assert.deepEqual(stackPorts({ METRICS_PORT: '9464' }).at(-1), { variable: 'METRICS_PORT', port: 9464, use: 'gateway metrics', app: true });
+    assert.match(portClashes(stackPorts({ METRICS_PORT: '8080' }))[0] ?? '', /METRICS_PORT=8080 \(gateway metrics\) collides with PORT=8080/);
+  });
+
   it('refuses a value that is not a port, naming the variable', async () => {
     assert.deepEqual(await checkStackPorts({ PORT: 'eighty' }), ['PORT must be a port number (1-65535), got "eighty"']);
     assert.deepEqual(await checkStackPorts({ DOCSHARE_ES_PORT: '70000' }), ['DOCSHARE_ES_PORT must be a port number (1-65535), got "70000"']);

@@ -234,14 +234,16 @@ describe('headers', () => {
 });
 
 describe('operations', () => {
-  it('GET /healthz and /readyz answer 200; /metrics serves Prometheus text', async () => {
+  it('GET /healthz and /readyz answer 200; /metrics is no route of the public port', async () => {
     const { c } = fx;
     assert.equal((await c.raw('GET', '/healthz')).status, 200);
     assert.equal((await c.raw('GET', '/readyz')).status, 200);
-    const m = await c.raw('GET', '/metrics');
-    assert.equal(m.status, 200);
-    assert.match(m.headers.get('content-type') ?? '', /^text\/plain/);
-    assert.match(m.text, /^# (HELP|TYPE) /m);
+    for (const method of ['GET', 'HEAD', 'POST']) {
+      const m = await c.raw(method, '/metrics');
+      assert.equal(m.status, 404, `${method} /metrics`);
+      if (method !== 'HEAD') expectError(m, 404, 'Not found');
+      assert.doesNotMatch(m.text, /# (HELP|TYPE) /);
+    }
   });
 });
 

@@ -6,6 +6,7 @@ import { api, type Api, type RegisteredUser, type Res } from '../support/client.
 import { expectError, expectSuccess } from '../support/expect.ts';
 import { localOnly, startServer, type Server } from '../support/server.ts';
 import { waitFor } from '../support/wait.ts';
+import { sampleOf, scrape } from '../support/metrics.ts';
 
 const MESSAGE = 'Rate limit exceeded. Please try again later.';
 
@@ -110,15 +111,24 @@ describe('rate limit with the defaults (30 per 60 s)', { skip: localOnly }, () =
     expectSuccess(await c.stats(b.token), 200);
   });
 
-  it('operational endpoints are never refused and show the budget without spending it', async () => {
+  it('probes are never refused and show the budget without spending it', async () => {
     // This IP is over its limit by now (see above); probes must still answer.
-    for (const path of ['/healthz', '/readyz', '/metrics']) {
+    for (const path of ['/healthz', '/readyz']) {
       const res = await c.raw('GET', path);
       assert.equal(res.status, 200, path);
       assert.equal(res.headers.get('ratelimit-limit'), '30', path);
       assert.equal(res.headers.get('ratelimit-remaining'), '0', path);
       assert.ok(res.headers.get('ratelimit-policy'), path);
     }
+    // /metrics is not served on the public port: an unknown route, limited like any other.
+    expectLimited(await c.raw('GET', '/metrics'), 60);
+  });
+
+  it('counts the 429s it answered, by user and by IP, on the metrics listener', async () => {
+    const text = await scrape(server!, 'gateway');
+    // Above: the user's 31st request, eight more and one with a new token; then five of this IP's without a valid token, and /metrics.
+    assert.ok((sampleOf(text, 'docshare_rate_limited_requests_total', { by: 'user' }) ?? 0) >= 10, text);
+    assert.ok((sampleOf(text, 'docshare_rate_limited_requests_total', { by: 'ip' }) ?? 0) >= 6, text);
   });
 });
 

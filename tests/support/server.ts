@@ -38,6 +38,11 @@ export type ServerEnv = Record<string, string | undefined>;
 
 export interface Server {
   readonly baseUrl: string;
+  /**
+   * The internal metrics listener (`METRICS_PORT`, `http://127.0.0.1:<port>`), where /metrics is
+   * served (never on `baseUrl`); undefined against an external server or when the test unset it.
+   */
+  readonly metricsUrl: string | undefined;
   readonly dataDir: string;
   readonly port: number;
   readonly external: boolean;
@@ -56,6 +61,7 @@ export interface Server {
 const CONFIG_VARS = [
   'PORT', 'PUBLIC_BASE_URL', 'DATA_DIR', 'RATE_LIMIT_POINTS', 'RATE_LIMIT_WINDOW_SECONDS',
   'MAX_UPLOAD_BYTES', 'JWT_SECRET', 'JWT_TTL_SECONDS', 'DOWNLOAD_URL_TTL_SECONDS', 'STORAGE_QUOTA_BYTES',
+  'METRICS_PORT', 'METRICS_HOST',
 ];
 const OUTPUT_LIMIT = 256 * 1024;
 const HEALTH_TIMEOUT_MS = READY_TIMEOUT_MS;
@@ -89,22 +95,21 @@ export const alive = (pid: number): boolean => {
   }
 };
 
-export async function freePort(): Promise<number> {
-  return await new Promise<number>((resolve, reject) => {
+/** `count` ports nobody listens on now, held open together while they are chosen, so they differ. */
+export async function freePorts(count: number): Promise<number[]> {
+  const probes = await Promise.all(Array.from({ length: count }, () => new Promise<net.Server>((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();
     srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      if (addr === null || typeof addr === 'string') {
-        srv.close();
-        reject(new Error('no port'));
-        return;
-      }
-      const port = addr.port;
-      srv.close(() => resolve(port));
-    });
-  });
+    srv.listen(0, '127.0.0.1', () => resolve(srv));
+  })));
+  const ports = probes.map((srv) => (srv.address() as net.AddressInfo).port);
+  await Promise.all(probes.map((srv) => new Promise((resolve) => srv.close(resolve))));
+  return ports;
+}
+
+export async function freePort(): Promise<number> {
+  return (await freePorts(1))[0] as number;
 }
 
 function externalServer(baseUrl: string): Server {
@@ -114,6 +119,7 @@ function externalServer(baseUrl: string): Server {
   const port = Number(new URL(baseUrl).port || 80);
   return {
     baseUrl,
+    metricsUrl: undefined,
     dataDir: '',
     port,
     external: true,
@@ -128,8 +134,10 @@ function externalServer(baseUrl: string): Server {
 export async function startServer(env: ServerEnv = {}): Promise<Server> {
   if (EXTERNAL_BASE_URL !== undefined) return externalServer(EXTERNAL_BASE_URL);
 
-  const port = await freePort();
+  const [port, freeMetricsPort] = await freePorts(2) as [number, number];
   const baseUrl = `http://127.0.0.1:${port}`;
+  // The metrics listener of the server (in distributed mode: the gateway's); `METRICS_PORT: undefined` goes without.
+  const metricsPort = 'METRICS_PORT' in env ? env['METRICS_PORT'] : String(freeMetricsPort);
   const madeDataDir = env['DATA_DIR'] === undefined;
   const dataDir = env['DATA_DIR'] ?? (await mkdtemp(path.join(os.tmpdir(), 'docshare-test-')));
   let baseEnv: ServerEnv = { ...env };
@@ -149,6 +157,7 @@ export async function startServer(env: ServerEnv = {}): Promise<Server> {
     const wanted: ServerEnv = {
       RATE_LIMIT_POINTS: '100000',
       ...baseEnv,
+      METRICS_PORT: metricsPort,
       PORT: String(port),
       PUBLIC_BASE_URL: baseEnv['PUBLIC_BASE_URL'] ?? baseUrl,
       DATA_DIR: dataDir,
@@ -227,6 +236,7 @@ export async function startServer(env: ServerEnv = {}): Promise<Server> {
 
   return {
     baseUrl,
+    metricsUrl: metricsPort === undefined || metricsPort === '' ? undefined : `http://127.0.0.1:${metricsPort}`,
     dataDir,
     port,
     external: false,

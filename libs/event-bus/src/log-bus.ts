@@ -9,6 +9,8 @@ import type { BatchConsumerOptions, BatchHandler, EventBatch, EventConsumer, Sub
 export interface AppendLog {
   readAll(afterPosition: number, limit: number): Promise<StoredEvent<CloudEvent>[]>;
   onAppend(listener: (lastPosition: number) => void): () => void;
+  /** Position of the newest event (0 when empty); positions are gap-free. */
+  lastPosition(): Promise<number>;
 }
 
 export interface LogBusOptions {
@@ -28,6 +30,12 @@ export type LogBus = EventConsumer & {
    * every event up to `position`, false after `timeoutMs`: read-your-writes for embedded mode.
    */
   waitForGroups(position: number, timeoutMs: number): Promise<boolean>;
+  /**
+   * The consumer lag of `group`, in the shape the Kafka bus gives it: one partition (0), the
+   * events of the log after the last one the group acknowledged or dead-lettered (the whole log
+   * for a group this bus has not delivered to yet: a new process replays everything).
+   */
+  lag(group: string): Promise<{ partition: number; lag: number }[]>;
 };
 
 interface GroupState {
@@ -209,6 +217,11 @@ export function makeLogBus(log: AppendLog, options: LogBusOptions = {}): LogBus 
   return {
     subscribe: (name, handler, consumer = {}) => subscribeBatches(name, oneAtATime(handler), { ...consumer, maxBatch: 1 }),
     subscribeBatches,
+
+    async lag(name) {
+      const last = await log.lastPosition();
+      return [{ partition: 0, lag: Math.max(0, last - (groups.get(name)?.acked ?? 0)) }];
+    },
 
     waitForGroups(position, timeoutMs) {
       if (reached(position)) return Promise.resolve(true);

@@ -296,6 +296,23 @@ describe('Kafka bus', () => {
       await (await admin()).deleteGroups([group]).catch(() => {});
     }));
 
+  it('tells a group\'s lag per partition from its committed offsets: every record before it consumes, 0 once it has committed', limit, () =>
+    withHarness(async (harness) => {
+      const group = `lag-${randomUUID()}`;
+      await harness.publishRecords(testEvents(`file-${randomUUID()}`, 1, 4));
+      // Four events on one partition plus a watermark on each of the three: seven records, none committed.
+      const before = await harness.bus.lag(group);
+      assert.deepEqual(before.map((p) => p.partition), [0, 1, 2]);
+      assert.deepEqual(before.map((p) => p.lag).sort(), [1, 1, 5]);
+      const subscription = await harness.consumer.subscribeBatches(group, async () => {});
+      await waitFor(async () => (await harness.bus.lag(group)).every((p) => p.lag === 0), 'the group caught up');
+      await subscription.stop();
+      await harness.publishRecords(testEvents(`file-${randomUUID()}`, 1, 2));
+      const after = await harness.bus.lag(group);
+      assert.equal(after.reduce((sum, p) => sum + p.lag, 0), 2 + 3, 'a stopped group falls behind by what was published since');
+      await (await admin()).deleteGroups([group]).catch(() => {});
+    }));
+
   it('splits partitions between two subscribers of one group, which together see every event', limit, () =>
     withHarness(async (harness) => {
       const group = `split-${randomUUID()}`;

@@ -84,6 +84,29 @@ describe('log bus', () => {
       await again.stop();
     }));
 
+  it('reports each group\'s lag: the events after the last one it acknowledged', () =>
+    withBus(async (log, bus) => {
+      await appendTo(log, 'l', 5);
+      // A group that has not consumed yet has the whole log ahead of it, as a new Kafka group does.
+      assert.deepEqual(await bus.lag('lagging'), [{ partition: 0, lag: 5 }]);
+      let release = (): void => {};
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let handled = 0;
+      const subscription = await bus.subscribeBatches('lagging', async (batch) => {
+        await gate;
+        handled += batch.records.length;
+      });
+      // Held in its first batch: nothing acknowledged yet.
+      assert.deepEqual(await bus.lag('lagging'), [{ partition: 0, lag: 5 }]);
+      release();
+      await waitFor(() => handled === 5, 'the batch');
+      await bus.waitForGroups(5, 5_000);
+      assert.deepEqual(await bus.lag('lagging'), [{ partition: 0, lag: 0 }]);
+      await subscription.stop();
+      await appendTo(log, 'l', 2);
+      assert.deepEqual(await bus.lag('lagging'), [{ partition: 0, lag: 2 }], 'a stopped group falls behind');
+    }));
+
   it('rejects a second subscriber of an active group until the first has stopped', () =>
     withBus(async (_log, bus) => {
       const subscription = await bus.subscribe('single', async () => {});

@@ -5,3 +5,4 @@ export * from './logger.ts';
 export * from './serve.ts';
 export * from './last-resort.ts';
 export * from './config.ts';
+export * from './metrics-server.ts';

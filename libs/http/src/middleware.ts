@@ -65,8 +65,10 @@ export const pageOf = (
   };
 };
 
-/** The operational endpoints every service answers (decisions §13): never logged per request. */
-export const OPS_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
+/** The probes every service answers on its own port (decisions §13). */
+export const PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
+/** The operational endpoints (the probes and, where a service serves it, /metrics): never logged per request. */
+export const OPS_PATHS: ReadonlySet<string> = new Set([...PROBE_PATHS, '/metrics']);
 
 /**
  * One JSON log line per request, with the request and correlation ids the gateway set, plus

@@ -7,8 +7,13 @@ export type ReadinessCheck = () => Promise<void>;
 
 export interface Ops {
   registry: Registry;
-  /** /healthz, /readyz and /metrics. */
+  /** /healthz and /readyz. */
   router: Router;
+  /**
+   * GET /metrics (Prometheus text): served on the metrics listener (`METRICS_PORT`, serveMetrics),
+   * or, by an internal service without one, on its own port. Never on a public port.
+   */
+  metricsRouter: Router;
   /** Records each request's duration and status by route. */
   httpMetrics: RequestHandler;
 }
@@ -58,15 +63,18 @@ export const makeOps = (
       ? { status: 'success', service, checks: results }
       : { status: 'error', message: 'Not ready', service, checks: results });
   });
-  router.get('/metrics', async (_req, res) => {
+  // Any other method (OPTIONS, POST, TRACE, ...) answers in the envelope, not express's plain-text Allow list.
+  const otherMethods: RequestHandler = (_req, res) => {
+    res.setHeader('Allow', 'GET, HEAD');
+    sendError(res, 405, M.invalidMethod);
+  };
+  router.all(['/healthz', '/readyz'], otherMethods);
+  const metricsRouter = express.Router({ caseSensitive: true });
+  metricsRouter.get('/metrics', async (_req, res) => {
     res.setHeader('Content-Type', registry.contentType);
     res.send(await registry.metrics());
   });
-  // Any other method (OPTIONS, POST, TRACE, ...) answers in the envelope, not express's plain-text Allow list.
-  router.all(['/healthz', '/readyz', '/metrics'], (_req, res) => {
-    res.setHeader('Allow', 'GET, HEAD');
-    sendError(res, 405, M.invalidMethod);
-  });
+  metricsRouter.all('/metrics', otherMethods);
   const httpMetrics: RequestHandler = (req, res, next) => {
     const end = duration.startTimer({ service, method: req.method });
     res.on('finish', () => {
@@ -77,7 +85,7 @@ export const makeOps = (
     });
     next();
   };
-  return { registry, router, httpMetrics };
+  return { registry, router, metricsRouter, httpMetrics };
 };
 
 /** A counter registered once per registry. */
@@ -86,3 +94,18 @@ export const counter = (registry: Registry, name: string, help: string, labelNam
   if (existing) return existing as Counter;
   return new Counter({ name, help, labelNames, registers: [registry] });
 };
+
+/**
+ * Resolves as `work`, or rejects after `ms`: a metric collected from a server (Kafka, MongoDB)
+ * must never hold a scrape for longer than that when the server is slow or frozen.
+ */
+export const within = <T>(work: Promise<T>, ms: number): Promise<T> => new Promise<T>((resolve, reject) => {
+  const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  work.then((value) => {
+    clearTimeout(timer);
+    resolve(value);
+  }, (error: unknown) => {
+    clearTimeout(timer);
+    reject(error instanceof Error ? error : new Error(String(error)));
+  });
+});

@@ -3,9 +3,10 @@ import { readFileSync } from 'node:fs';
 import { createServer, STATUS_CODES, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import { M } from '@docshare/contracts';
 import { clientErrorMessage, closeEarly } from './errors.ts';
-import { intVar, readConfig } from './config.ts';
+import { ConfigError, intVar, readConfig, stringVar } from './config.ts';
 
 /**
  * How long and how many connections a server keeps (each `HTTP_*` variable of the README). A public
@@ -51,13 +52,49 @@ export const DEFAULT_HTTP_LIMITS: Omit<HttpLimits, 'maxConnections'> = {
   keepAliveTimeoutMs: 65_000,
 };
 
-/** The HTTP limits every service reads (README: configuration). */
+/** A TCP port that may be absent (empty counts as absent). */
+const optionalPortVar = () => z.string().optional().transform((raw, ctx) => {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const value = Number(raw);
+  if (Number.isSafeInteger(value) && value >= 1 && value <= 65_535) return value;
+  ctx.addIssue({ code: 'custom', message: `must be a port number (1-65535), got "${raw}"` });
+  return z.NEVER;
+});
+
+/** The HTTP limits every service reads, and where it serves its metrics (README: configuration). */
 export const HTTP_VARS = {
   HTTP_HEADERS_TIMEOUT_MS: intVar(DEFAULT_HTTP_LIMITS.headersTimeoutMs, 1),
   HTTP_BODY_IDLE_TIMEOUT_MS: intVar(DEFAULT_HTTP_LIMITS.idleTimeoutMs, 1),
   HTTP_REQUEST_TIMEOUT_MS: intVar(DEFAULT_HTTP_LIMITS.requestTimeoutMs, 1),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: intVar(DEFAULT_HTTP_LIMITS.keepAliveTimeoutMs, 1),
   HTTP_MAX_CONNECTIONS: intVar(defaultMaxConnections(), 1),
+  /**
+   * The internal port of `GET /metrics` (and /healthz, /readyz): set, the service serves its
+   * metrics there and never on its main port; unset, the gateway and `npm start` serve none, and
+   * an internal service keeps them on its own port (docs/observability.md).
+   */
+  METRICS_PORT: optionalPortVar(),
+  /** The interface of the metrics listener: loopback unless told otherwise (0.0.0.0 in a container network). */
+  METRICS_HOST: stringVar('127.0.0.1'),
+};
+
+/** Where a service serves its metrics: `METRICS_PORT` on `METRICS_HOST`. */
+export interface MetricsListen {
+  port: number;
+  host: string;
+}
+
+/**
+ * The metrics listener from the environment, or undefined when `METRICS_PORT` is unset. Throws a
+ * ConfigError on a bad value, or when it is the service's own port (`mainPort`).
+ */
+export const metricsListenOf = (env: NodeJS.ProcessEnv, mainPort?: number): MetricsListen | undefined => {
+  const read = readConfig({ METRICS_PORT: HTTP_VARS.METRICS_PORT, METRICS_HOST: HTTP_VARS.METRICS_HOST }, env);
+  if (read.METRICS_PORT === undefined) return undefined;
+  if (mainPort !== undefined && read.METRICS_PORT === mainPort) {
+    throw new ConfigError([`METRICS_PORT must differ from the service's PORT (${mainPort}): metrics are never served on the main port`]);
+  }
+  return { port: read.METRICS_PORT, host: read.METRICS_HOST };
 };
 
 /** The HTTP limits from the environment (`HTTP_HEADERS_TIMEOUT_MS`, ...); throws a ConfigError on a bad value. */

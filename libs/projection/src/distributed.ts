@@ -1,7 +1,6 @@
 import { hostname } from 'node:os';
 import { MongoClient, type Db } from 'mongodb';
-import { Gauge, type Registry } from 'prom-client';
-import { DEAD_LETTER_TOPIC, EVENTS_TOPIC, ensureTopics, makeKafkaBus, topicPlan, type KafkaBus } from '@docshare/event-bus/kafka';
+import { DEAD_LETTER_TOPIC, EVENTS_TOPIC, ensureTopics, makeKafkaBus, topicPlan } from '@docshare/event-bus/kafka';
 import { z } from 'zod';
 import { intVar, listVar, optionalVar, publicBaseUrlOf, readConfig, stringVar, type Logger } from '@docshare/http';
 
@@ -126,28 +125,6 @@ export const kafkaBus = (config: CommonConfig, clientId: string, logger: Logger)
 export const connectKafka = async (config: CommonConfig, clientId: string, logger: Logger) => {
   await ensureKafkaTopics(config);
   return kafkaBus(config, clientId, logger);
-};
-
-/**
- * `docshare_consumer_lag{group,partition}`: records of the event topic the group has not
- * committed yet, asked from Kafka at each scrape (a scrape while Kafka is down reports nothing).
- */
-export const registerConsumerLag = (registry: Registry, bus: Pick<KafkaBus, 'lag'>, group: string): void => {
-  if (registry.getSingleMetric('docshare_consumer_lag') !== undefined) return;
-  new Gauge({
-    name: 'docshare_consumer_lag',
-    help: 'Events on the topic not yet processed and committed by the consumer group, per partition',
-    labelNames: ['group', 'partition'],
-    registers: [registry],
-    async collect() {
-      this.reset();
-      try {
-        for (const { partition, lag } of await bus.lag(group)) this.set({ group, partition: String(partition) }, lag);
-      } catch {
-        // Kafka unreachable: no sample rather than a wrong one (readiness reports the consumer).
-      }
-    },
-  });
 };
 
 /**

@@ -5,3 +5,4 @@ export * from './service.ts';
 export * from './generations.ts';
 export * from './fence.ts';
 export * from './module.ts';
+export * from './metrics.ts';

@@ -70,14 +70,19 @@ export const retryTransient = (
   }
 };
 
-/** Subscribes `handle` as consumer group `group`: every event, at least once, in batches acknowledged after `handle` resolves. */
+/**
+ * Subscribes `handle` as consumer group `group`: every event, at least once, in batches
+ * acknowledged after `handle` resolves. `onDeadLetter` is told about each event given up on (metrics).
+ */
 export const runProjector = async (
   consumer: EventConsumer, group: string, handle: (batch: EventBatch) => Promise<void>, logger: Logger,
+  onDeadLetter?: (record: StoredEvent<CloudEvent>) => void,
 ): Promise<RunningProjector> => {
   const subscription = await consumer.subscribeBatches(group, retryTransient(handle, logger), {
     onDeadLetter: (record, error) => {
       logger.error({ err: error, group, eventId: record.event.id, type: record.event.type, subject: record.event.subject,
         correlationId: record.event.correlationid }, 'event dead-lettered after repeated failures');
+      onDeadLetter?.(record);
     },
   });
   return { subscription, stop: () => subscription.stop() };

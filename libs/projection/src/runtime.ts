@@ -6,11 +6,14 @@
  *
  * Its own entry point (@docshare/projection/runtime), so embedded mode never loads the drivers.
  */
-import { configOrExit, HTTP_VARS, installLastResort, intVar, makeLogger, optionalVar, stringVar, type ReadinessCheck } from '@docshare/http';
+import {
+  configOrExit, HTTP_VARS, installLastResort, intVar, makeLogger, metricsListenOrExit, optionalVar, stringVar, type ReadinessCheck,
+} from '@docshare/http';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
-import { COMMON_VARS, commonConfig, connectMongo, ensureKafkaTopics, kafkaBus, registerConsumerLag } from './distributed.ts';
-import { fencedByGeneration, perGeneration } from './fence.ts';
+import { COMMON_VARS, commonConfig, connectMongo, ensureKafkaTopics, kafkaBus } from './distributed.ts';
+import { fencedByGeneration, perGeneration, readPointer } from './fence.ts';
+import { registerConsumerLag, registerReadModelGenerations } from './metrics.ts';
 import { makeMongoCheckpoints } from './consistency.ts';
 import { makeGenerationalReadStore } from './generations.ts';
 import { startProjectorService, type ProjectorService } from './service.ts';
@@ -33,6 +36,7 @@ export const runProjector = async (module: ProjectorModule, env: NodeJS.ProcessE
   const logger = makeLogger(module.name);
   installLastResort(logger);
   const { PORT: port } = configOrExit(projectorVars(module), env, (message) => logger.fatal(message));
+  const metricsAt = metricsListenOrExit(env, port, (message) => logger.fatal(message));
   const config = commonConfig(env);
   const context = { publicBaseUrl: config.publicBaseUrl, logger };
   const { client, db } = await connectMongo(config.mongoUrl, config.readDb, config);
@@ -84,7 +88,11 @@ export const runProjector = async (module: ProjectorModule, env: NodeJS.ProcessE
     name: module.name, group, logger, port, host: config.host,
     consumer: bus.consumer,
     prepare: () => ensureKafkaTopics(config),
-    metrics: (ops) => registerConsumerLag(ops.registry, bus, group),
+    metrics: (ops) => {
+      registerConsumerLag(ops.registry, bus, [group]);
+      registerReadModelGenerations(ops.registry, { [module.model]: async () => (await readPointer(db, module.model)).prefix });
+    },
+    metricsAt,
     handle: model.handle,
     checkpoints: makeMongoCheckpoints(db), partitions: config.eventsPartitions, consistencyWaitMs: config.consistencyWaitMs,
     queryApp: model.queryApp,

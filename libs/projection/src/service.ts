@@ -1,9 +1,12 @@
 import express, { type Express } from 'express';
 import { backoffMs } from '@docshare/contracts';
 import type { EventBatch, EventConsumer } from '@docshare/event-bus';
-import { closeServer, counter, exitGracefully, listen, makeOps, requestLog, type Logger, type Ops, type ReadinessCheck } from '@docshare/http';
+import {
+  closeServer, counter, exitGracefully, listen, makeOps, requestLog, serveMetrics, type Logger, type MetricsListen, type Ops, type ReadinessCheck,
+} from '@docshare/http';
 import { projectBatches, runProjector, type BatchApply, type RunningProjector } from './runner.ts';
 import { honourConsistency, makeConsistencyGate, type Checkpoints } from './consistency.ts';
+import { deadLetterCounter } from './metrics.ts';
 
 export interface ProjectorServiceOptions {
   /** Service name. */
@@ -30,8 +33,13 @@ export interface ProjectorServiceOptions {
   checks: Record<string, ReadinessCheck>;
   /** Reported by /readyz but never failing it (e.g. consumer lag sources). */
   softChecks?: Record<string, ReadinessCheck>;
-  /** Adds metrics to the service's registry (consumer lag). */
+  /** Adds metrics to the service's registry (consumer lag, read-model generation). */
   metrics?: (ops: Ops) => void;
+  /**
+   * The metrics listener (`METRICS_PORT`): /metrics is served there and not on `port`. Without
+   * one, /metrics stays on the service's own (internal) port.
+   */
+  metricsAt?: MetricsListen;
   port: number;
   host: string;
   logger: Logger;
@@ -45,6 +53,8 @@ export interface ProjectorServiceOptions {
 
 export interface ProjectorService {
   port: number;
+  /** The metrics listener's port, when it has one. */
+  metricsPort?: number;
   /** Resolves once the consumer has joined its group (tests, tools). */
   consuming: Promise<void>;
   /** `joining` until the consumer has joined its group, then `consuming`; `stopped` after stop. */
@@ -54,10 +64,11 @@ export interface ProjectorService {
 }
 
 /**
- * One projector process: serves its query API with /healthz, /readyz and /metrics, consumes its
- * group's events in batches (acknowledging each after the read-model write and the checkpoint),
- * holds queries that carry a consistency token until the read model has reached it, and
- * stops gracefully on SIGTERM (stop accepting, finish the event in hand, commit, close clients).
+ * One projector process: serves its query API with /healthz, /readyz and /metrics (on the
+ * metrics listener when it has one, else on its own internal port), consumes its group's events
+ * in batches (acknowledging each after the read-model write and the checkpoint), holds queries
+ * that carry a consistency token until the read model has reached it, and stops gracefully on
+ * SIGTERM (stop accepting, finish the event in hand, commit, close clients).
  *
  * The HTTP port opens first and the consumer joins its group in the background: the read model
  * is already in the database, so queries are served at once after a restart, while joining can
@@ -77,17 +88,23 @@ export const startProjectorService = async (options: ProjectorServiceOptions): P
   const ops = makeOps(name, options.checks, undefined, { consumer: consumerCheck, ...options.softChecks });
   const projected = counter(ops.registry, 'docshare_events_projected_total', 'Events applied to the read model', ['type']);
   const lagging = counter(ops.registry, 'docshare_consistency_timeouts_total', 'Queries answered before the read model reached their consistency token');
+  const deadLetters = deadLetterCounter(ops.registry);
   options.metrics?.(ops);
   const app = express();
   app.disable('x-powered-by');
   app.use(ops.httpMetrics);
   app.use(ops.router);
+  if (options.metricsAt === undefined) app.use(ops.metricsRouter);
   app.use(requestLog(logger));
   const gate = makeConsistencyGate(options.checkpoints, group, options.partitions);
   app.use(honourConsistency(gate, options.consistencyWaitMs ?? 5_000, () => lagging.inc()));
   app.use(options.queryApp);
 
-  const { server, port } = await listen(app, options.port, options.host);
+  const metrics = options.metricsAt === undefined ? undefined : await serveMetrics(ops, options.metricsAt, logger);
+  const { server, port } = await listen(app, options.port, options.host).catch(async (error: unknown) => {
+    if (metrics) await closeServer(metrics.server, 0);
+    throw error;
+  });
   logger.info({ port }, `${name} listening`);
 
   let projector: RunningProjector | null = null;
@@ -106,7 +123,7 @@ export const startProjectorService = async (options: ProjectorServiceOptions): P
     for (let attempt = 1; state === 'joining'; attempt++) {
       try {
         await options.prepare?.();
-        const running = await runProjector(options.consumer, group, handle, logger);
+        const running = await runProjector(options.consumer, group, handle, logger, () => deadLetters.inc({ group }));
         if (state !== 'joining') {
           // Stopped while joining.
           await running.stop();
@@ -136,6 +153,7 @@ export const startProjectorService = async (options: ProjectorServiceOptions): P
   const stop = (): Promise<void> => {
     stopped ??= (async () => {
       await closeServer(server);
+      if (metrics) await closeServer(metrics.server, 1_000);
       const was = state;
       state = 'stopped';
       wake?.();
@@ -146,5 +164,5 @@ export const startProjectorService = async (options: ProjectorServiceOptions): P
     return stopped;
   };
   if (options.handleSignals !== false) exitGracefully(logger, [stop]);
-  return { port, consuming, consumerState: () => state, stop };
+  return { port, metricsPort: metrics?.port, consuming, consumerState: () => state, stop };
 };

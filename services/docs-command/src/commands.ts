@@ -50,6 +50,9 @@ export type ReceivedUpload = ReceivedFile<StoredUpload>;
 /** The last event a command recorded: where it is in the store and in its stream. */
 export interface Recorded { position: number; subject: string; version: number }
 
+/** Bytes a recorded command added to the blob store (an upload) or gave back (a deletion). */
+export interface StoredChange { kind: 'upload' | 'delete'; bytes: number }
+
 interface CategoryClaim { categoryId: number; name: string; description: string; tags: string[]; createdBy: number }
 
 export interface DocsCommandsDeps {
@@ -63,6 +66,8 @@ export interface DocsCommandsDeps {
   downloadUrlTtlSeconds: number;
   /** Told after each recorded append (wakes the outbox relay); never waited on by the answer. */
   afterCommit?: (recorded: Recorded) => void;
+  /** Told after each recorded upload and deletion, with the file's size (metrics: upload sizes, bytes stored). */
+  onStored?: (change: StoredChange) => void;
   now?: () => Date;
   passwordCost?: number;
   /** Bytes each user may store (STORAGE_QUOTA_BYTES); 0 or absent means unlimited. */
@@ -219,7 +224,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
 
     const now = clock().toISOString();
     try {
-      await onFile(fileId, {
+      const recorded = await onFile(fileId, {
         type: 'UploadFile',
         file: {
           fileId, ownerId: actorId, ownerName: owner.name, title: metadata.title, description: metadata.description,
@@ -228,6 +233,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
           blobKey, uploadedAt: now,
         },
       }, meta);
+      if (recorded.position !== null) deps.onStored?.({ kind: 'upload', bytes: file.size });
     } catch (error) {
       // Only a refused append is known not to have recorded the file; after any other failure the
       // event may be stored, and its bytes must stay (an unreferenced blob is garbage, not loss).
@@ -247,6 +253,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   const remove = async (actorId: number, fileId: number, meta: CommandMeta): Promise<void> => {
     const result = await onFile(fileId, { type: 'DeleteFile', fileId, actorId, now: clock().toISOString() }, meta);
     const file = result.state.status === 'deleted' ? result.state.file : null;
+    if (file && result.position !== null) deps.onStored?.({ kind: 'delete', bytes: file.size });
     if (file) {
       // The deletion is recorded; a blob left behind by a failure here is garbage, not data loss.
       await blobs.remove(file.blobKey).catch((err: unknown) => logger.warn({ err, fileId }, 'blob removal failed'));

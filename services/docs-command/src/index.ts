@@ -6,3 +6,4 @@ export * from './domain/user.ts';
 export * from './domain/category.ts';
 export * from './validation.ts';
 export * from './blob-sweeper.ts';
+export * from './metrics.ts';

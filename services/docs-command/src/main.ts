@@ -1,5 +1,4 @@
 import express from 'express';
-import { Gauge } from 'prom-client';
 import { backoffMs } from '@docshare/contracts';
 import { makeTokens, makeUrlSigner } from '@docshare/auth';
 import { makeMinioBlobStore } from '@docshare/blob-store/minio';
@@ -7,7 +6,7 @@ import { openMongoClaimStore } from '@docshare/claim-store/mongo';
 import { openMongoEventStore } from '@docshare/event-store/mongo';
 import {
   closeServer, configOrExit, counter, exitGracefully, HTTP_VARS, httpLimitsOf, installLastResort, intVar, listen, makeLogger, makeOps,
-  optionalVar, requestLog, stringVar,
+  metricsListenOrExit, optionalVar, requestLog, serveMetrics, stringVar,
 } from '@docshare/http';
 import { startOutboxRelay } from '@docshare/outbox';
 import { makeConsistencyGate, makeGenerationalReadStore, makeMongoCheckpoints } from '@docshare/projection';
@@ -17,6 +16,7 @@ import { makeStatsQueries } from '@docshare/stats-projector';
 import { makeDocsCommands } from './commands.ts';
 import { makeDocsCommandApp } from './app.ts';
 import { fileStateFrom, startBlobSweeper } from './blob-sweeper.ts';
+import { makeStorageMetrics, registerOutboxMetrics } from './metrics.ts';
 
 const NAME = 'docs-command';
 const logger = makeLogger(NAME);
@@ -95,26 +95,13 @@ const ops = makeOps(NAME, {
     if (oldestAgeMs > relayStallMs) throw new Error(`the oldest unpublished event is ${oldestAgeMs} ms old`);
   },
 });
-new Gauge({
-  name: 'docshare_outbox_backlog_events', help: 'Events recorded in MongoDB and not yet published to Kafka',
-  registers: [ops.registry],
-  async collect() {
-    try {
-      const { events: backlog, oldestAgeMs } = await relay.backlog();
-      this.set(backlog);
-      oldestGauge.set(oldestAgeMs / 1000);
-    } catch {
-      // MongoDB unreachable: the last values stay (readiness reports MongoDB).
-    }
-  },
-});
-const oldestGauge = new Gauge({
-  name: 'docshare_outbox_oldest_unpublished_age_seconds',
-  help: 'Age of the oldest event recorded and not yet published (0 when none); read with docshare_outbox_backlog_events',
-  registers: [ops.registry],
-});
+registerOutboxMetrics(ops.registry, relay);
 // The storage quota keeps an upload's hold until the stats read model counts it (never delaying the answer).
 const statsApplied = makeConsistencyGate(makeMongoCheckpoints(readDb), `stats-projector${config.groupSuffix}`, config.eventsPartitions);
+
+// Read-only: the stats projector owns this read model (and its generations); only bytes_stored is read.
+const statsQueries = makeStatsQueries(makeGenerationalReadStore(readDb, 'stats', (prefix) => makeMongoReadStore(readDb, { prefix, indexes: {} })));
+const storageMetrics = makeStorageMetrics(ops.registry, { totalStored: statsQueries.totalBytesStored, logger });
 
 const commands = makeDocsCommands({
   events, claims, blobs, logger,
@@ -123,16 +110,19 @@ const commands = makeDocsCommands({
   publicBaseUrl: config.publicBaseUrl,
   downloadUrlTtlSeconds: env.DOWNLOAD_URL_TTL_SECONDS,
   storageQuotaBytes: env.STORAGE_QUOTA_BYTES,
-  // Read-only: the stats projector owns this read model (and its generations); only bytes_stored is read.
-  storageUsedBy: makeStatsQueries(makeGenerationalReadStore(readDb, 'stats', (prefix) => makeMongoReadStore(readDb, { prefix, indexes: {} }))).storageOf,
+  storageUsedBy: statsQueries.storageOf,
   storageApplied: (token, timeoutMs) => statsApplied.wait(token, timeoutMs),
   afterCommit: () => relay.notify(),
+  onStored: storageMetrics.recorded,
 });
+// /metrics on the metrics listener when METRICS_PORT is set, else on this internal port.
+const metricsAt = metricsListenOrExit(process.env, port, (message) => logger.fatal(message));
 
 const app = express();
 app.disable('x-powered-by');
 app.use(ops.httpMetrics);
 app.use(ops.router);
+if (metricsAt === undefined) app.use(ops.metricsRouter);
 app.use(requestLog(logger));
 app.use(makeDocsCommandApp({
   commands, logger, publicBaseUrl: config.publicBaseUrl,
@@ -145,10 +135,15 @@ const sweeper = startBlobSweeper({
   graceMs: env.BLOB_SWEEP_GRACE_SECONDS * 1000,
   onSwept: ({ removed }) => swept.inc(removed),
 });
+const metrics = metricsAt === undefined ? undefined : await serveMetrics(ops, metricsAt, logger);
 const { server } = await listen(app, port, config.host, httpLimitsOf(process.env), logger);
 logger.info({ port }, `${NAME} listening`);
 exitGracefully(logger, [
   () => closeServer(server),
+  async () => {
+    storageMetrics.stop();
+    if (metrics) await closeServer(metrics.server, 1_000);
+  },
   () => sweeper.stop(),
   () => relay.stop(),
   () => bus.close(),

@@ -3,7 +3,7 @@ import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { M } from '@docshare/contracts';
 import { tokenFrom, type Tokens } from '@docshare/auth';
 import {
-  CORRELATION_HEADER, DEFAULT_HTTP_LIMITS, IDENTITY_HEADER, OPS_PATHS, REQUEST_ID_HEADER, errorHandler, requestDeadline,
+  CORRELATION_HEADER, DEFAULT_HTTP_LIMITS, IDENTITY_HEADER, PROBE_PATHS, REQUEST_ID_HEADER, counter, errorHandler, requestDeadline,
   requestId, requestLog, sendError, type Logger, type Ops,
 } from '@docshare/http';
 import { ROUTES, type Upstream } from './routes.ts';
@@ -42,10 +42,13 @@ const isTransfer = (req: Request): boolean =>
 /**
  * The edge: request ids, JWT (verified once, algorithm pinned), the rate limit, routing to the
  * services with the caller's identity set by the gateway alone, and the spec's envelope for
- * unknown routes and wrong methods.
+ * unknown routes and wrong methods. It never serves /metrics: that is for the metrics listener
+ * (`METRICS_PORT`, internal), so on this public port /metrics is an unknown route like any other.
  */
 export const makeGateway = (options: GatewayOptions): Express => {
   const { tokens, logger, ops } = options;
+  const rateLimited = counter(ops.registry, 'docshare_rate_limited_requests_total',
+    'Requests the gateway refused with 429 (rate limit), by what the budget belongs to: a user (valid token) or a client IP', ['by']);
   const app = express();
   app.set('case sensitive routing', true);
   app.disable('x-powered-by');
@@ -83,7 +86,8 @@ export const makeGateway = (options: GatewayOptions): Express => {
       const auth = res.locals.auth as Auth;
       return auth.state === 'valid' ? `user:${auth.userId}` : `ip:${ip}`;
     },
-    peekOnly: (req) => OPS_PATHS.has(req.path),
+    peekOnly: (req) => PROBE_PATHS.has(req.path),
+    onLimited: (key) => rateLimited.inc({ by: key.startsWith('user:') ? 'user' : 'ip' }),
   }));
   app.use(ops.router);
   app.use(sessionConsistency(options.sessions ?? makeMemorySessionTokens(), (res) => {

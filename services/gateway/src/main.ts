@@ -1,7 +1,7 @@
 import { loadOrCreateSecret, makeTokens } from '@docshare/auth';
 import {
-  closeServer, CONFIG_ERROR_EXIT_CODE, configOrExit, exitGracefully, HTTP_VARS, httpLimitsOf, installLastResort, intVar, listen, makeLogger, makeOps, optionalVar,
-  publicBaseUrlOf, stringVar, trustProxyOf,
+  closeServer, CONFIG_ERROR_EXIT_CODE, configOrExit, exitGracefully, HTTP_VARS, httpLimitsOf, installLastResort, intVar, listen, makeLogger, makeOps,
+  metricsListenOrExit, optionalVar, publicBaseUrlOf, serveMetrics, stringVar, trustProxyOf,
 } from '@docshare/http';
 import { makeRateLimiter } from '@docshare/rate-limit';
 import { makeGateway } from './app.ts';
@@ -86,6 +86,11 @@ const app = makeGateway({
     search: httpUpstream(upstreamUrls.search, logger),
   },
 });
+// /metrics only ever on the internal metrics listener, never on the public port (docs/observability.md).
+const metricsAt = metricsListenOrExit(process.env, port, (message) => logger.fatal(message));
+const metrics = metricsAt === undefined ? undefined : await serveMetrics(ops, metricsAt, logger, httpLimits);
 const { server, port: bound } = await listen(app, port, env.HOST, httpLimits, logger);
 logger.info({ port: bound, upstreams: upstreamUrls }, `${NAME} listening`);
-exitGracefully(logger, [() => closeServer(server), () => rateLimiter.close()]);
+exitGracefully(logger, [
+  () => closeServer(server), async () => { if (metrics) await closeServer(metrics.server, 1_000); }, () => rateLimiter.close(),
+]);

@@ -15,6 +15,8 @@ export interface RateLimitOptions {
    * over its limit).
    */
   peekOnly?: (req: Request) => boolean;
+  /** Told about each request refused with 429, with the key it was counted under (metrics). */
+  onLimited?: (key: string) => void;
 }
 
 const isLimiterResult = (value: unknown): value is RateLimiterRes =>
@@ -56,6 +58,7 @@ export const rateLimit = (options: RateLimitOptions): RequestHandler => {
       const reset = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
       setHeaders(res, 0, reset);
       res.setHeader('Retry-After', String(reset));
+      options.onLimited?.(key);
       sendError(res, 429, M.rateLimited);
     }
   };

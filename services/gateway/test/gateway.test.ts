@@ -83,3 +83,42 @@ describe('gateway', () => {
     assert.match((await call('GET', '/healthz')).headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
   });
 });
+
+describe('gateway metrics', () => {
+  it('never serves /metrics on its port, and counts every 429 by user or IP', async () => {
+    const ops = makeOps('test', {});
+    const app = makeGateway({
+      tokens, logger: makeLogger('test', 'silent'), ops,
+      limiter: new RateLimiterMemory({ points: 2, duration: 60 }), rateLimitPoints: 2, rateLimitWindowSeconds: 60,
+      publicBaseUrl: 'http://example.test',
+      upstreams: { docs: echo('docs'), stats: echo('stats'), files: echo('files'), search: echo('search') },
+    });
+    const server = createServer(app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const limited = async (labels: Record<string, string>): Promise<number | undefined> =>
+      (await ops.registry.getSingleMetric('docshare_rate_limited_requests_total')!.get()).values
+        .find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))?.value;
+    try {
+      // /metrics is an unknown route here: the 404 envelope, and it spends a point like any other.
+      const metrics = await fetch(`${base}/metrics`);
+      assert.equal(metrics.status, 404);
+      assert.deepEqual(await metrics.json(), { status: 'error', message: 'Not found' });
+      assert.equal(metrics.headers.get('ratelimit-remaining'), '1');
+      assert.equal(await limited({ by: 'ip' }), undefined);
+      assert.equal((await fetch(`${base}/nope`)).status, 404);
+      assert.equal((await fetch(`${base}/nope`)).status, 429);
+      assert.equal((await fetch(`${base}/metrics`)).status, 429);
+      assert.equal(await limited({ by: 'ip' }), 2);
+      // Probes neither spend nor get refused, so never count.
+      assert.equal((await fetch(`${base}/healthz`)).status, 200);
+      const user = { 'x-authorization': `Bearer ${tokens.issue(7)}` };
+      for (let i = 0; i < 2; i++) assert.equal((await fetch(`${base}/api/V1/stats/api-stats`, { method: 'POST', headers: user })).status, 200);
+      assert.equal((await fetch(`${base}/api/V1/stats/api-stats`, { method: 'POST', headers: user })).status, 429);
+      assert.equal(await limited({ by: 'user' }), 1);
+      assert.equal(await limited({ by: 'ip' }), 2);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});

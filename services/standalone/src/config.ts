@@ -1,4 +1,6 @@
-import { HTTP_VARS, httpLimitsOf, intVar, optionalVar, publicBaseUrlOf, readConfig, stringVar, trustProxyOf, type HttpLimits } from '@docshare/http';
+import {
+  HTTP_VARS, httpLimitsOf, intVar, metricsListenOf, optionalVar, publicBaseUrlOf, readConfig, stringVar, trustProxyOf, type HttpLimits, type MetricsListen,
+} from '@docshare/http';
 import { resolve } from 'node:path';
 
 /** Everything `npm start` can be told, from the environment (decisions §13). */
@@ -19,6 +21,8 @@ export interface EmbeddedConfig {
   logLevel: string;
   /** Header, idle and total timeouts and the connection limit of the public port (`HTTP_*`). */
   http: HttpLimits;
+  /** Where /metrics is served (`METRICS_PORT`, `METRICS_HOST`); never on the public port, so unset: nowhere. */
+  metrics: MetricsListen | undefined;
   /** Seconds between passes of the blob sweeper (removes unreferenced blobs); 0 = off. */
   blobSweepIntervalSeconds: number;
   /** Blobs younger than this are never swept (an upload's blob is written before its event). */
@@ -63,6 +67,7 @@ export const embeddedConfig = (env: NodeJS.ProcessEnv): EmbeddedConfig => {
     trustProxy: trustProxyOf(v.TRUST_PROXY),
     logLevel: v.LOG_LEVEL,
     http: httpLimitsOf(env),
+    metrics: metricsListenOf(env, v.PORT),
     blobSweepIntervalSeconds: v.BLOB_SWEEP_INTERVAL_SECONDS,
     blobSweepGraceSeconds: v.BLOB_SWEEP_GRACE_SECONDS,
   };

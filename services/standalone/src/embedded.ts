@@ -7,14 +7,15 @@ import { makeFsBlobStore } from '@docshare/blob-store';
 import { openFileClaimStore } from '@docshare/claim-store';
 import { makeLogBus } from '@docshare/event-bus';
 import { openFileEventLog } from '@docshare/event-store';
-import { closeServer, counter, listen, makeLogger, makeOps, type Logger } from '@docshare/http';
+import { closeServer, counter, listen, makeLogger, makeOps, serveMetrics, type Logger } from '@docshare/http';
 import {
-  honourConsistency, makeConsistencyGate, makeMemoryCheckpoints, projectBatches, runProjector, type ProjectorModule, type RunningProjector,
+  deadLetterCounter, honourConsistency, makeConsistencyGate, makeMemoryCheckpoints, projectBatches, registerConsumerLag,
+  registerReadModelGenerations, runProjector, type ProjectorModule, type RunningProjector,
 } from '@docshare/projection';
 import type { RequestHandler } from 'express';
 import { makeMemoryReadStore } from '@docshare/read-store';
 import { makeMemorySearchIndex } from '@docshare/search-index';
-import { fileStateFrom, makeDocsCommandApp, makeDocsCommands, startBlobSweeper } from '@docshare/docs-command';
+import { fileStateFrom, makeDocsCommandApp, makeDocsCommands, makeStorageMetrics, startBlobSweeper } from '@docshare/docs-command';
 import { filesProjector } from '@docshare/files-projector';
 import { searchProjector } from '@docshare/search-projector';
 import { makeStatsQueries, statsProjector } from '@docshare/stats-projector';
@@ -26,6 +27,8 @@ import { lockDataDir } from './data-lock.ts';
 export interface Embedded {
   server: Server;
   port: number;
+  /** The metrics listener's port (`METRICS_PORT`), when there is one. */
+  metricsPort?: number;
   logger: Logger;
   /** Graceful stop: no new connections, in-flight requests finish, projectors stop, stores close. */
   stop(): Promise<void>;
@@ -57,6 +60,8 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   // Every projector of the distributed mode, declared by its package, on in-memory read models.
   // The same read-your-writes: checkpoints per group, tokens from the gateway, reads that wait for
   // their token (here in memory, one partition).
+  const ops = makeOps('docshare', {});
+  const deadLetters = deadLetterCounter(ops.registry);
   const checkpoints = makeMemoryCheckpoints();
   const statsStore = makeMemoryReadStore();
   const readModels = new Map<string, { close(): Promise<void> }>();
@@ -75,8 +80,12 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     readModels.set(module.name, built.model);
     const honour = honourConsistency(makeConsistencyGate(checkpoints, module.name, 1), CONSISTENCY_WAIT_MS);
     queryApps[module.upstream] = (req, res, next) => honour(req, res, (err?: unknown) => (err ? next(err) : built.app(req, res, next)));
-    return runProjector(bus, module.name, projectBatches(built.apply, checkpoints, module.name), logger);
+    return runProjector(bus, module.name, projectBatches(built.apply, checkpoints, module.name), logger, () => deadLetters.inc({ group: module.name }));
   }));
+  const modules = [statsProjector, filesProjector, searchProjector];
+  registerConsumerLag(ops.registry, bus, modules.map((module) => module.name));
+  // In memory, rebuilt at every start: always the first generation.
+  registerReadModelGenerations(ops.registry, Object.fromEntries(modules.map((module) => [module.model, async () => `${module.model}_`])));
   const queryApp = (upstream: ProjectorModule['upstream']): RequestHandler => {
     const app = queryApps[upstream];
     if (!app) throw new Error(`no projector serves ${upstream}`);
@@ -87,6 +96,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   const replayedMs = Math.round(performance.now() - started);
 
   const statsApplied = makeConsistencyGate(checkpoints, statsProjector.name, 1);
+  const storageMetrics = makeStorageMetrics(ops.registry, { totalStored: makeStatsQueries(statsStore).totalBytesStored, logger });
   const commands = makeDocsCommands({
     events, claims, blobs, tokens, signer, logger,
     publicBaseUrl: config.publicBaseUrl,
@@ -94,9 +104,9 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     storageQuotaBytes: config.storageQuotaBytes,
     storageUsedBy: makeStatsQueries(statsStore).storageOf,
     storageApplied: (token, timeoutMs) => statsApplied.wait(token, timeoutMs),
+    onStored: storageMetrics.recorded,
   });
 
-  const ops = makeOps('docshare', {});
   const swept = counter(ops.registry, 'docshare_blobs_swept_total', 'Unreferenced blobs removed by the blob sweeper');
   const sweeper = startBlobSweeper({
     blobs, logger, fileState: fileStateFrom(events),
@@ -119,9 +129,11 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     },
   });
 
+  // /metrics never on the public port: on the metrics listener, when there is one.
+  const metrics = config.metrics === undefined ? undefined : await serveMetrics(ops, config.metrics, logger, config.http);
   const { server, port } = await listen(gateway, config.port, config.host, config.http, logger);
   logger.info({
-    port, publicBaseUrl: config.publicBaseUrl, dataDir: config.dataDir, events: replayTo, replayedMs,
+    port, metricsPort: metrics?.port, publicBaseUrl: config.publicBaseUrl, dataDir: config.dataDir, events: replayTo, replayedMs,
     startMs: Math.round(performance.now() - started),
   }, 'docshare listening (embedded mode)');
 
@@ -129,6 +141,8 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       await closeServer(server);
+      if (metrics) await closeServer(metrics.server, 1_000);
+      storageMetrics.stop();
       await sweeper.stop();
       await Promise.all(projectors.map((p) => p.stop()));
       await Promise.all([events.close(), claims.close(), ...[...readModels.values()].map((model) => model.close())]);
@@ -136,5 +150,5 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     })();
     return stopping;
   };
-  return { server, port, logger, stop };
+  return { server, port, metricsPort: metrics?.port, logger, stop };
 };

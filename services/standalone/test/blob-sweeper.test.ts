@@ -47,7 +47,8 @@ it('removes an old orphan blob in DATA_DIR/blobs and keeps the blobs of files', 
 
   await eventually(async () => !(await blobFiles(server!.dataDir)).includes(orphan), { timeoutMs: 30_000 });
   assert.deepEqual(await blobFiles(server.dataDir), [uploaded, young].sort());
-  const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
+  // On the internal metrics listener, never on the public port.
+  const metrics = await (await fetch(`${server.metricsUrl}/metrics`)).text();
   assert.match(metrics, /^docshare_blobs_swept_total 1$/m);
   assert.ok(server.output().includes('unreferenced blob removed'));
 

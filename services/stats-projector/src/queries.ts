@@ -33,4 +33,13 @@ export const makeStatsQueries = (store: ReadStore) => ({
     const doc = await store.get(STATS, String(userId));
     return { bytes: count(doc?.bytes_stored), through: count(doc?.bytes_at) };
   },
+  /**
+   * Bytes every user's files take, as far as the read model has seen: one pass over the users'
+   * statistics (never on a request's path: docs-command's bytes-stored metric, every few minutes).
+   */
+  totalBytesStored: async (): Promise<number> => {
+    let total = 0;
+    for (const doc of await store.find(STATS, {})) total += Math.max(0, count(doc.bytes_stored));
+    return total;
+  },
 });

@@ -14,7 +14,11 @@ export interface Violation {
 const STACK = /\bat [^\s]+ \(?[^)\s]*:\d+:\d+\)?/;
 const INTERNALS = /node_modules|\.ts:\d+|"stack"|ECONNREFUSED|ENOENT|TypeError|ReferenceError|SyntaxError|RangeError/;
 
-/** Documented answers that are not the JSON envelope (decisions §12, §13, docs/api-decisions.md "Links"). */
+/**
+ * Documented answers that are not the JSON envelope (decisions §12, §13, docs/api-decisions.md
+ * "Links"). Not /metrics: it is never served on the public port (docs/observability.md), so
+ * Prometheus text there is a violation.
+ */
 const nonJsonAllowed = (method: string, target: string, res: WireResponse): boolean => {
   const ct = (header(res, 'content-type') ?? '').toLowerCase();
   // Routed as the server routes it: the path without query or fragment (a `#` in a request target
@@ -22,7 +26,6 @@ const nonJsonAllowed = (method: string, target: string, res: WireResponse): bool
   const path = target.replace(/[?#].*$/s, '');
   if (/^\/docs\/[^/]+\/?$/.test(path) && ct.startsWith('text/html')) return true;
   if (/^\/files\/[^/]+\/content\/?$/.test(path) && (res.status === 200 || res.status === 206) && method !== 'POST') return true;
-  if (/^\/metrics\/?$/.test(path) && method === 'GET' && res.status === 200 && ct.startsWith('text/plain')) return true;
   // The OpenAPI document is JSON but, being a document, not the envelope.
   if (/^\/api\/V1\/openapi\.json\/?$/.test(path) && method === 'GET' && res.status === 200 && ct.startsWith('application/json')) return true;
   return false;

@@ -1,0 +1,154 @@
+// The projection side's metrics: consumer lag, dead letters, read-model generation.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { Registry } from 'prom-client';
+import { testEvents } from '@docshare/contracts/testing';
+import { makeLogBus } from '@docshare/event-bus';
+import { openFileEventLog, type FileEventLog } from '@docshare/event-store';
+import { makeLogger, sendError } from '@docshare/http';
+import {
+  deadLetterCounter, generationOf, makeMemoryCheckpoints, projectBatches, registerConsumerLag, registerReadModelGenerations, runProjector,
+  startProjectorService,
+} from '../src/index.ts';
+import type { EventConsumer } from '@docshare/event-bus';
+import express from 'express';
+
+const logger = makeLogger('test', 'silent');
+const dirs: string[] = [];
+after(() => Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true }))));
+
+const openLog = async (): Promise<FileEventLog> => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'docshare-metrics-'));
+  dirs.push(dir);
+  return openFileEventLog(dir);
+};
+
+/** The value of the sample of `name` with these labels, as a scrape would read it. */
+const valueOf = async (registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number | undefined> => {
+  const metric = registry.getSingleMetric(name);
+  if (!metric) return undefined;
+  const { values } = await metric.get();
+  return values.find((v) => Object.entries(labels).every(([k, l]) => String((v.labels as Record<string, unknown>)[k]) === l))?.value;
+};
+
+const waitFor = async (check: () => Promise<boolean>, what: string): Promise<void> => {
+  for (let i = 0; i < 2_000; i++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error(`never: ${what}`);
+};
+
+describe('docshare_consumer_lag', () => {
+  it('follows each group through the embedded bus: the whole log before it consumes, 0 once caught up', async () => {
+    const log = await openLog();
+    const bus = makeLogBus(log);
+    const registry = new Registry();
+    registerConsumerLag(registry, bus, ['fast', 'idle']);
+    await log.append('s', 0, testEvents('s', 1, 4));
+    assert.equal(await valueOf(registry, 'docshare_consumer_lag', { group: 'fast', partition: '0' }), 4);
+    const running = await runProjector(bus, 'fast', async () => {}, logger);
+    await waitFor(async () => (await valueOf(registry, 'docshare_consumer_lag', { group: 'fast', partition: '0' })) === 0, 'lag 0');
+    assert.equal(await valueOf(registry, 'docshare_consumer_lag', { group: 'idle', partition: '0' }), 4, 'a group that does not consume');
+    await running.stop();
+    await log.close();
+  });
+
+  it('gives no sample for a group whose lag the bus cannot tell, and the others still', async () => {
+    const registry = new Registry();
+    registerConsumerLag(registry, {
+      lag: async (group) => {
+        if (group === 'down') throw new Error('connect ECONNREFUSED');
+        return [{ partition: 0, lag: 3 }, { partition: 1, lag: 0 }];
+      },
+    }, ['down', 'up']);
+    const { values } = await registry.getSingleMetric('docshare_consumer_lag')!.get();
+    assert.deepEqual(values.map((v) => [v.labels.group, v.labels.partition, v.value]), [['up', '0', 3], ['up', '1', 0]]);
+  });
+});
+
+describe('docshare_dead_letters_total', () => {
+  it('counts each event a projector gives up on, by group', async () => {
+    const log = await openLog();
+    const bus = makeLogBus(log, { baseDelayMs: 1, maxDelayMs: 1 });
+    const registry = new Registry();
+    const deadLetters = deadLetterCounter(registry);
+    assert.equal(deadLetterCounter(registry), deadLetters, 'registered once');
+    await log.append('s', 0, testEvents('s', 1, 3));
+    const failing = projectBatches(async (records) => {
+      if (records.some((r) => r.event.streamversion === 2)) throw new TypeError('cannot apply');
+    }, makeMemoryCheckpoints(), 'picky');
+    const running = await runProjector(bus, 'picky', failing, logger, () => deadLetters.inc({ group: 'picky' }));
+    await bus.waitForGroups(3, 10_000);
+    assert.equal(await valueOf(registry, 'docshare_dead_letters_total', { group: 'picky' }), 1);
+    await running.stop();
+    await log.close();
+  });
+});
+
+describe('docshare_read_model_generation', () => {
+  it('reads the generation from a rebuild\'s prefix or index name; 0 for the first one', () => {
+    assert.equal(generationOf('stats_'), 0);
+    assert.equal(generationOf('stats_g1712345678901_'), 1712345678901);
+    assert.equal(generationOf('search_g1712345678902'), 1712345678902);
+    assert.equal(generationOf('files_gx_'), 0);
+  });
+
+  it('follows the generation pointer of each model', async () => {
+    const registry = new Registry();
+    let stats = 'stats_';
+    registerReadModelGenerations(registry, {
+      stats: async () => stats,
+      files: async () => { throw new Error('MongoDB down'); },
+    });
+    assert.equal(await valueOf(registry, 'docshare_read_model_generation', { model: 'stats' }), 0);
+    stats = 'stats_g1712345678901_';
+    assert.equal(await valueOf(registry, 'docshare_read_model_generation', { model: 'stats' }), 1712345678901);
+    assert.equal(await valueOf(registry, 'docshare_read_model_generation', { model: 'files' }), undefined);
+  });
+});
+
+describe('a projector service\'s /metrics', () => {
+  const idle: EventConsumer = {
+    subscribe: async () => ({ stop: async () => {} }),
+    subscribeBatches: async () => ({ stop: async () => {} }),
+  };
+  /** A query app that ends, as every service's does, in the JSON 404. */
+  const queryApp = express().use((_req, res) => sendError(res, 404, 'Not found'));
+  const start = (metricsAt?: { port: number; host: string }) => startProjectorService({
+    name: 'test-projector', consumer: idle, checkpoints: makeMemoryCheckpoints(), partitions: 1, queryApp, checks: {},
+    port: 0, host: '127.0.0.1', logger, handle: async () => {}, close: async () => {}, handleSignals: false, metricsAt,
+  });
+
+  it('is on its own port without a metrics listener', async () => {
+    const service = await start();
+    try {
+      assert.equal(service.metricsPort, undefined);
+      const res = await fetch(`http://127.0.0.1:${service.port}/metrics`);
+      assert.equal(res.status, 200);
+      assert.match(await res.text(), /^# HELP docshare_dead_letters_total /m);
+    } finally {
+      await service.stop();
+    }
+  });
+
+  it('moves to the metrics listener when it has one: its own port answers 404', async () => {
+    const service = await start({ port: 0, host: '127.0.0.1' });
+    try {
+      const own = await fetch(`http://127.0.0.1:${service.port}/metrics`);
+      assert.equal(own.status, 404);
+      assert.deepEqual(await own.json(), { status: 'error', message: 'Not found' });
+      assert.ok(service.metricsPort !== undefined);
+      const res = await fetch(`http://127.0.0.1:${service.metricsPort}/metrics`);
+      assert.equal(res.status, 200);
+      assert.match(await res.text(), /^# HELP docshare_events_projected_total /m);
+      assert.equal((await fetch(`http://127.0.0.1:${service.port}/healthz`)).status, 200);
+    } finally {
+      await service.stop();
+    }
+    await assert.rejects(fetch(`http://127.0.0.1:${service.metricsPort}/metrics`), 'closed with the service');
+  });
+});
