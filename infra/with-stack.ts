@@ -13,7 +13,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer, type AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import type { StartedTestContainer as StartedContainer } from 'testcontainers';
 import { buildImages, engineEnv } from './compose/compose.ts';
 import { parseEnvFile } from './stack/services.ts';
@@ -137,15 +137,24 @@ const fromLocalServers = async (): Promise<Stack | null> => {
   };
 };
 
-/** A port nobody listens on now (Kafka's host port must be fixed before it starts). */
-const freeLocalPort = (): Promise<number> => new Promise((resolve, reject) => {
-  const probe = createServer();
-  probe.once('error', reject);
-  probe.listen(0, '127.0.0.1', () => {
-    const { port } = probe.address() as AddressInfo;
-    probe.close(() => resolve(port));
-  });
-});
+/**
+ * A port nobody listens on now, for Kafka's host port, which must be fixed before it starts.
+ * Drawn below the ephemeral range (32768+ on Linux), where the engine picks the other
+ * containers' host ports at the same moment: a port from there could be taken between this
+ * check and Kafka's bind.
+ */
+const freeLocalPort = async (): Promise<number> => {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 21_000 + Math.floor(Math.random() * 11_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const probe = createServer();
+      probe.once('error', () => resolve(false));
+      probe.listen(port, '0.0.0.0', () => probe.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  throw new Error('no free port for Kafka between 21000 and 32000');
+};
 
 const separator = process.argv.indexOf('--');
 const command = separator >= 0 ? process.argv.slice(separator + 1) : [];
@@ -174,7 +183,7 @@ try {
   console.error(`with-stack: ${String(error)}`);
 }
 if (!stack) {
-  console.error('with-stack: no test stack: no explicit URLs, no container runtime, and the local servers did not start. Failing, not skipping.');
+  console.error(`with-stack: no test stack from provider "${provider}" (see above). Failing, not skipping.`);
   process.exit(1);
 }
 /** A URL without its credentials, for the log. */

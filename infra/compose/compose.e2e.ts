@@ -186,8 +186,21 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
     }
   });
 
-  it('the gateway serves no metrics on its public port', async () => {
+  it('metrics: none on the public port; each service serves its own on port 9464 of the back network', async () => {
     assert.equal((await fetch(`${stack.baseUrl}/metrics`)).status, 404);
+    const gateway = stack.containers().find((c) => c.service === 'gateway' && c.state === 'running');
+    assert.ok(gateway);
+    const expected: Record<string, string> = {
+      gateway: 'docshare_rate_limited_requests_total', 'docs-command': 'docshare_outbox_backlog_events',
+      'stats-projector': 'docshare_consumer_lag', 'files-projector': 'docshare_read_model_generation', 'search-projector': 'docshare_dead_letters_total',
+    };
+    for (const [service, metric] of Object.entries(expected)) {
+      // From inside the back network, as Prometheus scrapes it (infra/observability/prometheus.yml).
+      const text = stack.engine(['exec', gateway.id, 'node', '-e',
+        `fetch('http://${service}:9464/metrics').then(async (r) => { process.stdout.write(r.status + '\\n' + await r.text()); })`]);
+      assert.match(text, /^200\n/, `${service}:9464/metrics`);
+      assert.ok(text.includes(`# TYPE ${metric} `), `${service} does not export ${metric}`);
+    }
   });
 
   it('scaled to two stats and search projectors: counters stay exact, search finds every file', async () => {
