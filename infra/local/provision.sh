@@ -99,34 +99,29 @@ prune_go_caches() {
   rm -rf "$CACHE/go"
 }
 
+# go_install <binary path> <module@version> <what, for the log>: `go install` into the cache once
+go_install() {
+  local bin="$1" module="$2"
+  [ -x "$bin" ] && return 0
+  need_cmd go "$3 is built with 'go install' (Go >= 1.24)"
+  log "$3: go install $module (nice -n 10; minutes on 2 cores)"
+  mkdir -p "$(dirname "$bin")"
+  CGO_ENABLED=0 GOBIN="$(dirname "$bin")" "${NICE[@]}" go install -trimpath "$module"
+  [ -x "$bin" ] || die "$3: binary not produced"
+  prune_go_caches
+}
+
 # ---- MinIO: go install from the Go module proxy ----------------------------------------------
 provision_minio() {
   local bin
   bin="$(minio_bin)"
-  if [ ! -x "$bin" ]; then
-    need_cmd go "MinIO is built with 'go install' (Go >= 1.24)"
-    log "minio: go install github.com/minio/minio@$MINIO_VERSION (nice -n 10; several minutes on 2 cores)"
-    mkdir -p "$(dirname "$bin")"
-    CGO_ENABLED=0 GOBIN="$(dirname "$bin")" "${NICE[@]}" go install -trimpath \
-      "github.com/minio/minio@$MINIO_VERSION"
-    [ -x "$bin" ] || die "minio: binary not produced"
-    prune_go_caches
-  fi
+  go_install "$bin" "github.com/minio/minio@$MINIO_VERSION" minio
   record_version minio "$MINIO_VERSION ($("$bin" --version 2>/dev/null | head -1 | sed 's/^minio version //'))"
 }
 
 # ---- mc (MinIO's client): only the container images need it (bucket, user and policy setup) --
 provision_mc() {
-  local bin
-  bin="$(mc_bin)"
-  if [ ! -x "$bin" ]; then
-    need_cmd go "mc is built with 'go install' (Go >= 1.24)"
-    log "mc: go install github.com/minio/mc@$MC_VERSION (nice -n 10; a few minutes on 2 cores)"
-    mkdir -p "$(dirname "$bin")"
-    CGO_ENABLED=0 GOBIN="$(dirname "$bin")" "${NICE[@]}" go install -trimpath "github.com/minio/mc@$MC_VERSION"
-    [ -x "$bin" ] || die "mc: binary not produced"
-    prune_go_caches
-  fi
+  go_install "$(mc_bin)" "github.com/minio/mc@$MC_VERSION" mc
   record_version mc "$MC_VERSION"
 }
 

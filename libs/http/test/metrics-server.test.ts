@@ -1,11 +1,11 @@
 // The metrics listener (METRICS_PORT): its configuration, what it serves, and that it stays up.
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { describe, it } from 'node:test';
 import { Gauge } from 'prom-client';
 import {
   closeServer, ConfigError, HTTP_VARS, httpLimitsOf, makeLogger, makeOps, metricsListenOf, readConfig, serveMetrics,
 } from '../src/index.ts';
+import { raw } from './fixtures/raw-socket.ts';
 
 const logger = makeLogger('test', 'silent');
 
@@ -27,16 +27,6 @@ describe('METRICS_PORT and METRICS_HOST', () => {
   });
 });
 
-/** Sends raw bytes and returns what the server wrote before it closed the connection. */
-const raw = async (port: number, text: string): Promise<string> => {
-  const socket = net.connect(port, '127.0.0.1');
-  const chunks: Buffer[] = [];
-  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-  socket.on('error', () => {});
-  socket.write(text);
-  await new Promise((resolve) => socket.on('close', resolve));
-  return Buffer.concat(chunks).toString('utf8');
-};
 
 describe('serveMetrics', () => {
   it('serves /metrics, /healthz and /readyz, and the JSON envelope for everything else', async () => {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { describe, it } from 'node:test';
 import { closeServer, DEFAULT_HTTP_LIMITS, defaultMaxConnections, httpLimitsOf, listen } from '../src/index.ts';
+import { raw } from './fixtures/raw-socket.ts';
 
 describe('httpLimitsOf', () => {
   it('reads every HTTP_* variable, with the documented defaults', () => {
@@ -29,16 +30,6 @@ describe('httpLimitsOf', () => {
   });
 });
 
-/** Sends raw bytes and returns everything the server wrote before it closed the connection. */
-const raw = async (port: number, text: string): Promise<string> => {
-  const socket = net.connect(port, '127.0.0.1');
-  const chunks: Buffer[] = [];
-  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-  socket.on('error', () => {});
-  socket.write(text);
-  await new Promise((resolve) => socket.on('close', resolve));
-  return Buffer.concat(chunks).toString('utf8');
-};
 
 describe('listen', () => {
   it('answers unparseable requests, oversized headers and CONNECT in the JSON envelope, then closes', async () => {
