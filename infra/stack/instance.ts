@@ -27,8 +27,12 @@ const ns = createHash('sha256').update(dataDir).digest('hex').slice(0, 12);
 /** `<service>.pid` of each service's current process, rewritten on every restart. */
 const pidDir = join(dataDir, 'run');
 
-const [servicePorts, metricsPorts] = ((ports) => [ports.slice(0, 4), ports.slice(4)])(await freePorts(8));
 const gatewayMetricsPort = env.METRICS_PORT ? Number(env.METRICS_PORT) : undefined;
+// The gateway's ports were chosen by whoever started this instance and are free until the gateway
+// binds them, last: a port picked here must not be one of them.
+const reserved = new Set([port, gatewayMetricsPort]);
+const picked = (await freePorts(8 + reserved.size)).filter((p) => !reserved.has(p)).slice(0, 8);
+const [servicePorts, metricsPorts] = [picked.slice(0, 4), picked.slice(4)];
 
 const passthrough = ['RATE_LIMIT_POINTS', 'RATE_LIMIT_WINDOW_SECONDS', 'MAX_UPLOAD_BYTES', 'STORAGE_QUOTA_BYTES', 'JWT_TTL_SECONDS', 'DOWNLOAD_URL_TTL_SECONDS', 'LOG_LEVEL'];
 const services = await startServices({
