@@ -16,7 +16,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { api, type Api, type RegisteredUser } from '../../tests/support/client.ts';
-import { freePort, type Server } from '../../tests/support/server.ts';
+import { alive, freePort, type Server } from '../../tests/support/server.ts';
 import { buildImages, ComposeStack, ensureSecrets, ROOT } from './compose.ts';
 
 /**
@@ -128,6 +128,14 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
       env: { RATE_LIMIT_POINTS: '100000', PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'warn' },
     });
     console.log(`compose: engine ${stack.images.engine}, project ${stack.options.project}, gateway ${stack.baseUrl}`);
+    // A run that was killed (a CI timeout) left its project behind: remove those of dead runs.
+    const projects = new Set(stack.engine(['ps', '-a', '--format', '{{index .Labels "com.docker.compose.project"}}']).split('\n'));
+    for (const project of projects) {
+      const pid = Number(/^docshare-test-(\d+)$/.exec(project)?.[1]);
+      if (!pid || pid === process.pid || alive(pid)) continue;
+      console.log(`compose: removing ${project}, left by a run that ended without tearing down`);
+      await new ComposeStack(stack.images, { ...stack.options, project }).down(true);
+    }
     const began = performance.now();
     await stack.up();
     await stack.waitReady();

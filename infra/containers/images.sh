@@ -177,6 +177,9 @@ build_app() {
     edie "app: build failed (log: $out)"
   fi
   elog "app: ready in $(elapsed "$t0")s"
+  # Each source edit leaves the previous image's layers untagged: keep a week of them (the layer
+  # cache), drop older ones so the store does not grow run after run.
+  engine image prune -f --filter until=168h >/dev/null 2>&1 || true
 }
 
 engine_init
