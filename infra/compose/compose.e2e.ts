@@ -46,6 +46,7 @@ const SERVICES = ['kafka', 'mongodb', 'elasticsearch', 'minio', 'redis', 'docs-c
 let stack: ComposeStack;
 let secretsDir: string;
 let client: Api;
+let booted = false;
 
 const run = (command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> =>
   new Promise((resolve) => {
@@ -141,12 +142,14 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
     await stack.waitReady();
     console.log(`compose: ready in ${((performance.now() - began) / 1000).toFixed(1)} s`);
     client = api({ baseUrl: stack.baseUrl } as Server);
+    booted = true;
   });
 
   after(async () => {
     if (stack) {
       const failed = stack.containers().filter((c) => c.state !== 'running' && !['kafka-topics', 'minio-init'].includes(c.service));
-      if (failed.length > 0) await stack.compose(['logs', '--tail', '60', '--no-color', ...new Set(failed.map((c) => c.service))]);
+      // A failed boot may leave nothing stopped (a restarted service): then every service's tail.
+      if (failed.length > 0 || !booted) await stack.compose(['logs', '--tail', '60', '--no-color', ...new Set(failed.map((c) => c.service))]);
       await stack.down(true);
     }
     if (secretsDir) await rm(secretsDir, { recursive: true, force: true });

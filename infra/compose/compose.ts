@@ -12,16 +12,19 @@ import { join, resolve } from 'node:path';
 
 export const ROOT = resolve(import.meta.dirname, '..', '..');
 
-/** Every secret file docker-compose.yml names, and how a fresh one is made. */
+/**
+ * Every secret file docker-compose.yml names, and how a fresh one is made: hex, which no tool
+ * mistakes for an option (a base64url value may begin with "-") or needs to escape in a URL.
+ */
 export const SECRETS: Record<string, () => string> = {
-  jwt_secret: () => randomBytes(48).toString('base64url'),
-  mongo_root_password: () => randomBytes(24).toString('base64url'),
-  mongo_app_password: () => randomBytes(24).toString('base64url'),
+  jwt_secret: () => randomBytes(48).toString('hex'),
+  mongo_root_password: () => randomBytes(24).toString('hex'),
+  mongo_app_password: () => randomBytes(24).toString('hex'),
   minio_root_user: () => 'docshare-root',
-  minio_root_password: () => randomBytes(24).toString('base64url'),
+  minio_root_password: () => randomBytes(24).toString('hex'),
   minio_app_access_key: () => 'docshare-app',
-  minio_app_secret_key: () => randomBytes(24).toString('base64url'),
-  redis_password: () => randomBytes(24).toString('base64url'),
+  minio_app_secret_key: () => randomBytes(24).toString('hex'),
+  redis_password: () => randomBytes(24).toString('hex'),
 };
 
 /**
@@ -125,20 +128,27 @@ export class ComposeStack {
     return ['-f', join(ROOT, 'docker-compose.yml'), ...(this.options.localImages ? ['-f', join(ROOT, 'docker-compose.local.yml')] : [])];
   }
 
-  /** Runs docker-compose with this stack's files and project; resolves with its exit code. */
-  compose(args: string[], options: SpawnOptions = {}): Promise<number> {
+  /**
+   * Runs docker-compose with this stack's files and project; resolves with its exit code. Past
+   * `timeoutMs` it is stopped (compose v1 waits for ever on a dependency that never gets healthy).
+   */
+  compose(args: string[], options: SpawnOptions = {}, timeoutMs = 15 * 60_000): Promise<number> {
     return new Promise((resolveExit) => {
       const child = spawn('docker-compose', ['--project-directory', ROOT, '-p', this.options.project, ...this.files(), ...args], {
         cwd: ROOT, env: this.env(), stdio: 'inherit', ...options,
       });
-      child.once('error', () => resolveExit(127));
-      child.once('exit', (code, signal) => resolveExit(code ?? (signal ? 1 : 0)));
+      const timer = setTimeout(() => {
+        console.error(`compose: docker-compose ${args[0] ?? ''} still running after ${timeoutMs / 1000} s: stopping it`);
+        child.kill('SIGTERM');
+      }, timeoutMs);
+      child.once('error', () => { clearTimeout(timer); resolveExit(127); });
+      child.once('exit', (code, signal) => { clearTimeout(timer); resolveExit(code ?? (signal ? 1 : 0)); });
     });
   }
 
   /** compose, failing on a non-zero exit. */
-  async composeOk(args: string[]): Promise<void> {
-    const code = await this.compose(args);
+  async composeOk(args: string[], timeoutMs?: number): Promise<void> {
+    const code = await this.compose(args, {}, timeoutMs);
     if (code !== 0) throw new Error(`docker-compose ${args.join(' ')} exited with ${code}`);
   }
 
@@ -198,7 +208,9 @@ export class ComposeStack {
   /** `up -d` (no builds: buildImages made every image), healthchecks driven meanwhile. */
   async up(extra: string[] = []): Promise<void> {
     this.startHealthDriver();
-    await this.composeOk(['up', '-d', '--no-build', '--remove-orphans', ...extra]);
+    // Five minutes is several times a cold boot here (about 1.5 min): a dependency that never
+    // gets healthy fails the start instead of holding it.
+    await this.composeOk(['up', '-d', '--no-build', '--remove-orphans', ...extra], 5 * 60_000);
   }
 
   /** Waits for the gateway's /readyz and every upstream it reports. */

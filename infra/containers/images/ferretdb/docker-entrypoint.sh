@@ -24,11 +24,13 @@ if [ "$first_start" = 1 ]; then
     sleep 0.2
   done
   auth=()
-  [ -n "$user" ] && auth=(--username "$user" --password "$password" --authenticationDatabase admin)
+  # `--option=value`: a password may begin with "-", which mongosh would take for an option.
+  [ -n "$user" ] && auth=(--username="$user" --password="$password" --authenticationDatabase=admin)
   for script in /docker-entrypoint-initdb.d/*.js; do
     [ -e "$script" ] || continue
     echo "docker-entrypoint: running $script"
-    mongosh --quiet "${auth[@]}" "mongodb://127.0.0.1:27017/${MONGO_INITDB_DATABASE:-test}" "$script"
+    mongosh --quiet "${auth[@]}" "mongodb://127.0.0.1:27017/${MONGO_INITDB_DATABASE:-test}" "$script" ||
+      { echo "docker-entrypoint: $script failed" >&2; kill -TERM "$pid"; wait "$pid" || true; exit 1; }
   done
   touch /data/db/.docshare-initialized
 fi
