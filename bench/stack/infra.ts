@@ -9,6 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { Kafka, logLevel } from 'kafkajs';
 import { Client as EsClient } from '@elastic/elasticsearch';
 import { Client as MinioClient } from 'minio';
+import { parseEndPoint } from '@docshare/blob-store/minio';
 import { MongoClient, type Db } from 'mongodb';
 import { SERVER_NAMES, Servers, groupMembers } from '../../infra/chaos/servers.ts';
 import { Instance, SERVICE_NAMES } from '../../infra/chaos/instance.ts';
@@ -140,11 +141,8 @@ export const removeNamespace = async (serverEnv: Record<string, string>, ns: str
 
 /** A minio-js client on MINIO_ENDPOINT (http://host:port) with the stack's credentials. */
 export const minioClient = (serverEnv: Record<string, string>, partSize = 16 * 1024 * 1024): MinioClient => {
-  const url = new URL(serverEnv.MINIO_ENDPOINT!);
   return new MinioClient({
-    endPoint: url.hostname,
-    port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
-    useSSL: url.protocol === 'https:',
+    ...parseEndPoint(serverEnv.MINIO_ENDPOINT!),
     accessKey: serverEnv.MINIO_ACCESS_KEY!,
     secretKey: serverEnv.MINIO_SECRET_KEY!,
     partSize,

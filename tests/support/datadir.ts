@@ -42,9 +42,9 @@ export async function storedBytesContaining(server: { dataDir: string }, needle:
   if (process.env['DOCSHARE_TARGET'] !== 'distributed') return filesContaining(server.dataDir, needle);
   const { createHash } = await import('node:crypto');
   const { Client } = await import('minio');
-  const endpoint = new URL(process.env['MINIO_ENDPOINT'] ?? '');
+  const { parseEndPoint } = await import('@docshare/blob-store/minio');
   const client = new Client({
-    endPoint: endpoint.hostname, port: Number(endpoint.port || 80), useSSL: endpoint.protocol === 'https:',
+    ...parseEndPoint(process.env['MINIO_ENDPOINT'] ?? ''),
     accessKey: process.env['MINIO_ACCESS_KEY'] ?? '', secretKey: process.env['MINIO_SECRET_KEY'] ?? '',
   });
   const bucket = `docshare-${createHash('sha256').update(path.resolve(server.dataDir)).digest('hex').slice(0, 12)}`;

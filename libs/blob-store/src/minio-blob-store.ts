@@ -368,7 +368,8 @@ function partReader(body: Readable, counter: ReturnType<typeof byteCounter>) {
   };
 }
 
-function parseEndPoint(url: string): { endPoint: string; port: number; useSSL: boolean } {
+/** A MinIO endpoint URL (`scheme://host[:port]`) as minio-js's Client options; throws a TypeError on anything else. */
+export function parseEndPoint(url: string): { endPoint: string; port: number; useSSL: boolean } {
   let parsed: URL;
   try {
     parsed = new URL(url);

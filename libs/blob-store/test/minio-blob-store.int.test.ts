@@ -5,7 +5,7 @@ import { buffer } from 'node:stream/consumers';
 import { after, before, describe, it } from 'node:test';
 import { Client } from 'minio';
 import { blobStoreContract } from '../src/contract.ts';
-import { makeMinioBlobStore } from '../src/minio-blob-store.ts';
+import { makeMinioBlobStore, parseEndPoint } from '../src/minio-blob-store.ts';
 import { BlobTooLarge, type BlobStore } from '../src/port.ts';
 import { assertLargePutBounded } from './large-put.ts';
 
@@ -28,11 +28,7 @@ const secretKey = env('MINIO_SECRET_KEY');
 
 const MiB = 1024 * 1024;
 const bucket = `docshare-test-${randomUUID().slice(0, 13)}`;
-const url = new URL(endPoint);
-const admin = new Client({
-  endPoint: url.hostname, port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
-  useSSL: url.protocol === 'https:', accessKey, secretKey,
-});
+const admin = new Client({ ...parseEndPoint(endPoint), accessKey, secretKey });
 const made: string[] = [bucket];
 
 const dropBucket = async (name: string): Promise<void> => {

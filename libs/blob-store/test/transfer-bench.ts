@@ -32,7 +32,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Client } from 'minio';
-import { makeMinioBlobStore } from '../src/minio-blob-store.ts';
+import { makeMinioBlobStore, parseEndPoint } from '../src/minio-blob-store.ts';
 
 const MiB = 1024 * 1024;
 const env = (name: string): string => {
@@ -53,11 +53,7 @@ const partMib = num('BENCH_PART_MIB');
 const partsInFlight = num('BENCH_IN_FLIGHT');
 const size = mib * MiB;
 
-const url = new URL(endPoint);
-const direct = new Client({
-  endPoint: url.hostname, port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
-  useSSL: url.protocol === 'https:', accessKey, secretKey,
-});
+const direct = new Client({ ...parseEndPoint(endPoint), accessKey, secretKey });
 const bucket = `docshare-bench-${randomUUID().slice(0, 12)}`;
 
 /** Reads a stream to its end without keeping it; resolves with the byte count. */

@@ -25,7 +25,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request } from 'express';
 import { Client } from 'minio';
-import { makeMinioBlobStore } from '@docshare/blob-store/minio';
+import { makeMinioBlobStore, parseEndPoint } from '@docshare/blob-store/minio';
 import { readUploadForm, type FileSink } from '../src/upload-form.ts';
 
 const MiB = 1024 * 1024;
@@ -41,11 +41,7 @@ const mib = Number(process.env.BENCH_MIB || 512);
 const runs = Number(process.env.BENCH_RUNS || 3);
 const size = mib * MiB;
 
-const url = new URL(endPoint);
-const direct = new Client({
-  endPoint: url.hostname, port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
-  useSSL: url.protocol === 'https:', accessKey, secretKey,
-});
+const direct = new Client({ ...parseEndPoint(endPoint), accessKey, secretKey });
 const bucket = `docshare-bench-${randomUUID().slice(0, 12)}`;
 const dir = await mkdtemp(join(tmpdir(), 'upload-bench-'));
 const file = join(dir, 'source.bin');
