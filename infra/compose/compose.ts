@@ -124,8 +124,10 @@ export class ComposeStack {
     };
   }
 
-  files(): string[] {
-    return ['-f', join(ROOT, 'docker-compose.yml'), ...(this.options.localImages ? ['-f', join(ROOT, 'docker-compose.local.yml')] : [])];
+  /** docker-compose's arguments for `args` on this stack's project and files. */
+  composeArgs(args: string[]): string[] {
+    const files = ['docker-compose.yml', ...(this.options.localImages ? ['docker-compose.local.yml'] : [])];
+    return ['--project-directory', ROOT, '-p', this.options.project, ...files.flatMap((f) => ['-f', join(ROOT, f)]), ...args];
   }
 
   /**
@@ -134,7 +136,7 @@ export class ComposeStack {
    */
   compose(args: string[], options: SpawnOptions = {}, timeoutMs = 15 * 60_000): Promise<number> {
     return new Promise((resolveExit) => {
-      const child = spawn('docker-compose', ['--project-directory', ROOT, '-p', this.options.project, ...this.files(), ...args], {
+      const child = spawn('docker-compose', this.composeArgs(args), {
         cwd: ROOT, env: this.env(), stdio: 'inherit', ...options,
       });
       const timer = setTimeout(() => {

@@ -53,6 +53,7 @@ try {
   await stop(1);
 }
 console.log(`compose: ready in ${((performance.now() - began) / 1000).toFixed(1)} s: the API answers on ${stack.baseUrl} (Ctrl-C stops and removes the stack)`);
-following.logs = spawn('docker-compose', ['--project-directory', ROOT, '-p', stack.options.project, ...stack.files(), 'logs', '--follow', '--tail', '0', '--no-color'], {
+// Not stack.compose(): that one stops docker-compose after a while, and this follows until Ctrl-C.
+following.logs = spawn('docker-compose', stack.composeArgs(['logs', '--follow', '--tail', '0', '--no-color']), {
   cwd: ROOT, env: stack.env(), stdio: 'inherit',
 });

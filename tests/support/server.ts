@@ -6,9 +6,9 @@
 // special environment) skip themselves through `localOnly`.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort, freePorts } from '../../infra/stack/free-ports.ts';
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..');
 export const EXTERNAL_BASE_URL = process.env['DOCSHARE_BASE_URL']?.replace(/\/+$/, '') || undefined;
@@ -95,22 +95,8 @@ export const alive = (pid: number): boolean => {
   }
 };
 
-/** `count` ports nobody listens on now, held open together while they are chosen, so they differ. */
-export async function freePorts(count: number): Promise<number[]> {
-  const probes = await Promise.all(Array.from({ length: count }, () => new Promise<net.Server>((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => resolve(srv));
-  })));
-  const ports = probes.map((srv) => (srv.address() as net.AddressInfo).port);
-  await Promise.all(probes.map((srv) => new Promise((resolve) => srv.close(resolve))));
-  return ports;
-}
-
-export async function freePort(): Promise<number> {
-  return (await freePorts(1))[0] as number;
-}
+/** Free ports: the one implementation the stack launchers use too. */
+export { freePort, freePorts };
 
 function externalServer(baseUrl: string): Server {
   const unsupported = async (): Promise<void> => {
