@@ -14,7 +14,7 @@ import { groupMembers } from './servers.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
-export const SERVICE_NAMES = ['docs-command', 'stats-projector', 'files-projector', 'search-projector', 'gateway'] as const;
+export const SERVICE_NAMES = ['docs-command', 'stats-projector', 'files-projector', 'search-projector', 'text-extractor', 'gateway'] as const;
 export type ServiceName = typeof SERVICE_NAMES[number];
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

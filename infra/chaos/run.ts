@@ -19,7 +19,7 @@
  *
  * Env: CHAOS_ROUNDS (1: each fault once), CHAOS_FAULTS (comma list, default all, in order:
  * kafka,ferretdb,elasticsearch,minio,redis,docs-command,stats-projector,files-projector,
- * search-projector,gateway,elasticsearch-pause), CHAOS_FAULT_SECONDS (5: how long a killed server
+ * search-projector,text-extractor,gateway,elasticsearch-pause), CHAOS_FAULT_SECONDS (5: how long a killed server
  * stays down), CHAOS_PAUSE_SECONDS (20), CHAOS_CALM_SECONDS (2: load between faults),
  * CHAOS_WARMUP_SECONDS (5), CHAOS_CLIENTS (8), CHAOS_THINK_MS (100), CHAOS_REQUEST_TIMEOUT_MS
  * (30000), CHAOS_RECOVERY_TIMEOUT_SECONDS (120: "never recovered"), CHAOS_PORT_OFFSET (3000),

@@ -27,6 +27,16 @@ describe('chaos checker', () => {
     assert.deepEqual(result.violations, []);
   });
 
+  it('accepts one extraction outcome per file, caused by its upload; flags a second one or another cause', () => {
+    const a = upload('1');
+    const up = uploaded(a, '1');
+    let v = 1;
+    const outcome = (causationid: string): Event => ({ ...event('docs.file.content-extraction-failed.v1', causationid, { fileId: '1' }), subject: up.subject, streamversion: ++v });
+    assert.deepEqual(checkRecord([a], [up, outcome(up.id)], []).violations, []);
+    assert.match(checkRecord([a], [up, outcome(up.id), outcome(up.id)], []).violations.join('\n'), /DUPLICATED: a second extraction outcome/);
+    assert.match(checkRecord([a], [up, outcome(a.id)], []).violations.join('\n'), /not caused by its file's upload/);
+  });
+
   it('finds an acknowledged write that is not in the event store', () => {
     const result = checkRecord([upload('1')], [], []);
     assert.match(result.violations.join('\n'), /LOST: acknowledged upload/);

@@ -62,6 +62,8 @@ const short = (r: Rec): string => `${r.id} ${r.op} ${r.method} ${r.path} at ${(r
  */
 const EXPECTED_4XX = new Set(['File not found', 'File is either for sale or not enabled', 'No results found']);
 
+const EXTRACTION_EVENTS = new Set(['docs.file.content-extracted.v1', 'docs.file.content-extraction-failed.v1']);
+
 /** Checks the record against the events; pure. */
 export const checkRecord = (records: readonly Rec[], events: readonly Event[], gatewayDown: readonly Window[]): RecordCheck => {
   const violations: string[] = [];
@@ -72,7 +74,18 @@ export const checkRecord = (records: readonly Rec[], events: readonly Event[], g
   const timeouts: Rec[] = [];
   let connectionErrorsInWindows = 0;
   const byCause = new Map<string, Event[]>();
+  // Text extraction is caused by an upload event, not by a request: at most one outcome per
+  // file, caused by that file's upload.
+  const uploads = new Map(events.filter((e) => e.type === 'docs.file.uploaded.v1').map((e) => [e.id, e]));
+  const extracted = new Set<string>();
   for (const e of events) {
+    if (EXTRACTION_EVENTS.has(e.type)) {
+      const upload = uploads.get(e.causationid ?? '');
+      if (!upload || upload.subject !== e.subject) violations.push(`${e.type} ${e.subject} not caused by its file's upload (${e.causationid ?? 'none'})`);
+      if (extracted.has(e.subject)) violations.push(`DUPLICATED: a second extraction outcome for ${e.subject}`);
+      extracted.add(e.subject);
+      continue;
+    }
     const key = e.causationid ?? '';
     byCause.set(key, [...(byCause.get(key) ?? []), e]);
   }

@@ -41,7 +41,7 @@ const NEEDS_OWN_SERVER = [
 ];
 const escape = (name: string): string => name.startsWith('^') ? name : name.replace(/[.*+?()[\]{}|\\]/g, '\\$&');
 
-const SERVICES = ['kafka', 'mongodb', 'elasticsearch', 'minio', 'redis', 'docs-command', 'stats-projector', 'files-projector', 'search-projector', 'gateway'];
+const SERVICES = ['kafka', 'mongodb', 'elasticsearch', 'minio', 'redis', 'docs-command', 'stats-projector', 'files-projector', 'search-projector', 'text-extractor', 'gateway'];
 
 let stack: ComposeStack;
 let secretsDir: string;
@@ -189,6 +189,7 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
         gateway: ['jwt_secret', 'redis_password'],
         'docs-command': ['jwt_secret', 'minio_app_access_key', 'minio_app_secret_key', 'mongo_app_password'],
         'stats-projector': ['mongo_app_password'], 'files-projector': ['mongo_app_password'], 'search-projector': ['mongo_app_password'],
+        'text-extractor': ['minio_app_access_key', 'minio_app_secret_key'],
         mongodb: ['mongo_app_password', 'mongo_root_password'], minio: ['minio_root_password', 'minio_root_user'],
         'minio-init': ['minio_app_access_key', 'minio_app_secret_key', 'minio_root_password', 'minio_root_user'],
         redis: ['redis_password'], kafka: [], elasticsearch: [], 'kafka-topics': [],
@@ -204,6 +205,7 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
     const expected: Record<string, string> = {
       gateway: 'docshare_rate_limited_requests_total', 'docs-command': 'docshare_outbox_backlog_events',
       'stats-projector': 'docshare_consumer_lag', 'files-projector': 'docshare_read_model_generation', 'search-projector': 'docshare_dead_letters_total',
+      'text-extractor': 'docshare_extractions_total',
     };
     for (const [service, metric] of Object.entries(expected)) {
       // From inside the back network, as Prometheus scrapes it (infra/observability/prometheus.yml).

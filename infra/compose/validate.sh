@@ -19,7 +19,7 @@ docker-compose -f docker-compose.yml config -q
 docker-compose -f docker-compose.yml -f docker-compose.local.yml config -q
 services=$(docker-compose -f docker-compose.yml config --services | sort | tr '\n' ' ')
 echo "[compose] docker-compose.yml is valid: $services"
-for needed in kafka mongodb elasticsearch minio minio-init redis docs-command stats-projector files-projector search-projector gateway; do
+for needed in kafka mongodb elasticsearch minio minio-init redis docs-command stats-projector files-projector search-projector text-extractor gateway; do
   case " $services " in *" $needed "*) ;; *) echo "[compose] missing service: $needed" >&2; exit 1 ;; esac
 done
 # The override may set `image:` and nothing else.

@@ -31,8 +31,8 @@ const gatewayMetricsPort = env.METRICS_PORT ? Number(env.METRICS_PORT) : undefin
 // The gateway's ports were chosen by whoever started this instance and are free until the gateway
 // binds them, last: a port picked here must not be one of them.
 const reserved = new Set([port, gatewayMetricsPort]);
-const picked = (await freePorts(8 + reserved.size)).filter((p) => !reserved.has(p)).slice(0, 8);
-const [servicePorts, metricsPorts] = [picked.slice(0, 4), picked.slice(4)];
+const picked = (await freePorts(2 * SERVICES.length + reserved.size)).filter((p) => !reserved.has(p)).slice(0, 2 * SERVICES.length);
+const [servicePorts, metricsPorts] = [picked.slice(0, SERVICES.length), picked.slice(SERVICES.length)];
 
 const passthrough = ['RATE_LIMIT_POINTS', 'RATE_LIMIT_WINDOW_SECONDS', 'MAX_UPLOAD_BYTES', 'STORAGE_QUOTA_BYTES', 'JWT_TTL_SECONDS', 'DOWNLOAD_URL_TTL_SECONDS', 'LOG_LEVEL'];
 const services = await startServices({

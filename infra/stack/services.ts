@@ -21,6 +21,7 @@ export const SERVICES: readonly ServiceSpec[] = [
   { name: 'stats-projector', entry: 'services/stats-projector/src/main.ts' },
   { name: 'files-projector', entry: 'services/files-projector/src/main.ts' },
   { name: 'search-projector', entry: 'services/search-projector/src/main.ts' },
+  { name: 'text-extractor', entry: 'services/text-extractor/src/main.ts' },
 ];
 export const GATEWAY: ServiceSpec = { name: 'gateway', entry: 'services/gateway/src/main.ts' };
 
@@ -54,7 +55,7 @@ export interface StackOptions {
   gatewayPort: number;
   /** Ports of the internal services start here (default 18081)... */
   firstServicePort?: number;
-  /** ...unless given one by one (docs-command, stats, files, search). */
+  /** ...unless given one by one (docs-command, stats, files, search, text-extractor). */
   servicePorts?: readonly number[];
   publicBaseUrl: string;
   jwtSecret: string;

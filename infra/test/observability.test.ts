@@ -14,12 +14,13 @@ import { makeStorageMetrics, registerOutboxMetrics } from '@docshare/docs-comman
 import { makeGateway } from '@docshare/gateway';
 import { makeLogger, makeOps } from '@docshare/http';
 import express from 'express';
+import { registerExtractionMetrics } from '@docshare/text-extractor';
 import { deadLetterCounter, makeMemoryCheckpoints, registerConsumerLag, registerReadModelGenerations, startProjectorService } from '@docshare/projection';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
 const logger = makeLogger('test', 'silent');
-const SERVICES = ['gateway', 'docs-command', 'stats-projector', 'files-projector', 'search-projector'];
+const SERVICES = ['gateway', 'docs-command', 'stats-projector', 'files-projector', 'search-projector', 'text-extractor'];
 
 interface Target { expr?: string; refId?: string; datasource?: { type?: string; uid?: string } }
 interface Panel { id: number; type: string; title: string; datasource?: { type?: string; uid?: string }; targets?: Target[]; gridPos?: unknown; panels?: Panel[] }
@@ -70,6 +71,7 @@ const registeredMetrics = async (): Promise<Map<string, string>> => {
       registerConsumerLag(registry, { lag: async () => [] }, ['g']);
       registerReadModelGenerations(registry, { stats: async () => 'stats_' });
       deadLetterCounter(registry);
+      registerExtractionMetrics(registry);
     },
   });
   await projector.stop();

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TARGET, type Server } from '../../tests/support/server.ts';
 import { api, type Api, type RegisteredUser } from '../../tests/support/client.ts';
-import { startServices, stopServices, type RunningService } from '../stack/services.ts';
+import { SERVICES, startServices, stopServices, type RunningService } from '../stack/services.ts';
 import { freePorts } from '../stack/ports.ts';
 
 describe('two replicas of every service, two gateways', { skip: TARGET !== 'distributed' ? 'needs DOCSHARE_TARGET=distributed (npm run test:real)' : false }, () => {
@@ -31,7 +31,7 @@ describe('two replicas of every service, two gateways', { skip: TARGET !== 'dist
       RATE_LIMIT_POINTS: '30', RATE_LIMIT_WINDOW_SECONDS: '60', LOG_LEVEL: 'warn',
     };
     for (let r = 0; r < 2; r++) {
-      const [gatewayPort, ...servicePorts] = await freePorts(5);
+      const [gatewayPort, ...servicePorts] = await freePorts(1 + SERVICES.length);
       const services = await startServices({
         serverEnv: {}, gatewayPort: gatewayPort!, servicePorts, publicBaseUrl: `http://127.0.0.1:${gatewayPort}`, jwtSecret,
         extraEnv: { ...extraEnv, INSTANCE_ID: `replica-${r}` },

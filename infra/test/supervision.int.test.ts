@@ -8,7 +8,7 @@ import { api } from '../../tests/support/client.ts';
 import { alive, startServer, TARGET, type Server } from '../../tests/support/server.ts';
 import { eventually } from '../../tests/support/wait.ts';
 
-const SERVICES = ['docs-command', 'stats-projector', 'files-projector', 'search-projector', 'gateway'];
+const SERVICES = ['docs-command', 'stats-projector', 'files-projector', 'search-projector', 'text-extractor', 'gateway'];
 
 const pidOf = async (server: Server, service: string): Promise<number | null> => {
   const text = await readFile(join(server.dataDir, 'run', `${service}.pid`), 'utf8').catch(() => null);

@@ -13,7 +13,7 @@ const fx = useServer({}, async () => {
   reader = await fx.c.register();
 });
 
-type Item = { id: string; title: string; link: string; description: string; category: string; tag: string };
+type Item = { id: string; title: string; link: string; description: string; category: string; tag: string; snippet: string };
 
 async function ids(term: string, extra: Record<string, unknown> = {}): Promise<string[]> {
   const body = expectSuccess(await fx.c.search(reader.token, { search: term, ...extra }), 200);
@@ -28,7 +28,7 @@ function typo(word: string): string {
 }
 
 describe('search', () => {
-  it('returns 200 with results whose items have exactly id, title, link, description, category, tag', async () => {
+  it('returns 200 with results whose items have exactly id, title, link, description, category, tag, snippet', async () => {
     const { c, server } = fx;
     const word = randomWord(12);
     const cat = `Cat${randomWord(8)}`;
@@ -48,7 +48,8 @@ describe('search', () => {
     assert.equal(body.page, 1);
     assert.equal(body.per_page, 20);
     const item = body.results[0] as Item;
-    assertKeys(item, ['id', 'title', 'link', 'description', 'category', 'tag'], 'search item');
+    assertKeys(item, ['id', 'title', 'link', 'description', 'category', 'tag', 'snippet'], 'search item');
+    assert.equal(item.snippet, `Findable <mark>${word}</mark>`);
     assert.equal(item.id, fileId);
     assert.equal(typeof item.id, 'string');
     assert.equal(item.title, `Findable ${word}`);

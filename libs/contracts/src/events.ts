@@ -40,6 +40,43 @@ export interface FileViewed { fileId: number; ownerId: number; viewedAt: string 
 export interface FilePurchased {
   fileId: number; ownerId: number; saleId: number; buyerId: number; price: number; purchasedAt: string;
 }
+/** The formats text is extracted from (docs/api-decisions.md: text extraction). */
+export const EXTRACT_FORMATS = ['pdf', 'docx', 'odt', 'pptx', 'html', 'markdown', 'text', 'csv'] as const;
+export type ExtractFormat = (typeof EXTRACT_FORMATS)[number];
+/** Why no text was extracted from a file. */
+export const EXTRACTION_FAILURES = ['unsupported_type', 'encrypted', 'corrupt', 'too_large', 'timeout', 'memory', 'error'] as const;
+export type ExtractionFailure = (typeof EXTRACTION_FAILURES)[number];
+/**
+ * Text extracted from an uploaded file's bytes. The text is kept here, in the event (at most
+ * EXTRACT_MAX_CHARS characters), so a rebuild replays it without extracting again.
+ */
+export interface ContentExtracted {
+  fileId: number; ownerId: number; blobKey: string; format: ExtractFormat;
+  /** Library and version that read the format, e.g. `pdfjs-dist@6.5.438`. */
+  extractor: string;
+  /** Characters (UTF-16 code units) of `text`. */
+  characters: number;
+  /** The document held more text than the cap; `text` is its beginning. */
+  truncated: boolean;
+  /** ISO 639-3 code of the text's language (franc), null when too short or unclear. */
+  language: string | null;
+  text: string;
+  durationMs: number;
+  extractedAt: string;
+}
+/** No text could be extracted from an uploaded file: the upload itself stands. */
+export interface ContentExtractionFailed {
+  fileId: number; ownerId: number; blobKey: string; format: ExtractFormat | null;
+  reason: ExtractionFailure;
+  /** A short human-readable explanation (never a stack). */
+  detail: string;
+  durationMs: number;
+  failedAt: string;
+}
+/** What the text extractor reports for a file, before docs-command records it (as one of the two events above). */
+export type ExtractionReport =
+  | { ok: true; format: ExtractFormat; extractor: string; text: string; truncated: boolean; language: string | null; durationMs: number }
+  | { ok: false; format: ExtractFormat | null; reason: ExtractionFailure; detail: string; durationMs: number };
 export interface CommentPosted {
   commentId: number; fileId: number; fileOwnerId: number; fileTitle: string; authorId: number;
   comment: string; postedAt: string;
@@ -55,6 +92,8 @@ export interface EventDataByType {
   'docs.file.viewed.v1': FileViewed;
   'docs.file.purchased.v1': FilePurchased;
   'docs.comment.posted.v1': CommentPosted;
+  'docs.file.content-extracted.v1': ContentExtracted;
+  'docs.file.content-extraction-failed.v1': ContentExtractionFailed;
 }
 export type EventType = keyof EventDataByType;
 

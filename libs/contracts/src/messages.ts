@@ -62,6 +62,9 @@ export const M = {
   searchFailed: 'Error during search',
   invalidPage: 'Invalid page',
   invalidPerPage: 'Invalid per_page',
+  invalidCursor: 'Invalid or expired cursor',
+  invalidFilters: 'Invalid filters',
+  facetsNotBoolean: 'facets must be a boolean',
 
   statsFailed: 'Error fetching user stats',
   userNotFound: 'User not found',

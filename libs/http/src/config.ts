@@ -24,12 +24,13 @@ export class ConfigError extends Error {
 
 const present = (raw: string | undefined): raw is string => raw !== undefined && raw.trim() !== '';
 
-/** An integer at least `min`; absent or empty: `fallback`. */
-export const intVar = (fallback: number, min = 0) => z.string().optional().transform((raw, ctx) => {
+/** An integer from `min` to `max`; absent or empty: `fallback`. */
+export const intVar = (fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) => z.string().optional().transform((raw, ctx) => {
   if (!present(raw)) return fallback;
   const value = Number(raw);
-  if (Number.isSafeInteger(value) && value >= min) return value;
-  ctx.addIssue({ code: 'custom', message: `must be an integer >= ${min}, got "${raw}"` });
+  if (Number.isSafeInteger(value) && value >= min && value <= max) return value;
+  const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
+  ctx.addIssue({ code: 'custom', message: `must be an integer ${range}, got "${raw}"` });
   return z.NEVER;
 });
 

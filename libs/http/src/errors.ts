@@ -86,6 +86,8 @@ const TRANSIENT_NAMES = new Set([
   'MongoNetworkError', 'MongoNetworkTimeoutError', 'MongoServerSelectionError', 'MongoNotConnectedError',
   'MongoTopologyClosedError', 'PoolClearedError', 'PoolClearedOnNetworkError', 'MongoWriteConcernError',
   'ConnectionError', 'TimeoutError', 'NoLivingConnectionsError',
+  // Another docshare service answered 5xx or 429 (text-extractor → docs-command).
+  'ServiceUnavailableError',
 ]);
 const TRANSIENT_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ESOCKETTIMEDOUT', 'ECONNABORTED']);
 

@@ -34,11 +34,16 @@ export const actorOf = (req: Request): number => {
   return id;
 };
 
-const parseJson = express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] });
+const JSON_TYPES = ['application/json', 'application/*+json'];
+const parseJson = express.json({ limit: '1mb', type: JSON_TYPES });
 
-/** JSON bodies up to 1 MiB; anything that is not a JSON object reads as `{}` so validation answers. */
-export const jsonBody = (): RequestHandler => (req, res, next) => {
-  parseJson(req, res, (error?: unknown) => {
+/**
+ * JSON bodies up to 1 MiB (or `limit`: the internal extraction route takes up to 200,000
+ * characters of text); anything that is not a JSON object reads as `{}` so validation answers.
+ */
+export const jsonBody = (limit?: string): RequestHandler => {
+  const parse = limit === undefined ? parseJson : express.json({ limit, type: JSON_TYPES });
+  return (req, res, next) => parse(req, res, (error?: unknown) => {
     if (error) return next(error);
     if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) req.body = {};
     next();

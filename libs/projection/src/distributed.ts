@@ -63,6 +63,35 @@ export const commonConfig = (env: NodeJS.ProcessEnv) => {
 
 export type CommonConfig = ReturnType<typeof commonConfig>;
 
+/** What a service that only talks to Kafka reads (the text extractor: no MongoDB). */
+export const KAFKA_VARS = {
+  KAFKA_BROKERS: COMMON_VARS.KAFKA_BROKERS,
+  KAFKA_EVENTS_TOPIC: COMMON_VARS.KAFKA_EVENTS_TOPIC,
+  KAFKA_DLQ_TOPIC: COMMON_VARS.KAFKA_DLQ_TOPIC,
+  KAFKA_GROUP_SUFFIX: COMMON_VARS.KAFKA_GROUP_SUFFIX,
+  KAFKA_EVENTS_PARTITIONS: COMMON_VARS.KAFKA_EVENTS_PARTITIONS,
+  KAFKA_SESSION_TIMEOUT_MS: COMMON_VARS.KAFKA_SESSION_TIMEOUT_MS,
+  KAFKA_HEARTBEAT_INTERVAL_MS: COMMON_VARS.KAFKA_HEARTBEAT_INTERVAL_MS,
+  KAFKA_RETRY_MAX_MS: COMMON_VARS.KAFKA_RETRY_MAX_MS,
+};
+
+/** The Kafka part of a service's configuration, from `KAFKA_VARS`; throws a ConfigError. */
+export const kafkaConfig = (env: NodeJS.ProcessEnv) => {
+  const v = readConfig(KAFKA_VARS, env);
+  return {
+    kafkaBrokers: v.KAFKA_BROKERS,
+    eventsTopic: v.KAFKA_EVENTS_TOPIC,
+    deadLetterTopic: v.KAFKA_DLQ_TOPIC,
+    groupSuffix: v.KAFKA_GROUP_SUFFIX,
+    eventsPartitions: v.KAFKA_EVENTS_PARTITIONS,
+    kafkaSessionTimeoutMs: v.KAFKA_SESSION_TIMEOUT_MS,
+    kafkaHeartbeatIntervalMs: v.KAFKA_HEARTBEAT_INTERVAL_MS,
+    kafkaRetryMaxMs: v.KAFKA_RETRY_MAX_MS,
+  };
+};
+
+export type KafkaConfig = ReturnType<typeof kafkaConfig>;
+
 /** How long MongoDB operations wait before failing (`commonConfig`'s MONGO_*_TIMEOUT_MS). */
 export interface MongoTimeouts {
   mongoServerSelectionTimeoutMs: number;
@@ -108,21 +137,21 @@ export const connectMongo = async (
 };
 
 /** Makes sure the topics exist with their explicit partition counts: whichever service starts first creates them. */
-export const ensureKafkaTopics = async (config: CommonConfig): Promise<void> => {
+export const ensureKafkaTopics = async (config: KafkaConfig): Promise<void> => {
   await ensureTopics(config.kafkaBrokers, topicPlan({
     eventsTopic: config.eventsTopic, deadLetterTopic: config.deadLetterTopic, eventsPartitions: config.eventsPartitions,
   }));
 };
 
 /** The Kafka bus of one service (client id = service name); it connects on first use, so Kafka may be down now. */
-export const kafkaBus = (config: CommonConfig, clientId: string, logger: Logger) => makeKafkaBus({
+export const kafkaBus = (config: KafkaConfig, clientId: string, logger: Logger) => makeKafkaBus({
   brokers: config.kafkaBrokers, clientId, topic: config.eventsTopic, deadLetterTopic: config.deadLetterTopic, logger,
   retryMaxMs: config.kafkaRetryMaxMs,
   consumer: { sessionTimeout: config.kafkaSessionTimeoutMs, heartbeatInterval: config.kafkaHeartbeatIntervalMs },
 });
 
 /** The Kafka bus of one service, after making sure the topics exist (waits for Kafka). */
-export const connectKafka = async (config: CommonConfig, clientId: string, logger: Logger) => {
+export const connectKafka = async (config: KafkaConfig, clientId: string, logger: Logger) => {
   await ensureKafkaTopics(config);
   return kafkaBus(config, clientId, logger);
 };

@@ -45,7 +45,16 @@ export const makeHistory = () => {
     record('docs.comment.posted.v1', `file-${fileId}`, {
       commentId, fileId, fileOwnerId, fileTitle: title, authorId, comment: text, postedAt: at(34 + commentId),
     });
-  return { records, user, category, upload, update, remove, view, download, purchase, comment };
+  const extracted = (fileId: number, ownerId: number, text: string) =>
+    record('docs.file.content-extracted.v1', `file-${fileId}`, {
+      fileId, ownerId, blobKey: `f${fileId}`, format: 'text', extractor: 'test@1', characters: text.length, truncated: false,
+      language: null, text, durationMs: 1, extractedAt: at(35),
+    });
+  const extractionFailed = (fileId: number, ownerId: number) =>
+    record('docs.file.content-extraction-failed.v1', `file-${fileId}`, {
+      fileId, ownerId, blobKey: `f${fileId}`, format: 'pdf', reason: 'encrypted', detail: 'password required', durationMs: 1, failedAt: at(35),
+    });
+  return { records, user, category, upload, update, remove, view, download, purchase, comment, extracted, extractionFailed };
 };
 
 /** Every record twice in a row (a redelivery after each), then the whole history again (a replay). */

@@ -15,6 +15,7 @@ import {
   parseChanges, parseComment, parseFileId, parseLogin, parseRegistration, parseUploadMetadata,
 } from './validation.ts';
 import { renderFilePage, renderNotFoundPage } from './view-page.ts';
+import { parseExtractionReport } from './extraction-report.ts';
 
 export interface DocsCommandAppOptions {
   commands: DocsCommands;
@@ -148,6 +149,23 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     const fileId = parseFileId(bodyOf(req).file_id);
     const { saleId } = await commands.purchase(actorId, fileId, commandMeta(req, res));
     res.status(201).json({ status: 'success', message: M.purchased, sale_id: saleId });
+  });
+
+  // Internal: the text extractor's reports. The gateway routes only the API's paths (routes.ts),
+  // so these are reachable on the services' network only.
+  app.get('/internal/V1/files/:fileId/extraction', async (req, res) => {
+    const fileId = positiveId(req.params.fileId);
+    if (fileId === null) throw new DocshareError('not_found', M.fileNotFound);
+    res.json({ status: 'success', extraction: await commands.extractionStatus(fileId) });
+  });
+
+  // 200,000 characters of text: up to ~1.2 MB of JSON once escaped.
+  app.post('/internal/V1/files/:fileId/extraction', jsonBody('4mb'), async (req, res) => {
+    const fileId = positiveId(req.params.fileId);
+    if (fileId === null) throw new DocshareError('not_found', M.fileNotFound);
+    const { blobKey, report } = parseExtractionReport(bodyOf(req));
+    const recorded = await commands.recordExtraction(fileId, blobKey, report, commandMeta(req, res));
+    res.status(recorded ? 201 : 200).json({ status: 'success', recorded });
   });
 
   app.get('/docs/:fileId', async (req: Request, res: Response) => {

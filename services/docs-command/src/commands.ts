@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import {
-  partitionKeyOf, conflict, DocshareError, forbidden, notFound, unauthorized, M, streamIds, type CategoryCreated, type FileChanges,
+  partitionKeyOf, conflict, DocshareError, forbidden, notFound, unauthorized, M, streamIds, type CategoryCreated, type ExtractionReport, type FileChanges,
 } from '@docshare/contracts';
 import { VersionConflict, type EventStore } from '@docshare/event-store';
 import { RangeNotSatisfiable, type BlobStore, type BlobStream, type ByteRange } from '@docshare/blob-store';
@@ -9,7 +9,9 @@ import type { ClaimStore } from '@docshare/claim-store';
 import { hashPassword, verifyDecoy, verifyPassword, type Tokens, type UrlSigner } from '@docshare/auth';
 import type { Logger } from '@docshare/http';
 import { makeCommandHandler, type CommandMeta, type Decider, type Handled } from './command-handler.ts';
-import { decideFile, evolveFile, initialFileState, type FileCommand, type FileEventBody, type FileFacts, type FileState } from './domain/file.ts';
+import {
+  decideFile, evolveFile, initialFileState, type FileCommand, type FileEventBody, type FileFacts, type FileState,
+} from './domain/file.ts';
 import { decideUser, evolveUser, initialUserState, type UserCommand, type UserEventBody, type UserState } from './domain/user.ts';
 import {
   decideCategory, evolveCategory, initialCategoryState, type CategoryCommand, type CategoryEventBody, type CategoryState,
@@ -347,7 +349,26 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     return result.state.file;
   };
 
-  return { register, login, reserveStorage, uploadSink, upload, remove, authorizeDownload, openContent, comment, update, purchase, view, peek };
+  /**
+   * Where the text extractor stands on a file: `pending` (nothing recorded yet), `done` (text or
+   * a failure recorded), `gone` (deleted, or never uploaded): only `pending` is worth extracting.
+   */
+  const extractionStatus = async (fileId: number): Promise<'pending' | 'done' | 'gone'> => {
+    const { state } = await handler.load(fileDecider, streamIds.file(fileId));
+    if (state.status !== 'active') return 'gone';
+    return state.file.extraction ? 'done' : 'pending';
+  };
+
+  /** Records what the text extractor found in the file's bytes `blobKey`; true when an event was recorded. */
+  const recordExtraction = async (fileId: number, blobKey: string, report: ExtractionReport, meta: CommandMeta): Promise<boolean> => {
+    const result = await onFile(fileId, { type: 'RecordExtraction', fileId, blobKey, report, now: clock().toISOString() }, meta);
+    return result.position !== null;
+  };
+
+  return {
+    register, login, reserveStorage, uploadSink, upload, remove, authorizeDownload, openContent, comment, update, purchase, view, peek,
+    extractionStatus, recordExtraction,
+  };
 };
 
 export type DocsCommands = ReturnType<typeof makeDocsCommands>;

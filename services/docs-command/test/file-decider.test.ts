@@ -121,4 +121,52 @@ describe('file decider', () => {
       assert.equal(state.status === 'deleted' && state.file.title, 'Notes');
     });
   });
+
+  describe('text extraction', () => {
+    const text = 'Quarterly figures\nwith more lines';
+    const extracted: FileEventBody = {
+      type: 'docs.file.content-extracted.v1',
+      data: {
+        fileId: 7, ownerId: OWNER, blobKey: 'f7-x', format: 'pdf', extractor: 'pdfjs-dist@6', characters: text.length,
+        truncated: false, language: null, text, durationMs: 12, extractedAt: NOW,
+      },
+    };
+    const failed: FileEventBody = {
+      type: 'docs.file.content-extraction-failed.v1',
+      data: { fileId: 7, ownerId: OWNER, blobKey: 'f7-x', format: 'pdf', reason: 'encrypted', detail: 'password required', durationMs: 3, failedAt: NOW },
+    };
+    const record = (report: Extract<FileCommand, { type: 'RecordExtraction' }>['report'], blobKey = 'f7-x'): FileCommand =>
+      ({ type: 'RecordExtraction', fileId: 7, blobKey, report, now: NOW });
+    const ok = record({ ok: true, format: 'pdf', extractor: 'pdfjs-dist@6', text, truncated: false, language: null, durationMs: 12 });
+    const refused = record({ ok: false, format: 'pdf', reason: 'encrypted', detail: 'password required', durationMs: 3 });
+
+    it('records the text, with its character count', () => given([upload]).when(ok).then([extracted]));
+    it('records a failure with its reason', () => given([upload]).when(refused).then([failed]));
+    it('records once: a repeated report records nothing', () => {
+      given([upload, extracted]).when(ok).then([]);
+      given([upload, failed]).when(ok).then([]);
+    });
+    it('records nothing for a deleted file, or for bytes that are not the file\'s', () => {
+      given([upload, deleted]).when(ok).then([]);
+      given([upload]).when(record({ ok: true, format: 'pdf', extractor: 'x', text, truncated: false, language: null, durationMs: 1 }, 'f7-other')).then([]);
+    });
+    it('does not find a file never uploaded', () => given([]).when(ok).thenThrows('not_found', M.fileNotFound));
+    it('keeps an excerpt and the status in the file\'s state; other facts stay', () => {
+      const state = [upload, update({ title: 'Changed' }), extracted].reduce(evolveFile, initialFileState());
+      assert.equal(state.status, 'active');
+      assert.equal(state.status === 'active' && state.file.title, 'Changed');
+      assert.deepEqual(state.status === 'active' && state.file.extraction, {
+        status: 'extracted', format: 'pdf', extractor: 'pdfjs-dist@6', characters: text.length, truncated: false, language: null, excerpt: text,
+      });
+      const failedState = [upload, failed].reduce(evolveFile, initialFileState());
+      assert.deepEqual(failedState.status === 'active' && failedState.file.extraction, {
+        status: 'failed', format: 'pdf', reason: 'encrypted', detail: 'password required',
+      });
+    });
+    it('changes nothing a download, view or comment decides', () => {
+      given([upload, extracted]).when(download(STRANGER)).then([{
+        type: 'docs.file.downloaded.v1', data: { fileId: 7, ownerId: OWNER, downloadedBy: STRANGER, downloadedAt: NOW },
+      }]);
+    });
+  });
 });

@@ -88,12 +88,45 @@ const OPERATIONS: Record<string, Schema> = {
     },
   },
   search: {
-    requestBody: { required: true, content: json(obj({ search: str, page: int, per_page: int }, ['search'])) },
+    requestBody: {
+      required: true,
+      content: json(obj({
+        search: { type: 'string', maxLength: LIMITS.searchTerm, description: 'Matched against title, tags, category, description and the text extracted from the file (in that order of weight), tolerant of one-letter typos' },
+        page: { type: 'integer', minimum: 1, description: 'Ignored with `cursor`. Pages reach the first 10,000 matches; a cursor goes on' },
+        per_page: { type: 'integer', minimum: 1, maximum: LIMITS.perPageMax, default: LIMITS.perPageDefault },
+        facets: { type: 'boolean', default: false, description: 'Add `facets`: counts per category, licence and tag over every match' },
+        filters: {
+          type: 'object',
+          description: 'Every filter given must hold; tags compare without case, and a file must carry every tag listed',
+          properties: {
+            category_id: { type: ['string', 'integer'] },
+            license: { type: 'string', enum: [...LICENSES] },
+            tags: { type: 'array', items: str, maxItems: 20 },
+          },
+        },
+        cursor: { type: 'string', description: '`next_cursor` of the previous page, with the same `search` and `filters`: the following page, from the same snapshot of the index. Expires 5 minutes after its last use' },
+      }, ['search'])),
+    },
     responses: {
-      200: ok('Matches, best first', success({
-        results: { type: 'array', items: obj({ id: str, title: str, link: { type: 'string', format: 'uri' }, description: str, category: str, tag: str }) },
-        total: int, page: int, per_page: int,
-      })),
+      200: ok('Matches, best first', {
+        ...success({
+          results: {
+            type: 'array',
+            items: obj({
+              id: str, title: str, link: { type: 'string', format: 'uri' }, description: str, category: str, tag: str,
+              snippet: { type: 'string', description: 'HTML: an escaped excerpt around the best match, matched words in <mark>…</mark>' },
+            }),
+          },
+          total: int, page: int, per_page: int,
+          facets: obj({
+            category: { type: 'array', items: obj({ id: str, name: str, count: int }) },
+            license: { type: 'array', items: obj({ value: str, count: int }) },
+            tag: { type: 'array', items: obj({ value: str, count: int }) },
+          }),
+          next_cursor: { type: 'string', description: 'Present while more matches follow this page' },
+        }),
+        required: ['status', 'results', 'total', 'page', 'per_page'],
+      }),
       400: error, 401: error, 404: error, 500: error,
     },
   },

@@ -13,7 +13,7 @@ export const searchProjection = (event: DocshareEvent, current: SearchDoc | null
       const f = event.data;
       return {
         id: String(f.fileId), title: f.title, description: f.description, tags: f.tags, category: f.categoryName,
-        ownerId: f.ownerId, visible: true, uploadedAt: f.uploadedAt,
+        categoryId: f.categoryId, license: f.license, content: '', ownerId: f.ownerId, visible: true, uploadedAt: f.uploadedAt,
       };
     }
     case 'docs.file.updated.v1': {
@@ -30,12 +30,15 @@ export const searchProjection = (event: DocshareEvent, current: SearchDoc | null
     }
     case 'docs.file.deleted.v1':
       return current ? { ...current, visible: false } : null;
+    // The text found in the file's bytes: searched below title, tags and description.
+    case 'docs.file.content-extracted.v1':
+      return current ? { ...current, content: event.data.text } : null;
     default:
       return null;
   }
 };
 
-const FILE_EVENTS = new Set(['docs.file.uploaded.v1', 'docs.file.updated.v1', 'docs.file.deleted.v1']);
+const FILE_EVENTS = new Set(['docs.file.uploaded.v1', 'docs.file.updated.v1', 'docs.file.deleted.v1', 'docs.file.content-extracted.v1']);
 
 const fileIdOf = (event: DocshareEvent): string => event.subject.replace(/^file-/, '');
 

@@ -62,4 +62,21 @@ describe('search projection', () => {
       assert.deepEqual(await state(await project(records, redeliveredBatches(records, size))), once, `redelivered batches of ${size}`);
     }
   });
+
+  it('indexes the extracted text (below the title), keeps it through updates, and ignores a failed extraction', async () => {
+    const h = makeHistory();
+    h.upload(30, 1, 'annual report', { categoryId: 4, categoryName: 'Finance', license: 'CC BY-SA' });
+    h.extracted(30, 1, 'Revenue grew in the zeppelin division');
+    h.update(30, 1, { title: 'annual report 2026' });
+    h.upload(31, 1, 'zeppelin history');
+    h.extractionFailed(31, 1);
+    const index = await project(deliveredTwice(h.records));
+    assert.deepEqual(await ids(index, 'zeppelin'), ['31', '30']);
+    assert.deepEqual(await ids(index, 'zepelin'), ['31', '30']);
+    const doc = (await index.get('30'))?.doc;
+    assert.equal(doc?.content, 'Revenue grew in the zeppelin division');
+    assert.equal(doc?.title, 'annual report 2026');
+    assert.deepEqual([doc?.categoryId, doc?.license], [4, 'CC BY-SA']);
+    assert.equal((await index.get('31'))?.doc.content, '');
+  });
 });

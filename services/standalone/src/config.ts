@@ -2,6 +2,7 @@ import {
   HTTP_VARS, httpLimitsOf, intVar, metricsListenOf, optionalVar, publicBaseUrlOf, readConfig, stringVar, trustProxyOf, type HttpLimits, type MetricsListen,
 } from '@docshare/http';
 import { resolve } from 'node:path';
+import { EXTRACT_VARS, type ExtractSettings } from '@docshare/text-extractor';
 
 /** Everything `npm start` can be told, from the environment (decisions §13). */
 export interface EmbeddedConfig {
@@ -27,6 +28,8 @@ export interface EmbeddedConfig {
   blobSweepIntervalSeconds: number;
   /** Blobs younger than this are never swept (an upload's blob is written before its event). */
   blobSweepGraceSeconds: number;
+  /** The text extractor's budgets (`EXTRACT_*`). */
+  extract: ExtractSettings;
 }
 
 /** Everything `npm start` reads from its environment (decisions §13), as one schema. */
@@ -47,6 +50,7 @@ export const EMBEDDED_VARS = {
   LOG_LEVEL: stringVar('info'),
   BLOB_SWEEP_INTERVAL_SECONDS: intVar(60 * 60, 0),
   BLOB_SWEEP_GRACE_SECONDS: intVar(60 * 60, 1),
+  ...EXTRACT_VARS,
 };
 
 /** The configuration of embedded mode; throws a ConfigError naming every bad value. */
@@ -70,5 +74,9 @@ export const embeddedConfig = (env: NodeJS.ProcessEnv): EmbeddedConfig => {
     metrics: metricsListenOf(env, v.PORT),
     blobSweepIntervalSeconds: v.BLOB_SWEEP_INTERVAL_SECONDS,
     blobSweepGraceSeconds: v.BLOB_SWEEP_GRACE_SECONDS,
+    extract: {
+      EXTRACT_TIMEOUT_MS: v.EXTRACT_TIMEOUT_MS, EXTRACT_MEMORY_MB: v.EXTRACT_MEMORY_MB, EXTRACT_MAX_CHARS: v.EXTRACT_MAX_CHARS,
+      EXTRACT_MAX_BYTES: v.EXTRACT_MAX_BYTES, EXTRACT_CONCURRENCY: v.EXTRACT_CONCURRENCY,
+    },
   };
 };

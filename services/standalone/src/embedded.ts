@@ -20,6 +20,7 @@ import { filesProjector } from '@docshare/files-projector';
 import { searchProjector } from '@docshare/search-projector';
 import { makeStatsQueries, statsProjector } from '@docshare/stats-projector';
 import { makeGateway } from '@docshare/gateway';
+import { makeExtraction, registerExtractionMetrics, textExtractor } from '@docshare/text-extractor';
 import type { EmbeddedConfig } from './config.ts';
 import { loadOrCreateSecret, makeTokens, makeUrlSigner } from '@docshare/auth';
 import { lockDataDir } from './data-lock.ts';
@@ -107,6 +108,19 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     onStored: storageMetrics.recorded,
   });
 
+  // The text extractor, after the replay: its group must not hold up the start (a new process
+  // finds every file already done and skips it; files uploaded while it was down are read now).
+  const extraction = makeExtraction({
+    blobs, logger, settings: config.extract, onOutcome: registerExtractionMetrics(ops.registry),
+    recorder: {
+      status: commands.extractionStatus,
+      record: async (fileId, blobKey, report, cause) => {
+        await commands.recordExtraction(fileId, blobKey, report, { requestId: cause.eventId, correlationId: cause.correlationId });
+      },
+    },
+  });
+  const extracting = await extraction.start(bus, textExtractor.name, logger, () => deadLetters.inc({ group: textExtractor.name }));
+
   const swept = counter(ops.registry, 'docshare_blobs_swept_total', 'Unreferenced blobs removed by the blob sweeper');
   const sweeper = startBlobSweeper({
     blobs, logger, fileState: fileStateFrom(events),
@@ -144,7 +158,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
       if (metrics) await closeServer(metrics.server, 1_000);
       storageMetrics.stop();
       await sweeper.stop();
-      await Promise.all(projectors.map((p) => p.stop()));
+      await Promise.all([...projectors.map((p) => p.stop()), extracting.stop()]);
       await Promise.all([events.close(), claims.close(), ...[...readModels.values()].map((model) => model.close())]);
       await unlock();
     })();

@@ -74,4 +74,13 @@ describe('stats projection', () => {
       assert.deepEqual(await project(records, redeliveredBatches(records, size)), once, `redelivered batches of ${size}`);
     }
   });
+
+  it('counts nothing for text extraction, succeeded or failed, however often delivered', async () => {
+    const h = makeHistory();
+    h.user(1, 'Ada');
+    h.upload(10, 1, 'a', { size: 100 }); h.upload(11, 1, 'b', { size: 20 });
+    const before = await project(h.records);
+    h.extracted(10, 1, 'some text'); h.extractionFailed(11, 1);
+    assert.deepEqual(await project(deliveredTwice(h.records)), before);
+  });
 });

@@ -1,7 +1,8 @@
 import {
   conflict, forbidden, invalid, M, notFound,
   type FileChanges, type FileDeleted, type FileDownloaded, type FilePurchased, type FileUpdated,
-  type FileUploaded, type FileViewed, type CommentPosted,
+  type FileUploaded, type FileViewed, type CommentPosted, type ContentExtracted, type ContentExtractionFailed,
+  type ExtractFormat, type ExtractionFailure, type ExtractionReport,
 } from '@docshare/contracts';
 
 /** The file events a decision can produce, before they get their envelope. */
@@ -12,13 +13,26 @@ export type FileEventBody =
   | { type: 'docs.file.downloaded.v1'; data: FileDownloaded }
   | { type: 'docs.file.viewed.v1'; data: FileViewed }
   | { type: 'docs.file.purchased.v1'; data: FilePurchased }
-  | { type: 'docs.comment.posted.v1'; data: CommentPosted };
+  | { type: 'docs.comment.posted.v1'; data: CommentPosted }
+  | { type: 'docs.file.content-extracted.v1'; data: ContentExtracted }
+  | { type: 'docs.file.content-extraction-failed.v1'; data: ContentExtractionFailed };
+
+/** How many characters of the extracted text the file's state keeps (the view page shows its first lines). */
+export const EXCERPT_CHARS = 2_000;
+
+/** What the file's state remembers of its text extraction (the text itself stays in the event). */
+export type ExtractionFacts =
+  | { status: 'extracted'; format: ExtractFormat; extractor: string; characters: number; truncated: boolean; language: string | null; excerpt: string }
+  | { status: 'failed'; format: ExtractFormat | null; reason: ExtractionFailure; detail: string };
 
 export interface FileFacts extends FileUploaded {
   enabled: boolean;
   forSale: boolean;
   price: number;
+  /** Absent while the text extractor has not reported on the file. */
+  extraction?: ExtractionFacts;
 }
+
 
 export type FileState =
   | { status: 'none' }
@@ -46,6 +60,17 @@ export const evolveFile = (state: FileState, event: FileEventBody): FileState =>
     }
     case 'docs.file.deleted.v1':
       return state.status === 'active' ? { status: 'deleted', file: state.file } : state;
+    case 'docs.file.content-extracted.v1': {
+      if (state.status !== 'active') return state;
+      const { format, extractor, characters, truncated, language, text } = event.data;
+      const excerpt = text.slice(0, EXCERPT_CHARS);
+      return { status: 'active', file: { ...state.file, extraction: { status: 'extracted', format, extractor, characters, truncated, language, excerpt } } };
+    }
+    case 'docs.file.content-extraction-failed.v1': {
+      if (state.status !== 'active') return state;
+      const { format, reason, detail } = event.data;
+      return { status: 'active', file: { ...state.file, extraction: { status: 'failed', format, reason, detail } } };
+    }
     default:
       return state;
   }
@@ -58,7 +83,8 @@ export type FileCommand =
   | { type: 'AuthorizeDownload'; fileId: number; actorId: number; now: string }
   | { type: 'ViewFile'; fileId: number; now: string }
   | { type: 'PurchaseFile'; fileId: number; actorId: number; saleId: number; now: string }
-  | { type: 'PostComment'; fileId: number; actorId: number; commentId: number; comment: string; now: string };
+  | { type: 'PostComment'; fileId: number; actorId: number; commentId: number; comment: string; now: string }
+  | { type: 'RecordExtraction'; fileId: number; blobKey: string; report: ExtractionReport; now: string };
 
 /** The file as `actorId` may see it: owners see their disabled files, nobody sees deleted ones. */
 const visibleTo = (state: FileState, actorId: number | null): FileFacts => {
@@ -130,6 +156,26 @@ export const decideFile = (command: FileCommand, state: FileState): FileEventBod
           fileId: file.fileId, ownerId: file.ownerId, saleId: command.saleId, buyerId: command.actorId,
           price: file.price, purchasedAt: command.now,
         },
+      }];
+    }
+    case 'RecordExtraction': {
+      // Once per file: a redelivered or repeated report, a deleted file, or bytes that are no
+      // longer the file's record nothing (the extractor's work is at least once).
+      if (state.status === 'none') throw notFound(M.fileNotFound);
+      if (state.status === 'deleted' || state.file.extraction || state.file.blobKey !== command.blobKey) return [];
+      const { fileId, ownerId, blobKey } = state.file;
+      const { report } = command;
+      if (report.ok) {
+        const { format, extractor, text, truncated, language, durationMs } = report;
+        return [{
+          type: 'docs.file.content-extracted.v1',
+          data: { fileId, ownerId, blobKey, format, extractor, characters: text.length, truncated, language, text, durationMs, extractedAt: command.now },
+        }];
+      }
+      const { format, reason, detail, durationMs } = report;
+      return [{
+        type: 'docs.file.content-extraction-failed.v1',
+        data: { fileId, ownerId, blobKey, format, reason, detail, durationMs, failedAt: command.now },
       }];
     }
     case 'PostComment': {
