@@ -1,7 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import type { SearchDoc, SearchIndex, SearchResult } from './port.ts';
+import { FACET_SIZE, InvalidCursor } from './port.ts';
+import type { SearchDoc, SearchFacets, SearchIndex, SearchOptions, SearchPage, SearchResult } from './port.ts';
 
 export interface SearchIndexContractOptions {
   /** Called after writes, before searching: Elasticsearch refreshes the index here; memory needs nothing. */
@@ -42,6 +43,9 @@ export function searchIndexContract(
       description: 'Nothing special written here',
       tags: ['misc'],
       category: 'General',
+      categoryId: 1,
+      license: 'CC BY',
+      content: '',
       ownerId: 1,
       visible: true,
       uploadedAt: '2024-05-01T10:00:00.000Z',
@@ -126,9 +130,9 @@ export function searchIndexContract(
 
     it('finds nothing for an unrelated word, nor for an empty query', async () => {
       await put(file({ title: `Something ${word()}` }));
-      assert.deepEqual(await all(word(10)), { total: 0, hits: [] });
-      assert.deepEqual(await all(''), { total: 0, hits: [] });
-      assert.deepEqual(await all('  ,.;!  '), { total: 0, hits: [] });
+      assert.deepEqual(await all(word(10)), { total: 0, hits: [], from: 0 });
+      assert.deepEqual(await all(''), { total: 0, hits: [], from: 0 });
+      assert.deepEqual(await all('  ,.;!  '), { total: 0, hits: [], from: 0 });
     });
 
     it('ranks a match in the title above a match only in the description', async () => {
@@ -184,7 +188,7 @@ export function searchIndexContract(
       assert.equal(await index.upsert({ ...doc, visible: false }, 3), true);
       assert.equal(await index.upsert({ ...doc, title: `Back ${w}` }, 2), false);
       await settle();
-      assert.deepEqual(await all(w), { total: 0, hits: [] });
+      assert.deepEqual(await all(w), { total: 0, hits: [], from: 0 });
     });
 
     it('pages through matches: total stays, pages neither overlap nor miss', async () => {
@@ -201,8 +205,8 @@ export function searchIndexContract(
       }
       assert.equal(new Set(seen).size, 7);
       assert.deepEqual([...seen].sort(), docs.map((doc) => doc.id).sort());
-      assert.deepEqual(await index.search(w, { from: 7, size: 3 }), { total: 7, hits: [] });
-      assert.deepEqual(await index.search(w, { from: 0, size: 0 }), { total: 7, hits: [] });
+      assert.deepEqual(await index.search(w, { from: 7, size: 3 }), { total: 7, hits: [], from: 7 });
+      assert.deepEqual(await index.search(w, { from: 0, size: 0 }), { total: 7, hits: [], from: 0 });
     });
 
     it('gets a document with its version, or null', async () => {
@@ -304,6 +308,244 @@ export function searchIndexContract(
       assert.equal(await index.get(doc.id), null);
     });
 
+    // ---- content ---------------------------------------------------------------------------
+
+    it('finds a document by a word of its content, and returns the content', async () => {
+      const w = word();
+      const content = `Chapter one.\n${'Filler words of an extracted text. '.repeat(40)}Then ${w} appears, once.`;
+      const doc = file({ content });
+      await put(doc);
+      const result = await all(w);
+      assert.deepEqual(ids(result), [doc.id]);
+      assert.equal(result.hits[0]?.content, content);
+      assert.equal((await index.get(doc.id))?.doc.content, content);
+      assert.equal((await index.getMany([doc.id])).get(doc.id)?.doc.content, content);
+    });
+
+    it('ranks a match in the description above a match only in the content', async () => {
+      const w = word();
+      const inContent = file({ description: 'Numbers and summary for the team', content: `Numbers and ${w} for the team` });
+      const inDescription = file({ description: `Numbers and ${w} for the team`, content: 'Numbers and summary for the team' });
+      // The content match is newer, so the tie-breaker does not favour the description match.
+      inContent.uploadedAt = '2024-06-01T00:00:00.000Z';
+      await put(inContent, inDescription);
+      assert.deepEqual(ids(await all(w)), [inDescription.id, inContent.id]);
+    });
+
+    it('finds a content word despite a typo, and folds accents in content', async () => {
+      const [w, plain, accented] = [word(), word(), word()];
+      // "Ç" + the rest of a random word, and a vowel made "ü", as "Ça" and "Müller".
+      const cedilla = `Ç${plain.slice(1)}`;
+      const umlaut = `${accented[0]}ü${accented.slice(2)}`;
+      const doc = file({ content: `Ça va, Herr Müller? ${w} ${cedilla} ${umlaut}` });
+      await put(doc);
+      await finds(`${w.slice(0, 3)}${w[3] === 'a' ? 'e' : 'a'}${w.slice(4)}`, doc.id);
+      await finds(`c${plain.slice(1)}`, doc.id);
+      await finds(`${accented[0]}u${accented.slice(2)}`, doc.id);
+      await finds(`${accented[0]}Ü${accented.slice(2)}`, doc.id);
+      await finds('ca muller', doc.id);
+      // Invisible documents' content is not searchable either.
+      assert.equal(await index.upsert({ ...doc, visible: false }, 2), true);
+      await settle();
+      assert.deepEqual(ids(await all(w)), []);
+    });
+
+    // ---- filters and facets ----------------------------------------------------------------
+
+    const search = (text: string, page: SearchPage, options?: SearchOptions): Promise<SearchResult> => index.search(text, page, options);
+    const sorted = (result: SearchResult): string[] => [...ids(result)].sort();
+    const idsOf = (...docs: SearchDoc[]): string[] => docs.map((doc) => doc.id).sort();
+
+    it('filters by category, licence and tags (every tag, compared as tagKey), alone and combined', async () => {
+      const w = word();
+      const d1 = file({ title: `One ${w}`, categoryId: 11, license: 'CC BY', tags: ['Red', 'blue'] });
+      const d2 = file({ title: `Two ${w}`, categoryId: 11, license: 'CC BY-SA', tags: ['red'] });
+      const d3 = file({ title: `Three ${w}`, categoryId: 12, license: 'CC BY', tags: [' RED ', 'green'] });
+      const d4 = file({ title: `Four ${w}`, categoryId: 12, license: 'CC0', tags: [] });
+      const hidden = file({ title: `Five ${w}`, categoryId: 11, license: 'CC BY', tags: ['red'], visible: false });
+      await put(d1, d2, d3, d4, hidden);
+      const filtered = (filters: SearchOptions['filters']) => search(w, { from: 0, size: 100 }, { filters });
+      assert.deepEqual(sorted(await filtered({})), idsOf(d1, d2, d3, d4));
+      assert.deepEqual(sorted(await filtered({ categoryId: 11 })), idsOf(d1, d2));
+      assert.deepEqual(sorted(await filtered({ license: 'CC BY' })), idsOf(d1, d3));
+      assert.deepEqual(sorted(await filtered({ tags: ['red'] })), idsOf(d1, d2, d3));
+      assert.deepEqual(sorted(await filtered({ tags: ['RED', ' Blue'] })), idsOf(d1));
+      assert.deepEqual(sorted(await filtered({ categoryId: 12, license: 'CC BY', tags: ['red'] })), idsOf(d3));
+      assert.deepEqual(sorted(await filtered({ categoryId: 11, license: 'CC0' })), []);
+      assert.deepEqual(sorted(await filtered({ categoryId: 13 })), []);
+      const page = await search(w, { from: 0, size: 1 }, { filters: { license: 'CC BY' } });
+      assert.equal(page.total, 2);
+      assert.equal(page.hits.length, 1);
+    });
+
+    /** Twelve matches: 5 of category 21 "Physics", 3 of 22 "Algebra" (one still named "Algebra (old)"), 3 of 23 "Zoology", 1 of 24. */
+    function facetDocs(w: string, tag: string): SearchDoc[] {
+      const spec: [number, string, string, string[]][] = [
+        [21, 'Physics', 'CC BY', [tag, tag.toUpperCase(), 'Misc']],
+        [21, 'Physics', 'CC0', [tag]],
+        [21, 'Physics', 'CC BY', ['misc']],
+        [21, 'Physics', 'CC0', []],
+        [21, 'Physics', 'CC BY', [`${tag} `]],
+        [22, 'Algebra', 'CC0', ['misc']],
+        [22, 'Algebra', 'CC BY', []],
+        [22, 'Algebra (old)', 'CC0', ['Misc']],
+        [23, 'Zoology', 'CC BY', ['Zeta']],
+        [23, 'Zoology', 'CC0', ['zeta']],
+        [23, 'Zoology', 'CC BY-SA', []],
+        [24, 'Arts', 'CC0', ['alpha']],
+      ];
+      return spec.map(([categoryId, category, license, tags], i) => file({
+        title: `Facet ${w}`, categoryId, category, license, tags, uploadedAt: new Date(Date.UTC(2024, 0, 1 + i)).toISOString(),
+      }));
+    }
+
+    it('counts facets over every match (not just the page), most frequent first, ties by value or name', async () => {
+      // After "misc", before "zeta": ties order by value.
+      const [w, tag] = [word(), `n${word()}`];
+      const docs = facetDocs(w, tag);
+      await put(...docs, file({ title: `Facet ${w}`, categoryId: 21, tags: [tag], visible: false }));
+      const result = await search(w, { from: 0, size: 2 }, { facets: true });
+      assert.equal(result.total, 12);
+      assert.equal(result.hits.length, 2);
+      const expected: SearchFacets = {
+        category: [
+          { id: 21, name: 'Physics', count: 5 },
+          { id: 22, name: 'Algebra', count: 3 },
+          { id: 23, name: 'Zoology', count: 3 },
+          { id: 24, name: 'Arts', count: 1 },
+        ],
+        license: [{ value: 'CC0', count: 6 }, { value: 'CC BY', count: 5 }, { value: 'CC BY-SA', count: 1 }],
+        // A tag repeated in one document (as "x" and "X ") counts once for it.
+        tag: [{ value: 'misc', count: 4 }, { value: tag, count: 3 }, { value: 'zeta', count: 2 }, { value: 'alpha', count: 1 }],
+      };
+      assert.deepEqual(result.facets, expected);
+      // Without asking, no facets.
+      assert.equal((await search(w, { from: 0, size: 2 })).facets, undefined);
+      // Filters narrow the facets too.
+      const filtered = await search(w, { from: 0, size: 1 }, { facets: true, filters: { license: 'CC BY' } });
+      assert.equal(filtered.total, 5);
+      assert.deepEqual(filtered.facets, {
+        category: [{ id: 21, name: 'Physics', count: 3 }, { id: 22, name: 'Algebra', count: 1 }, { id: 23, name: 'Zoology', count: 1 }],
+        license: [{ value: 'CC BY', count: 5 }],
+        tag: [{ value: 'misc', count: 2 }, { value: tag, count: 2 }, { value: 'zeta', count: 1 }],
+      });
+      // No match: empty facets.
+      assert.deepEqual((await search(word(10), { from: 0, size: 2 }, { facets: true })).facets, { category: [], license: [], tag: [] });
+    });
+
+    it(`keeps at most ${FACET_SIZE} values per facet`, async () => {
+      const w = word();
+      const docs = Array.from({ length: FACET_SIZE + 5 }, (_, i) => file({ title: `Many ${w}`, tags: [`t${String(i).padStart(3, '0')}`] }));
+      await index.upsertMany(docs.map((doc) => ({ doc, version: 1 })));
+      await index.refresh();
+      await settle();
+      const result = await search(w, { from: 0, size: 1 }, { facets: true });
+      assert.equal(result.total, FACET_SIZE + 5);
+      assert.equal(result.facets?.tag.length, FACET_SIZE);
+      assert.deepEqual(result.facets?.tag[0], { value: 't000', count: 1 });
+      assert.deepEqual(result.facets?.tag[FACET_SIZE - 1], { value: `t${String(FACET_SIZE - 1).padStart(3, '0')}`, count: 1 });
+    });
+
+    // ---- cursors ---------------------------------------------------------------------------
+
+    /** Follows nextCursor from `first` to the end, with pages of `size` (or per page as `sizes` says). */
+    async function walk(text: string, first: SearchResult, sizes: (n: number) => number, options: SearchOptions = {}): Promise<SearchResult[]> {
+      const pages = [first];
+      for (let n = 1; ; n++) {
+        const cursor = pages[pages.length - 1]?.nextCursor;
+        if (cursor === undefined) return pages;
+        assert.ok(n < 1000, 'the walk never ends');
+        pages.push(await search(text, { from: 999_999, size: sizes(n) }, { ...options, cursor }));
+      }
+    }
+
+    const many = (w: string, n: number): SearchDoc[] => Array.from({ length: n }, (_, i) =>
+      file({ title: `Paged ${w}`, uploadedAt: new Date(Date.UTC(2024, 0, 1, 0, i % 7)).toISOString() }));
+
+    it('walks every match with cursors: no duplicates, no misses, total and from right, no cursor after the last page', async () => {
+      const w = word();
+      const docs = many(w, 25);
+      await put(...docs);
+      const full = await all(w);
+      assert.equal(full.total, 25);
+      assert.equal(full.nextCursor, undefined, 'every match fits the page: no cursor');
+      const first = await search(w, { from: 0, size: 4 });
+      assert.equal(typeof first.nextCursor, 'string');
+      assert.match(first.nextCursor as string, /^[\w.-]+$/, 'URL-safe');
+      const pages = await walk(w, first, () => 4);
+      assert.deepEqual(pages.map((page) => page.hits.length), [4, 4, 4, 4, 4, 4, 1]);
+      assert.deepEqual(pages.map((page) => page.from), [0, 4, 8, 12, 16, 20, 24]);
+      for (const page of pages) assert.equal(page.total, 25);
+      assert.equal(pages[pages.length - 1]?.nextCursor, undefined);
+      // The same order as one big page.
+      assert.deepEqual(pages.flatMap(ids), ids(full));
+
+      // From a page other than the first, and with other page sizes on the way.
+      const middle = await search(w, { from: 8, size: 3 });
+      assert.equal(middle.from, 8);
+      const rest = await walk(w, middle, (n) => (n === 1 ? 10 : 2));
+      assert.deepEqual(rest.map((page) => page.from), [8, 11, 21, 23]);
+      assert.deepEqual(rest.map((page) => page.hits.length), [3, 10, 2, 2]);
+      assert.deepEqual(rest.flatMap(ids), ids(full).slice(8));
+      // A page of size 0 gives no cursor; a cursor page of size 0 neither.
+      assert.equal((await search(w, { from: 0, size: 0 })).nextCursor, undefined);
+      const empty = await search(w, { from: 0, size: 5 }, { cursor: first.nextCursor as string });
+      assert.equal(empty.from, 4);
+      assert.equal((await search(w, { from: 0, size: 0 }, { cursor: first.nextCursor as string })).nextCursor, undefined);
+    });
+
+    it('walks the matches as of the first page, whatever is written meanwhile', async () => {
+      const w = word();
+      const docs = many(w, 25);
+      await put(...docs);
+      const first = await search(w, { from: 0, size: 4 }, { facets: true });
+      assert.equal(first.total, 25);
+      const seen = new Set(ids(first));
+      const later = docs.filter((doc) => !seen.has(doc.id));
+      const [deleted, updated] = later as [SearchDoc, SearchDoc];
+      // New, highly relevant matches; one match not yet returned deleted, another changed.
+      const fresh = [file({ title: `${w} ${w} ${w}`, tags: [w], category: w }), file({ title: `${w} ${w}`, description: w })];
+      for (const doc of fresh) assert.equal(await index.upsert(doc, 1), true);
+      assert.equal(await index.upsert({ ...deleted, visible: false }, 2), true);
+      assert.equal(await index.upsert({ ...updated, title: `Changed ${w} ${w} ${w}`, tags: [w] }, 2), true);
+      await settle();
+      assert.equal((await all(w)).total, 26, 'the live index has changed');
+
+      const pages = await walk(w, first, () => 4, { facets: true });
+      const walked = pages.flatMap((page) => page.hits);
+      assert.equal(walked.length, 25);
+      assert.deepEqual(walked.map((hit) => hit.id).sort(), docs.map((doc) => doc.id).sort());
+      for (const page of pages) {
+        assert.equal(page.total, 25);
+        assert.deepEqual(page.facets, first.facets, 'facets of the same snapshot');
+      }
+      // The documents as they were at the first page.
+      assert.deepEqual(walked.find((hit) => hit.id === deleted.id), deleted);
+      assert.deepEqual(walked.find((hit) => hit.id === updated.id), updated);
+    });
+
+    it('refuses a cursor of another text or other filters, and a garbage or altered one, with InvalidCursor', async () => {
+      const w = word();
+      await put(...many(w, 6));
+      const first = await search(w, { from: 0, size: 2 }, { filters: { license: 'CC BY' } });
+      const cursor = first.nextCursor as string;
+      assert.equal(typeof cursor, 'string');
+      const isInvalid = (error: unknown): boolean => error instanceof InvalidCursor && error.name === 'InvalidCursor';
+      const size = { from: 0, size: 2 };
+      await assert.rejects(search(word(), size, { cursor, filters: { license: 'CC BY' } }), isInvalid);
+      await assert.rejects(search(w, size, { cursor }), isInvalid);
+      await assert.rejects(search(w, size, { cursor, filters: { license: 'CC0' } }), isInvalid);
+      await assert.rejects(search(w, size, { cursor, filters: { license: 'CC BY', categoryId: 1 } }), isInvalid);
+      const flip = (text: string, at: number): string => text.slice(0, at) + (text[at] === 'A' ? 'B' : 'A') + text.slice(at + 1);
+      for (const garbage of ['', 'garbage', 'a.b', '.', '%%%', `${cursor}x`, flip(cursor, 3), flip(cursor, cursor.length - 2), cursor.slice(0, -4), 'x'.repeat(10_000)]) {
+        await assert.rejects(search(w, size, { cursor: garbage, filters: { license: 'CC BY' } }), isInvalid, JSON.stringify(garbage.slice(0, 40)));
+      }
+      // The same text in other words (case, punctuation) is the same search.
+      const second = await search(` ${w.toUpperCase()}!`, size, { cursor, filters: { license: 'CC BY', tags: [] } });
+      assert.equal(second.from, 2);
+      assert.equal(second.hits.length, 2);
+    });
+
     it('clear empties the index', async () => {
       const w = word();
       const doc = file({ title: `Cleared ${w}` });
@@ -311,7 +553,7 @@ export function searchIndexContract(
       await index.clear();
       await settle();
       assert.equal(await index.get(doc.id), null);
-      assert.deepEqual(await all(w), { total: 0, hits: [] });
+      assert.deepEqual(await all(w), { total: 0, hits: [], from: 0 });
       // A rebuild starts over: version 1 is accepted again.
       assert.equal(await index.upsert(doc, 1), true);
       await settle();

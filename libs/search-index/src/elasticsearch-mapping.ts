@@ -14,8 +14,8 @@ import type { estypes } from '@elastic/elasticsearch';
 /** Analyzer of the text fields, index and query side. */
 export const TEXT_ANALYZER = 'whitespace';
 
-/** multi_match fields with their boosts: title > tags > category > description. */
-export const SEARCH_FIELDS = ['title^3', 'tags^2', 'category^1.5', 'description'];
+/** multi_match fields with their boosts: title > tags > category > description > content. */
+export const SEARCH_FIELDS = ['title^3', 'tags^2', 'category^1.5', 'description', 'content^0.5'];
 
 /**
  * A search uses the first this many distinct words of its text and ignores the rest. Each word is
@@ -26,25 +26,45 @@ export const SEARCH_FIELDS = ['title^3', 'tags^2', 'category^1.5', 'description'
  */
 export const MAX_QUERY_WORDS = 32;
 
-/** Elasticsearch's `index.max_result_window` (its default, set explicitly): `from + size` may not exceed it. */
+/**
+ * Elasticsearch's `index.max_result_window` (its default, set explicitly): `from + size` may not
+ * exceed it. Cursors (search_after on a point in time) are not bound by it.
+ */
 export const MAX_RESULT_WINDOW = 10_000;
+
+/** Version of the mapping, in its `_meta`: 2 added content, categoryId, categoryName, license, tagKeys. */
+export const SCHEMA_VERSION = 2;
+
+/**
+ * Terms fetched for the category facet before the adapter orders them by count, then name (the
+ * aggregation can only break ties by id) and keeps FACET_SIZE: categories are few, so all of them.
+ */
+export const CATEGORY_FACET_TERMS = 1000;
 
 const text = { type: 'text', analyzer: TEXT_ANALYZER } as const;
 
 /**
  * `_source` of a file: `id`, `ownerId`, `visible`, `uploadedAt` as in SearchDoc; `title`,
- * `description`, `tags`, `category` hold the analysed words (absent while the file is invisible, so
- * hidden files do not weigh in the scores, as in the memory index); `original` keeps those four
- * fields as written, stored but not indexed, and is what reads return.
+ * `description`, `tags`, `category`, `content` hold the analysed words, `categoryId`, `license`,
+ * `categoryName` (the category as written), `tagKeys` (`tagKey` of each tag) the filter and facet
+ * values: all absent while the file is invisible, so hidden files neither weigh in the scores (as
+ * in the memory index) nor count in facets. `original` keeps the SearchDoc's text fields,
+ * categoryId and license as written, stored but not indexed, and is what reads return.
  */
 export const SEARCH_INDEX_MAPPINGS = {
   dynamic: 'strict',
+  _meta: { schema: SCHEMA_VERSION },
   properties: {
     id: { type: 'keyword' },
     title: text,
     description: text,
     tags: text,
     category: text,
+    content: text,
+    categoryId: { type: 'integer' },
+    categoryName: { type: 'keyword' },
+    license: { type: 'keyword' },
+    tagKeys: { type: 'keyword' },
     ownerId: { type: 'integer' },
     visible: { type: 'boolean' },
     uploadedAt: { type: 'date', format: 'strict_date_optional_time' },
@@ -53,6 +73,8 @@ export const SEARCH_INDEX_MAPPINGS = {
 } as const satisfies estypes.MappingTypeMapping;
 
 export interface SearchIndexSettingsOptions {
+  /** `index.max_result_window` of the indices the adapter creates, and its cap of `from + size`: MAX_RESULT_WINDOW. */
+  maxResultWindow?: number;
   /** Primary shards: 1 (a few hundred thousand small documents fit one shard). */
   shards?: number;
   /** Replicas: 0 on a single node (a replica could never be allocated and health would stay yellow). */
@@ -61,7 +83,9 @@ export interface SearchIndexSettingsOptions {
   refreshInterval?: string;
 }
 
-export const DEFAULT_INDEX_SETTINGS: Required<SearchIndexSettingsOptions> = { shards: 1, replicas: 0, refreshInterval: '1s' };
+export const DEFAULT_INDEX_SETTINGS: Required<SearchIndexSettingsOptions> = {
+  shards: 1, replicas: 0, refreshInterval: '1s', maxResultWindow: MAX_RESULT_WINDOW,
+};
 
 /** `settings` of a new index. BM25 with Lucene's defaults (k1 1.2, b 0.75) is the default similarity: not repeated. */
 export function searchIndexSettings(options: SearchIndexSettingsOptions = {}): estypes.IndicesIndexSettings {
@@ -69,6 +93,6 @@ export function searchIndexSettings(options: SearchIndexSettingsOptions = {}): e
     number_of_shards: options.shards ?? DEFAULT_INDEX_SETTINGS.shards,
     number_of_replicas: options.replicas ?? DEFAULT_INDEX_SETTINGS.replicas,
     refresh_interval: options.refreshInterval ?? DEFAULT_INDEX_SETTINGS.refreshInterval,
-    max_result_window: MAX_RESULT_WINDOW,
+    max_result_window: options.maxResultWindow ?? MAX_RESULT_WINDOW,
   };
 }

@@ -1,13 +1,20 @@
 import { Client, errors } from '@elastic/elasticsearch';
 import type { DiagnosticResult, estypes } from '@elastic/elasticsearch';
-import type { SearchDoc, SearchIndex, SearchPage, SearchResult, VersionedDoc } from './port.ts';
+import { FACET_SIZE, InvalidCursor } from './port.ts';
+import type { SearchDoc, SearchFacets, SearchIndex, SearchOptions, SearchPage, SearchResult, VersionedDoc } from './port.ts';
 import { latestPerId, tokenize } from './memory-search-index.ts';
 import {
-  DEFAULT_INDEX_SETTINGS, MAX_QUERY_WORDS, MAX_RESULT_WINDOW, SEARCH_FIELDS, SEARCH_INDEX_MAPPINGS, searchIndexSettings,
+  CATEGORY_FACET_TERMS, DEFAULT_INDEX_SETTINGS, MAX_QUERY_WORDS, SCHEMA_VERSION, SEARCH_FIELDS, SEARCH_INDEX_MAPPINGS,
+  searchIndexSettings,
 } from './elasticsearch-mapping.ts';
 import type { SearchIndexSettingsOptions } from './elasticsearch-mapping.ts';
+import {
+  byCountThenName, byCountThenValue, checkKey, checkTtl, decodeCursor, DEFAULT_CURSOR_TTL_SECONDS, encodeCursor, normalFilters,
+  offsetOf, queryKey, tagKeysOf,
+} from './cursor.ts';
+import type { CursorOptions, NormalFilters } from './cursor.ts';
 
-export interface ElasticsearchSearchIndexOptions extends SearchIndexSettingsOptions {
+export interface ElasticsearchSearchIndexOptions extends SearchIndexSettingsOptions, CursorOptions {
   /** Elasticsearch URL, e.g. http://127.0.0.1:19200. */
   node: string;
   /** Alias every read and write goes through; it points at one concrete index `<alias>-<timestamp>`. */
@@ -25,6 +32,14 @@ export interface ElasticsearchSearchIndexOptions extends SearchIndexSettingsOpti
   requestTimeoutMs?: number;
   /** Retries of a request that failed to connect or got 502/503/504, with exponential backoff; default 3. */
   maxRetries?: number;
+  /**
+   * Key of the HMAC that signs cursors, so that an altered one is refused (InvalidCursor). Every
+   * process answering the same searches needs the same key; the default is a fixed one: a forged
+   * cursor could only read what a search can read anyway.
+   */
+  cursorSecret?: string;
+  /** A point in time opened less than this long ago is shared by the searches that need a cursor (while it gives their first page); default 1000 ms. */
+  pitReuseMs?: number;
 }
 
 /** A fresh index being filled by a rebuild: not behind the alias until `publish()`. */
@@ -60,7 +75,13 @@ export interface Source {
   description?: string;
   tags?: string[];
   category?: string;
-  original: { title: string; description: string; tags: string[]; category: string };
+  content?: string;
+  categoryId?: number;
+  categoryName?: string;
+  license?: string;
+  tagKeys?: string[];
+  /** categoryId, license and content are absent from documents written before schema 2 (until a rebuild). */
+  original: { title: string; description: string; tags: string[]; category: string; categoryId?: number; license?: string; content?: string };
 }
 
 /** The analysed form of a text: the words the memory index would see, joined by spaces. */
@@ -73,7 +94,10 @@ export function toSource(doc: SearchDoc): Source {
     ownerId: doc.ownerId,
     visible: doc.visible,
     uploadedAt: doc.uploadedAt,
-    original: { title: doc.title, description: doc.description, tags: [...doc.tags], category: doc.category },
+    original: {
+      title: doc.title, description: doc.description, tags: [...doc.tags], category: doc.category,
+      categoryId: doc.categoryId, license: doc.license, content: doc.content,
+    },
   };
   // Invisible files are never returned: their words stay out of the index and out of its statistics.
   if (doc.visible) {
@@ -81,6 +105,11 @@ export function toSource(doc: SearchDoc): Source {
     source.description = analyse(doc.description);
     source.tags = doc.tags.map(analyse).filter((tag) => tag !== '');
     source.category = analyse(doc.category);
+    source.content = analyse(doc.content);
+    source.categoryId = doc.categoryId;
+    source.categoryName = doc.category;
+    source.license = doc.license;
+    source.tagKeys = tagKeysOf(doc.tags);
   }
   return source;
 }
@@ -93,6 +122,9 @@ function fromSource(source: Source): SearchDoc {
     description: original.description,
     tags: [...original.tags],
     category: original.category,
+    categoryId: original.categoryId ?? 0,
+    license: original.license ?? '',
+    content: original.content ?? '',
     ownerId: source.ownerId,
     visible: source.visible,
     uploadedAt: source.uploadedAt,
@@ -164,18 +196,52 @@ function mgetItemStatus(type: string): number {
 /** How many failures an error message names; `failures` holds them all. */
 const NAMED_FAILURES = 5;
 
-/** The query of a search: each word scores by its best field (fuzzily), words add up; visible files only. */
-export function searchQuery(words: string[]): estypes.QueryDslQueryContainer {
+/** The query of a search: each word scores by its best field (fuzzily), words add up; visible files passing the filters only. */
+export function searchQuery(words: string[], filters: NormalFilters = { tags: [] }): estypes.QueryDslQueryContainer {
+  const filter: estypes.QueryDslQueryContainer[] = [{ term: { visible: true } }];
+  if (filters.categoryId !== undefined) filter.push({ term: { categoryId: filters.categoryId } });
+  if (filters.license !== undefined) filter.push({ term: { license: filters.license } });
+  for (const tag of filters.tags) filter.push({ term: { tagKeys: tag } });
   return {
     bool: {
       should: words.map((word) => ({
         multi_match: { query: word, fields: SEARCH_FIELDS, type: 'best_fields', fuzziness: 'AUTO' },
       })),
       minimum_should_match: 1,
-      filter: [{ term: { visible: true } }],
+      filter,
     },
   };
 }
+
+const FACET_ORDER: estypes.AggregationsAggregateOrder = [{ _count: 'desc' }, { _key: 'asc' }];
+
+/** The facets as terms aggregations: categories by id with their most frequent name, licences, tag keys. */
+export const FACET_AGGREGATIONS: Record<string, estypes.AggregationsAggregationContainer> = {
+  category: {
+    terms: { field: 'categoryId', size: CATEGORY_FACET_TERMS, order: FACET_ORDER },
+    aggs: { name: { terms: { field: 'categoryName', size: 1, order: FACET_ORDER } } },
+  },
+  license: { terms: { field: 'license', size: FACET_SIZE, order: FACET_ORDER } },
+  tag: { terms: { field: 'tagKeys', size: FACET_SIZE, order: FACET_ORDER } },
+};
+
+interface Bucket { key: string | number; doc_count: number; name?: { buckets: Bucket[] } }
+
+function bucketsOf(aggregations: Record<string, unknown> | undefined, name: string): Bucket[] {
+  const aggregate = aggregations?.[name] as { buckets?: Bucket[] } | undefined;
+  return Array.isArray(aggregate?.buckets) ? aggregate.buckets : [];
+}
+
+function facetsFrom(aggregations: Record<string, unknown> | undefined): SearchFacets {
+  const counts = (name: string) => bucketsOf(aggregations, name)
+    .map((bucket) => ({ value: String(bucket.key), count: bucket.doc_count })).sort(byCountThenValue).slice(0, FACET_SIZE);
+  const category = bucketsOf(aggregations, 'category').map((bucket) => ({
+    id: Number(bucket.key), name: String(bucket.name?.buckets[0]?.key ?? ''), count: bucket.doc_count,
+  }));
+  return { category: category.sort(byCountThenName).slice(0, FACET_SIZE), license: counts('license'), tag: counts('tag') };
+}
+
+const EMPTY_FACETS = (): SearchFacets => ({ category: [], license: [], tag: [] });
 
 /** Best first; ties go to the newer upload, then to the smaller id, so pages are stable. */
 export const SEARCH_SORT: estypes.Sort = ['_score', { uploadedAt: 'desc' }, { id: 'asc' }];
@@ -204,8 +270,98 @@ function checkTarget(target: Target): void {
   if (target.gone) throw new Error(target.gone);
 }
 
+/** How searches page with cursors. */
+interface CursorConfig {
+  /** keep_alive of the points in time, e.g. "300s". */
+  keepAlive: string;
+  secret: string;
+  reuseMs: number;
+  /** `from + size` cap (the index's max_result_window). */
+  window: number;
+}
+
+/** A point in time, with when its opening was sent. */
+interface Pit { id: string; sentAt: number }
+
+type Operations = Pick<SearchIndex, 'upsert' | 'get' | 'getMany' | 'upsertMany' | 'refresh' | 'search'> & {
+  /** Stops sharing the current point in time (the index behind the alias changed). */
+  forgetPit(): void;
+  /** Closes the shared point in time, if any. */
+  closePit(): Promise<void>;
+};
+
+const totalOf = (response: estypes.SearchResponse<Source>): number => {
+  const { total } = response.hits;
+  return typeof total === 'number' ? total : (total?.value ?? 0);
+};
+
+const sameFirstPage = (a: estypes.SearchResponse<Source>, b: estypes.SearchResponse<Source>): boolean =>
+  totalOf(a) === totalOf(b) && a.hits.hits.length === b.hits.hits.length && a.hits.hits.every((hit, i) => hit._id === b.hits.hits[i]?._id);
+
+/** A continuation that Elasticsearch refuses (the point in time expired or its index is gone; 400: its values do not fit). */
+const cursorRefused = (error: unknown): boolean => isStatus(error, 404) || isStatus(error, 400);
+
+/**
+ * The `search_after` values of a cursor: [_score, uploadedAt (epoch ms), id] as SEARCH_SORT, and the
+ * `_shard_doc` tiebreaker a search on a point in time appends.
+ */
+function searchAfterOf(payload: Record<string, unknown>): estypes.SortResults {
+  const after = payload.a;
+  if (Array.isArray(after) && (after.length === 3 || (after.length === 4 && typeof after[3] === 'number'))
+    && typeof after[0] === 'number' && typeof after[1] === 'number' && typeof after[2] === 'string') {
+    return after as estypes.SortResults;
+  }
+  throw new InvalidCursor('malformed cursor');
+}
+
 /** Writes, reads and searches against `target`, which may change (clear of a rebuild index). */
-function operations(client: Client, target: Target): Pick<SearchIndex, 'upsert' | 'get' | 'getMany' | 'upsertMany' | 'refresh' | 'search'> {
+function operations(client: Client, target: Target, cursors: CursorConfig): Operations {
+  /** The point in time that searches needing a cursor share while it is younger than `reuseMs`. */
+  let shared: Pit | undefined;
+  let opening: Promise<Pit> | undefined;
+  let openingSentAt = 0;
+
+  /** A point in time whose opening was sent at or after `since`: the shared one, the one being opened, or a new one. */
+  async function pitSince(since: number): Promise<Pit> {
+    if (shared && shared.sentAt >= since) return shared;
+    if (opening && openingSentAt >= since) return opening;
+    const sentAt = Date.now();
+    const started = (async () => {
+      const response = await client.openPointInTime({ index: target.name, keep_alive: cursors.keepAlive });
+      const pit = { id: response.id, sentAt };
+      if (!shared || shared.sentAt < sentAt) shared = pit;
+      return pit;
+    })();
+    opening = started;
+    openingSentAt = sentAt;
+    try {
+      return await started;
+    } finally {
+      if (opening === started) opening = undefined;
+    }
+  }
+
+  type Body = Omit<estypes.SearchRequest, 'index' | 'pit'>;
+  const onPit = (pit: string, body: Body) => client.search<Source>({
+    ...body,
+    pit: { id: pit, keep_alive: cursors.keepAlive },
+    // A shard whose context is gone must fail the search, not answer part of the matches.
+    allow_partial_search_results: false,
+  });
+
+  function page(response: estypes.SearchResponse<Source>, from: number, size: number, key: string, pit: string | undefined, facets: boolean): SearchResult {
+    const total = totalOf(response);
+    const hits = response.hits.hits;
+    const result: SearchResult = { total, hits: hits.flatMap((hit) => (hit._source ? [fromSource(hit._source)] : [])), from };
+    if (facets) result.facets = facetsFrom(response.aggregations as Record<string, unknown> | undefined);
+    const next = from + hits.length;
+    const last = hits[hits.length - 1];
+    if (pit !== undefined && size > 0 && last?.sort && next < total) {
+      result.nextCursor = encodeCursor({ p: response.pit_id ?? pit, a: last.sort, o: next, q: key }, cursors.secret);
+    }
+    return result;
+  }
+
   return {
     async upsert(doc: SearchDoc, version: number): Promise<boolean> {
       checkTarget(target);
@@ -319,26 +475,89 @@ function operations(client: Client, target: Target): Pick<SearchIndex, 'upsert' 
       await client.indices.refresh({ index: target.name });
     },
 
-    async search(text: string, page: SearchPage): Promise<SearchResult> {
+    async search(text: string, requested: SearchPage, options: SearchOptions = {}): Promise<SearchResult> {
       checkTarget(target);
-      checkPage(page);
+      checkPage(requested);
+      const filters = normalFilters(options.filters);
       const words = [...new Set(tokenize(text))].slice(0, MAX_QUERY_WORDS);
-      if (words.length === 0) return { total: 0, hits: [] };
-      // Elasticsearch refuses from + size > max_result_window: pages beyond it come back empty (with the total).
-      const from = Math.min(page.from, MAX_RESULT_WINDOW);
-      const size = Math.min(page.size, MAX_RESULT_WINDOW - from);
-      const response = await client.search<Source>({
-        index: target.name,
-        query: searchQuery(words),
+      const key = queryKey(words, filters);
+      const facets = options.facets === true;
+      const base: Body = {
+        query: searchQuery(words, filters),
         sort: SEARCH_SORT,
-        from,
-        size,
         track_total_hits: true,
         _source: SOURCE_FIELDS,
-      });
-      const { total } = response.hits;
-      const hits = response.hits.hits.flatMap((hit) => (hit._source ? [fromSource(hit._source)] : []));
-      return { total: typeof total === 'number' ? total : (total?.value ?? 0), hits };
+        ...(facets ? { aggs: FACET_AGGREGATIONS } : {}),
+      };
+
+      if (options.cursor !== undefined) {
+        // The page after the cursor, on its point in time: no from, so no max_result_window.
+        const payload = decodeCursor(options.cursor, cursors.secret);
+        checkKey(payload, key);
+        const from = offsetOf(payload);
+        const pit = payload.p;
+        if (typeof pit !== 'string' || pit === '') throw new InvalidCursor('malformed cursor');
+        const size = Math.min(requested.size, cursors.window);
+        try {
+          const response = await onPit(pit, { ...base, size, search_after: searchAfterOf(payload) });
+          return page(response, from, size, key, pit, facets);
+        } catch (error) {
+          if (cursorRefused(error)) throw new InvalidCursor('expired cursor', { cause: error });
+          throw error;
+        }
+      }
+
+      if (words.length === 0) return { total: 0, hits: [], from: requested.from, ...(facets ? { facets: EMPTY_FACETS() } : {}) };
+      // Elasticsearch refuses from + size > max_result_window: pages beyond it come back empty (with the total).
+      const from = Math.min(requested.from, cursors.window);
+      const size = Math.min(requested.size, cursors.window - from);
+      const body: Body = { ...base, from, size };
+      // The first page on the live index: a search sees every write refreshed before it (read-your-writes).
+      const sentAt = Date.now();
+      const live = await client.search<Source>({ index: target.name, ...body });
+      const result = page(live, requested.from, size, key, undefined, facets);
+      const last = live.hits.hits[live.hits.hits.length - 1];
+      if (!(size > 0 && last && requested.from + live.hits.hits.length < result.total)) return result;
+
+      // More follow: the cursor goes on in a point in time. The shared one serves if it gives this
+      // very page and total (then the walk is its ranking from the start); else one opened after
+      // this search was sent, whose page is answered instead (as fresh as the live one, or fresher).
+      const candidate = shared && Date.now() - shared.sentAt < cursors.reuseMs ? shared : undefined;
+      if (candidate) {
+        try {
+          const check = await onPit(candidate.id, { ...body, aggs: undefined, _source: false });
+          if (sameFirstPage(check, live)) {
+            const boundary = check.hits.hits[check.hits.hits.length - 1]?.sort;
+            if (boundary) {
+              result.nextCursor = encodeCursor({ p: check.pit_id ?? candidate.id, a: boundary, o: requested.from + check.hits.hits.length, q: key }, cursors.secret);
+              return result;
+            }
+          }
+        } catch (error) {
+          // Expired, or its index replaced by a clear or rebuild in another process: open another.
+          if (!cursorRefused(error)) throw error;
+        }
+      }
+      let pit: Pit;
+      try {
+        pit = await pitSince(sentAt);
+      } catch {
+        // No point in time to be had (search.max_open_pit_context reached under heavy writes and
+        // deep searching, a closing index): the page without a cursor, never a failed search
+        // (Elasticsearch down already failed the live search above).
+        return result;
+      }
+      return page(await onPit(pit.id, body), requested.from, size, key, pit.id, facets);
+    },
+
+    forgetPit(): void {
+      shared = undefined;
+    },
+
+    async closePit(): Promise<void> {
+      const pit = shared;
+      shared = undefined;
+      if (pit) await client.closePointInTime({ id: pit.id }, { ignore: [404] }).catch(() => {});
     },
   };
 }
@@ -354,6 +573,16 @@ export async function makeElasticsearchSearchIndex(options: ElasticsearchSearchI
     shards: options.shards ?? DEFAULT_INDEX_SETTINGS.shards,
     replicas: options.replicas ?? DEFAULT_INDEX_SETTINGS.replicas,
     refreshInterval: options.refreshInterval ?? DEFAULT_INDEX_SETTINGS.refreshInterval,
+    maxResultWindow: options.maxResultWindow ?? DEFAULT_INDEX_SETTINGS.maxResultWindow,
+  };
+  if (!(Number.isSafeInteger(settings.maxResultWindow) && settings.maxResultWindow > 0)) {
+    throw new Error(`maxResultWindow must be a positive integer, got ${settings.maxResultWindow}`);
+  }
+  const cursors: CursorConfig = {
+    keepAlive: `${Math.max(1, Math.round(checkTtl(options.cursorTtlSeconds ?? DEFAULT_CURSOR_TTL_SECONDS)))}s`,
+    secret: options.cursorSecret ?? 'docshare-search-cursor-v1',
+    reuseMs: options.pitReuseMs ?? 1000,
+    window: settings.maxResultWindow,
   };
   const client = new Client({ node, requestTimeout: requestTimeoutMs, maxRetries });
 
@@ -420,8 +649,33 @@ export async function makeElasticsearchSearchIndex(options: ElasticsearchSearchI
     }
   }
 
+  /**
+   * Brings the indices behind the alias to this mapping: adds the fields they lack (a put-mapping
+   * is additive; an index made by an older version lacks the schema 2 fields) and records the
+   * schema in `_meta`. Documents written before keep lacking the new fields until a rebuild.
+   */
+  async function upgradeMappings(): Promise<void> {
+    const names = await aliasIndices();
+    if (names.length === 0) return;
+    const found = await client.indices.getMapping({ index: names });
+    for (const name of names) {
+      const mapping = found[name]?.mappings;
+      const have = mapping?.properties ?? {};
+      const missing = Object.fromEntries(Object.entries(SEARCH_INDEX_MAPPINGS.properties).filter(([field]) => !(field in have)));
+      const schema = Number(mapping?._meta?.schema ?? 1);
+      if (Object.keys(missing).length === 0 && schema >= SCHEMA_VERSION) continue;
+      await client.indices.putMapping({
+        index: name,
+        properties: missing,
+        // upgradedFrom: its older documents lack the new fields until `npm run rebuild -- search`.
+        _meta: { ...mapping?._meta, schema: SCHEMA_VERSION, ...(schema < SCHEMA_VERSION ? { upgradedFrom: schema } : {}) },
+      });
+    }
+  }
+
   try {
     await ensureAlias();
+    await upgradeMappings();
   } catch (error) {
     await client.close();
     const reason = error instanceof Error ? error.message : String(error);
@@ -440,12 +694,19 @@ export async function makeElasticsearchSearchIndex(options: ElasticsearchSearchI
     }
   }
 
-  return {
-    ...operations(client, main),
+  const { forgetPit, closePit, ...live } = operations(client, main, cursors);
 
-    clear: clearLive,
+  return {
+    ...live,
+
+    async clear(): Promise<void> {
+      await clearLive();
+      // Its index is deleted: cursors on it end (InvalidCursor), and the next ones need a new point in time.
+      forgetPit();
+    },
 
     async close(): Promise<void> {
+      await closePit();
       await client.close();
     },
 
@@ -454,13 +715,19 @@ export async function makeElasticsearchSearchIndex(options: ElasticsearchSearchI
       let name = await createIndex(false, '-1');
       const target: Target = { name, viaAlias: false, refresh: false };
       let published = false;
+      const { forgetPit: forgetRebuildPit, closePit: closeRebuildPit, ...writes } = operations(client, target, cursors);
       const rebuild: ElasticsearchRebuild = {
-        ...operations(client, target),
+        ...writes,
         get indexName(): string {
           return name;
         },
         async clear(): Promise<void> {
-          if (published) return clearLive();
+          if (published) {
+            await clearLive();
+            forgetPit();
+            return;
+          }
+          forgetRebuildPit();
           checkTarget(target);
           const previous = name;
           name = await createIndex(false, '-1');
@@ -474,6 +741,7 @@ export async function makeElasticsearchSearchIndex(options: ElasticsearchSearchI
           await client.indices.refresh({ index: name });
           await swapAliasTo(name);
           published = true;
+          forgetPit();
           // It is the live index now: this handle goes through the alias too, like the search index.
           Object.assign(target, main);
         },
@@ -483,7 +751,9 @@ export async function makeElasticsearchSearchIndex(options: ElasticsearchSearchI
           await client.indices.delete({ index: name }, { ignore: [404] });
         },
         // The client belongs to the search index that made this rebuild.
-        async close(): Promise<void> {},
+        async close(): Promise<void> {
+          await closeRebuildPit();
+        },
       };
       return { index: rebuild };
     },

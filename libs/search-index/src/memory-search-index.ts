@@ -1,5 +1,14 @@
-import type { SearchDoc, SearchIndex, SearchPage, SearchResult, VersionedDoc } from './port.ts';
+import { randomBytes } from 'node:crypto';
+import { FACET_SIZE, InvalidCursor } from './port.ts';
+import type {
+  CategoryFacet, FacetCount, SearchDoc, SearchFacets, SearchIndex, SearchOptions, SearchPage, SearchResult, VersionedDoc,
+} from './port.ts';
 import { MAX_QUERY_WORDS } from './elasticsearch-mapping.ts';
+import {
+  byCountThenName, byCountThenValue, checkKey, checkTtl, decodeCursor, DEFAULT_CURSOR_TTL_SECONDS, encodeCursor,
+  normalFilters, offsetOf, queryKey, tagKeysOf,
+} from './cursor.ts';
+import type { CursorOptions, NormalFilters } from './cursor.ts';
 
 /** BM25 parameters: Lucene's and Elasticsearch's defaults. */
 const K1 = 1.2;
@@ -15,6 +24,7 @@ const FIELDS: { boost: number; text: (doc: SearchDoc) => string }[] = [
   { boost: 2, text: (doc) => doc.tags.join(' ') },
   { boost: 1.5, text: (doc) => doc.category },
   { boost: 1, text: (doc) => doc.description },
+  { boost: 0.5, text: (doc) => doc.content },
 ];
 
 const MARKS = /\p{M}/gu;
@@ -84,7 +94,8 @@ interface Term {
   fieldCount: number;
 }
 
-function codesOf(text: string): number[] {
+/** The code points of `text`. */
+export function codesOf(text: string): number[] {
   const codes: number[] = [];
   for (let i = 0; i < text.length; i++) {
     const code = text.codePointAt(i) as number;
@@ -94,20 +105,21 @@ function codesOf(text: string): number[] {
   return codes;
 }
 
-function lettersOf(codes: number[]): number {
+/** Which letters (code point mod 32) `codes` hold, as a bit set: two words differing in k of them are at least k edits apart. */
+export function lettersOf(codes: number[]): number {
   let letters = 0;
   for (const code of codes) letters |= 1 << (code & 31);
   return letters;
 }
 
-function bitCount(bits: number): number {
+export function bitCount(bits: number): number {
   let x = bits - ((bits >>> 1) & 0x55555555);
   x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
   return Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
 }
 
 /** Edits allowed in a query term of `length` code points, as Elasticsearch's `fuzziness: AUTO`. */
-function allowedEdits(length: number): number {
+export function allowedEdits(length: number): number {
   return length <= 2 ? 0 : length <= 5 ? 1 : 2;
 }
 
@@ -120,7 +132,7 @@ let rowCurrent = new Int32Array(64);
  * Optimal-string-alignment distance (Damerau: a transposition counts as one edit) between `a` and
  * `b`, or `max + 1` as soon as it is known to exceed `max`.
  */
-function boundedDistance(a: number[], b: number[], max: number): number {
+export function boundedDistance(a: number[], b: number[], max: number): number {
   const n = a.length;
   const m = b.length;
   if (Math.abs(n - m) > max) return max + 1;
@@ -188,8 +200,66 @@ function checkPage(page: SearchPage): void {
   }
 }
 
+/** Whether a document passes the (normalised) filters. */
+function passes(doc: SearchDoc, filters: NormalFilters): boolean {
+  if (filters.categoryId !== undefined && doc.categoryId !== filters.categoryId) return false;
+  if (filters.license !== undefined && doc.license !== filters.license) return false;
+  if (filters.tags.length > 0) {
+    const keys = tagKeysOf(doc.tags);
+    if (!filters.tags.every((tag) => keys.includes(tag))) return false;
+  }
+  return true;
+}
+
+/** Facet counts over `docs`, as the Elasticsearch terms aggregations count them. */
+export function facetsOf(docs: Iterable<SearchDoc>): SearchFacets {
+  const categories = new Map<number, { count: number; names: Map<string, number> }>();
+  const licenses = new Map<string, number>();
+  const tags = new Map<string, number>();
+  for (const doc of docs) {
+    let category = categories.get(doc.categoryId);
+    if (!category) categories.set(doc.categoryId, (category = { count: 0, names: new Map() }));
+    category.count++;
+    category.names.set(doc.category, (category.names.get(doc.category) ?? 0) + 1);
+    licenses.set(doc.license, (licenses.get(doc.license) ?? 0) + 1);
+    for (const key of tagKeysOf(doc.tags)) tags.set(key, (tags.get(key) ?? 0) + 1);
+  }
+  const counts = (map: Map<string, number>): FacetCount[] =>
+    [...map].map(([value, count]) => ({ value, count })).sort(byCountThenValue).slice(0, FACET_SIZE);
+  const category: CategoryFacet[] = [...categories].map(([id, { count, names }]) => {
+    // The name most of its documents carry (a renamed category until they are all re-indexed), as a terms sub-aggregation of size 1.
+    const [name] = [...names].map(([value, n]) => ({ value, count: n })).sort(byCountThenValue);
+    return { id, name: name?.value ?? '', count };
+  });
+  return { category: category.sort(byCountThenName).slice(0, FACET_SIZE), license: counts(licenses), tag: counts(tags) };
+}
+
+/**
+ * The ranked matches of a search that a cursor continues: the entries as they were (a replaced
+ * document gets a new Entry, so these keep their documents), and their scores until sorted.
+ */
+interface Snapshot {
+  key: string;
+  entries: Entry[];
+  /** Scores by position in `entries` while not yet sorted (the entries' own score is scratch of later searches). */
+  scores: Float64Array | undefined;
+  expires: number;
+}
+
+export interface MemorySearchIndexOptions extends CursorOptions {
+  /** Entries all live snapshots may hold together; the oldest snapshots are dropped beyond it. Default 1,000,000. */
+  maxSnapshotEntries?: number;
+}
+
 /** The embedded full-text index: BM25 per field with boosts and AUTO fuzziness, mirroring the Elasticsearch adapter. */
-export function makeMemorySearchIndex(): SearchIndex {
+export function makeMemorySearchIndex(options: MemorySearchIndexOptions = {}): SearchIndex {
+  const ttlMs = checkTtl(options.cursorTtlSeconds ?? DEFAULT_CURSOR_TTL_SECONDS) * 1000;
+  const maxSnapshotEntries = options.maxSnapshotEntries ?? 1_000_000;
+  /** Cursors live in this process only: a key of its own signs them. */
+  const secret = randomBytes(32);
+  /** Oldest first (Map order): a used snapshot moves to the end. */
+  const snapshots = new Map<string, Snapshot>();
+  let snapshotEntries = 0;
   let entries = new Map<string, Entry>();
   let fields: FieldStats[] = [];
   let vocabulary = new Map<string, Term>();
@@ -210,7 +280,7 @@ export function makeMemorySearchIndex(): SearchIndex {
     let term = vocabulary.get(text);
     if (term) return term;
     const codes = codesOf(text);
-    term = { text, codes, letters: lettersOf(codes), postings: [undefined, undefined, undefined, undefined], fieldCount: 0 };
+    term = { text, codes, letters: lettersOf(codes), postings: FIELDS.map(() => undefined), fieldCount: 0 };
     vocabulary.set(text, term);
     let bucket = byLength.get(codes.length);
     if (!bucket) byLength.set(codes.length, (bucket = new Set()));
@@ -326,6 +396,108 @@ export function makeMemorySearchIndex(): SearchIndex {
     if (!Number.isFinite(version)) throw new Error(`version must be a finite number, got ${version}`);
   }
 
+  /** Visible entries matching any of `words`, each with its score in `entry.score`, unordered. */
+  function match(words: string[]): Entry[] {
+    const queryRound = ++round;
+    const matched: Entry[] = [];
+    for (const query of words) {
+      const expansions = expand(query);
+      // multi_match best_fields: a query term scores by its best field (and best expansion); terms add up.
+      const termRound = ++round;
+      const touched: Entry[] = [];
+      fields.forEach((field, f) => {
+        if (field.docCount === 0) return;
+        const averageLength = field.totalLength / field.docCount;
+        for (const { term, weight } of expansions) {
+          const postings = term.postings[f];
+          if (!postings) continue;
+          const idf = Math.log(1 + (field.docCount - postings.live + 0.5) / (postings.live + 0.5));
+          const factor = (FIELDS[f]?.boost ?? 1) * weight * idf;
+          const { entries: holders, frequencies } = postings;
+          for (let i = 0; i < holders.length; i++) {
+            const entry = holders[i] as Entry;
+            if (!entry.live) continue;
+            const frequency = frequencies[i] as number;
+            const norm = K1 * (1 - B + (B * (entry.lengths[f] as number)) / averageLength);
+            const score = (factor * frequency) / (frequency + norm);
+            if (entry.termRound !== termRound) {
+              entry.termRound = termRound;
+              entry.termScore = score;
+              touched.push(entry);
+            } else if (score > entry.termScore) {
+              entry.termScore = score;
+            }
+          }
+        }
+      });
+      for (const entry of touched) {
+        if (entry.queryRound !== queryRound) {
+          entry.queryRound = queryRound;
+          entry.score = 0;
+          matched.push(entry);
+        }
+        entry.score += entry.termScore;
+      }
+    }
+    return matched;
+  }
+
+  /** Drops expired snapshots, then the oldest ones while all of them together hold more than the bound. */
+  function evict(room: number): void {
+    const now = Date.now();
+    for (const [id, snapshot] of snapshots) {
+      if (snapshot.expires > now && snapshotEntries + room <= maxSnapshotEntries) continue;
+      snapshots.delete(id);
+      snapshotEntries -= snapshot.entries.length;
+    }
+  }
+
+  /** Stores a snapshot under a fresh random id. */
+  function keep(snapshot: Snapshot): string {
+    evict(snapshot.entries.length);
+    const id = randomBytes(12).toString('base64url');
+    snapshots.set(id, snapshot);
+    snapshotEntries += snapshot.entries.length;
+    return id;
+  }
+
+  /** Sorts a snapshot taken from a partial ranking, by the scores it kept. */
+  function sortSnapshot(snapshot: Snapshot): void {
+    const { scores, entries } = snapshot;
+    if (!scores) return;
+    const order = Array.from(entries.keys());
+    order.sort((a, b) => {
+      const x = entries[a] as Entry;
+      const y = entries[b] as Entry;
+      return (scores[b] as number) - (scores[a] as number) || compareText(y.doc.uploadedAt, x.doc.uploadedAt) || compareText(x.doc.id, y.doc.id);
+    });
+    snapshot.entries = order.map((i) => entries[i] as Entry);
+    snapshot.scores = undefined;
+  }
+
+  /** The page after a cursor, from its snapshot. */
+  function resume(cursor: string, key: string, size: number, facets: boolean): SearchResult {
+    const payload = decodeCursor(cursor, secret);
+    checkKey(payload, key);
+    const from = offsetOf(payload);
+    const id = payload.m;
+    const snapshot = typeof id === 'string' ? snapshots.get(id) : undefined;
+    if (!snapshot || snapshot.expires <= Date.now()) throw new InvalidCursor('expired cursor');
+    if (snapshot.key !== key) throw new InvalidCursor('cursor of another search: its text or filters differ');
+    // Used again: lives another TTL, and is the newest for eviction.
+    snapshot.expires = Date.now() + ttlMs;
+    snapshots.delete(id as string);
+    snapshots.set(id as string, snapshot);
+    sortSnapshot(snapshot);
+    const { entries: ranked } = snapshot;
+    const hits = ranked.slice(from, from + size);
+    const result: SearchResult = { total: ranked.length, hits: hits.map((entry) => copyDoc(entry.doc)), from };
+    if (facets) result.facets = facetsOf(ranked.map((entry) => entry.doc));
+    const next = from + hits.length;
+    if (size > 0 && next < ranked.length) result.nextCursor = encodeCursor({ m: id, o: next, q: key }, secret);
+    return result;
+  }
+
   function store(doc: SearchDoc, version: number): boolean {
     const current = entries.get(doc.id);
     if (current && current.version >= version) return false;
@@ -368,61 +540,41 @@ export function makeMemorySearchIndex(): SearchIndex {
     // Every write is searchable as soon as it is stored.
     async refresh(): Promise<void> {},
 
-    async search(text: string, page: SearchPage): Promise<SearchResult> {
+    async search(text: string, page: SearchPage, options: SearchOptions = {}): Promise<SearchResult> {
       checkPage(page);
-      const queryRound = ++round;
-      const matched: Entry[] = [];
-      // The same cap as the Elasticsearch adapter: the first 32 distinct words count.
-      for (const query of [...new Set(tokenize(text))].slice(0, MAX_QUERY_WORDS)) {
-        const expansions = expand(query);
-        // multi_match best_fields: a query term scores by its best field (and best expansion); terms add up.
-        const termRound = ++round;
-        const touched: Entry[] = [];
-        fields.forEach((field, f) => {
-          if (field.docCount === 0) return;
-          const averageLength = field.totalLength / field.docCount;
-          for (const { term, weight } of expansions) {
-            const postings = term.postings[f];
-            if (!postings) continue;
-            const idf = Math.log(1 + (field.docCount - postings.live + 0.5) / (postings.live + 0.5));
-            const factor = (FIELDS[f]?.boost ?? 1) * weight * idf;
-            const { entries: holders, frequencies } = postings;
-            for (let i = 0; i < holders.length; i++) {
-              const entry = holders[i] as Entry;
-              if (!entry.live) continue;
-              const frequency = frequencies[i] as number;
-              const norm = K1 * (1 - B + (B * (entry.lengths[f] as number)) / averageLength);
-              const score = (factor * frequency) / (frequency + norm);
-              if (entry.termRound !== termRound) {
-                entry.termRound = termRound;
-                entry.termScore = score;
-                touched.push(entry);
-              } else if (score > entry.termScore) {
-                entry.termScore = score;
-              }
-            }
-          }
-        });
-        for (const entry of touched) {
-          if (entry.queryRound !== queryRound) {
-            entry.queryRound = queryRound;
-            entry.score = 0;
-            matched.push(entry);
-          }
-          entry.score += entry.termScore;
-        }
-      }
+      const filters = normalFilters(options.filters);
+      const words = [...new Set(tokenize(text))].slice(0, MAX_QUERY_WORDS);
+      const key = queryKey(words, filters);
+      if (options.cursor !== undefined) return resume(options.cursor, key, page.size, options.facets === true);
 
+      const matched = match(words).filter((entry) => passes(entry.doc, filters));
       const end = page.from + page.size;
-      const ranked = end <= TOP_LIMIT && end * 8 < matched.length ? firstRanked(matched, end) : matched.sort(rank);
-      const hits = ranked.slice(page.from, end).map((entry) => copyDoc(entry.doc));
-      return { total: matched.length, hits };
+      const partial = end <= TOP_LIMIT && end * 8 < matched.length;
+      const ranked = partial ? firstRanked(matched, end) : matched.sort(rank);
+      const hits = ranked.slice(page.from, end);
+      const result: SearchResult = { total: matched.length, hits: hits.map((entry) => copyDoc(entry.doc)), from: page.from };
+      if (options.facets === true) result.facets = facetsOf(matched.map((entry) => entry.doc));
+      const next = page.from + hits.length;
+      if (page.size > 0 && next < matched.length) {
+        const snapshot: Snapshot = {
+          key,
+          entries: matched,
+          scores: partial ? Float64Array.from(matched, (entry) => entry.score) : undefined,
+          expires: Date.now() + ttlMs,
+        };
+        result.nextCursor = encodeCursor({ m: keep(snapshot), o: next, q: key }, secret);
+      }
+      return result;
     },
 
     async clear(): Promise<void> {
+      // Snapshots keep their entries: cursors taken before go on over the documents as they were.
       reset();
     },
 
-    async close(): Promise<void> {},
+    async close(): Promise<void> {
+      snapshots.clear();
+      snapshotEntries = 0;
+    },
   };
 }

@@ -5,6 +5,11 @@ export interface SearchDoc {
   description: string;
   tags: string[];
   category: string;
+  categoryId: number;
+  /** One of the Creative Commons licences (LICENSES of @docshare/contracts). */
+  license: string;
+  /** Text extracted from the file's bytes ('' until extracted, or when extraction failed). */
+  content: string;
   ownerId: number;
   visible: boolean;
   uploadedAt: string;
@@ -12,7 +17,51 @@ export interface SearchDoc {
 
 export interface SearchPage { from: number; size: number }
 
-export interface SearchResult { total: number; hits: SearchDoc[] }
+/** Narrows a search: every given filter must hold. */
+export interface SearchFilters {
+  categoryId?: number;
+  license?: string;
+  /** Every one of these tags (compared as `tagKey` does: trimmed, lowercased). */
+  tags?: string[];
+}
+
+export interface SearchOptions {
+  filters?: SearchFilters;
+  /** Count the matches per category, licence and tag (SearchResult.facets). */
+  facets?: boolean;
+  /**
+   * A `nextCursor` of an earlier search with the same text and filters: the page that follows it,
+   * from the same snapshot of the index (`page.from` is then ignored). An unknown, altered,
+   * expired or mismatched cursor rejects with InvalidCursor.
+   */
+  cursor?: string;
+}
+
+export interface FacetCount { value: string; count: number }
+export interface CategoryFacet { id: number; name: string; count: number }
+/** Counts over every match (filters applied), most frequent first, then by value; at most FACET_SIZE per facet. */
+export interface SearchFacets { category: CategoryFacet[]; license: FacetCount[]; tag: FacetCount[] }
+
+export interface SearchResult {
+  total: number;
+  hits: SearchDoc[];
+  /** Matches ranked before the first hit: `page.from`, or where the cursor left off. */
+  from?: number;
+  facets?: SearchFacets;
+  /** Present when more matches follow this page: pass it as `cursor` for the next one. */
+  nextCursor?: string;
+}
+
+/** At most this many values per facet. */
+export const FACET_SIZE = 50;
+
+/** A cursor that cannot be continued: malformed, altered, for another query, or expired. */
+export class InvalidCursor extends Error {
+  override readonly name = 'InvalidCursor';
+}
+
+/** How tags compare in filters and facets: Unicode NFC, trimmed, lowercased. */
+export const tagKey = (tag: string): string => tag.normalize('NFC').trim().toLowerCase();
 
 /** A stored document with its version. */
 export interface VersionedDoc { doc: SearchDoc; version: number }
@@ -45,11 +94,12 @@ export interface SearchIndex {
   /** Makes every stored write visible to `search` (ES `_refresh` of the index). */
   refresh(): Promise<void>;
   /**
-   * Visible documents matching `text` in title, tags, category or description, best first
-   * (title > tags > category > description), tolerant of a one-letter typo in words of four
-   * letters or more; `total` counts every match, `hits` holds the page.
+   * Visible documents matching `text` in title, tags, category, description or content, best first
+   * (title > tags > category > description > content), tolerant of a one-letter typo in words of
+   * four letters or more; `total` counts every match, `hits` holds the page. `options` narrow the
+   * matches, ask for facets, or continue from a cursor (SearchOptions).
    */
-  search(text: string, page: SearchPage): Promise<SearchResult>;
+  search(text: string, page: SearchPage, options?: SearchOptions): Promise<SearchResult>;
   /** Empties the index (used before a rebuild). */
   clear(): Promise<void>;
   close(): Promise<void>;

@@ -14,9 +14,10 @@ import { isTransient } from '@docshare/http';
 import { searchIndexContract } from '../src/contract.ts';
 import { makeElasticsearchSearchIndex, SearchBulkError } from '../src/elasticsearch-search-index.ts';
 import type { ElasticsearchSearchIndex, ElasticsearchSearchIndexOptions } from '../src/elasticsearch-search-index.ts';
-import { MAX_QUERY_WORDS, MAX_RESULT_WINDOW } from '../src/elasticsearch-mapping.ts';
+import { MAX_QUERY_WORDS, MAX_RESULT_WINDOW, SCHEMA_VERSION, SEARCH_INDEX_MAPPINGS } from '../src/elasticsearch-mapping.ts';
 import { makeMemorySearchIndex } from '../src/memory-search-index.ts';
-import type { SearchIndex } from '../src/port.ts';
+import { InvalidCursor } from '../src/port.ts';
+import type { SearchIndex, SearchResult } from '../src/port.ts';
 import { file, fill, ids, page, relevanceSuite } from './relevance.ts';
 
 const url = process.env.ELASTICSEARCH_URL;
@@ -179,9 +180,11 @@ describe('elasticsearch search index', () => {
     assert.equal(mapping?.dynamic, 'strict');
     const types = Object.fromEntries(Object.entries(mapping?.properties ?? {}).map(([field, spec]) => [field, spec.type]));
     assert.deepEqual(types, {
-      id: 'keyword', title: 'text', description: 'text', tags: 'text', category: 'text',
+      id: 'keyword', title: 'text', description: 'text', tags: 'text', category: 'text', content: 'text',
+      categoryId: 'integer', categoryName: 'keyword', license: 'keyword', tagKeys: 'keyword',
       ownerId: 'integer', visible: 'boolean', uploadedAt: 'date', original: 'object',
     });
+    assert.deepEqual(mapping?._meta, { schema: SCHEMA_VERSION });
     const settings = (await admin.indices.getSettings({ index: name }))[name]?.settings?.index;
     assert.equal(settings?.refresh_interval, '1s');
     assert.equal(String(settings?.number_of_shards), '1');
@@ -313,8 +316,8 @@ describe('elasticsearch search index', () => {
   it(`answers pages beyond ${MAX_RESULT_WINDOW} (max_result_window) empty, with the total, instead of failing`, async () => {
     const index = await make();
     await fill(index, [file({ title: 'window' }), file({ title: 'window' })]);
-    assert.deepEqual(await index.search('window', { from: MAX_RESULT_WINDOW - 1, size: 50 }), { total: 2, hits: [] });
-    assert.deepEqual(await index.search('window', { from: MAX_RESULT_WINDOW + 5, size: 50 }), { total: 2, hits: [] });
+    assert.deepEqual(await index.search('window', { from: MAX_RESULT_WINDOW - 1, size: 50 }), { total: 2, hits: [], from: MAX_RESULT_WINDOW - 1 });
+    assert.deepEqual(await index.search('window', { from: MAX_RESULT_WINDOW + 5, size: 50 }), { total: 2, hits: [], from: MAX_RESULT_WINDOW + 5 });
     assert.equal((await index.search('window', { from: 0, size: MAX_RESULT_WINDOW + 1 })).hits.length, 2);
     await assert.rejects(index.search('window', { from: -1, size: 10 }), /non-negative integer/);
   });
@@ -343,6 +346,9 @@ describe('elasticsearch search index', () => {
       category: pick(i + 3, 1).join(''),
       visible: i % 9 !== 0,
       uploadedAt: new Date(Date.UTC(2024, 0, 1 + i)).toISOString(),
+      content: i % 3 === 0 ? pick(i + 17, 30).join(' ') : '',
+      categoryId: 1 + (i % 4),
+      license: ['CC BY', 'CC0', 'CC BY-SA'][i % 3] as string,
     }));
     for (const doc of docs) {
       assert.equal(await es.upsert(doc, 1), true);
@@ -353,6 +359,10 @@ describe('elasticsearch search index', () => {
       const [fromEs, fromMemory] = [await es.search(query, { from: 0, size: 200 }), await memory.search(query, { from: 0, size: 200 })];
       assert.equal(fromEs.total, fromMemory.total, query);
       assert.deepEqual(ids(fromEs).sort(), ids(fromMemory).sort(), query);
+      const options = { facets: true, filters: { license: 'CC0' } };
+      const [facetsEs, facetsMemory] = [await es.search(query, { from: 0, size: 5 }, options), await memory.search(query, { from: 0, size: 5 }, options)];
+      assert.equal(facetsEs.total, facetsMemory.total, query);
+      assert.deepEqual(facetsEs.facets, facetsMemory.facets, query);
     }
   });
 
@@ -370,7 +380,7 @@ describe('elasticsearch search index', () => {
     const index = await make({ refreshOnWrite: true, refreshInterval: '-1' });
     const docs = [file({ title: 'unrefreshed' }), file({ title: 'unrefreshed' })];
     assert.equal(await index.upsertMany(docs.map((doc) => ({ doc, version: 1 }))), 2);
-    assert.deepEqual(await index.search('unrefreshed', page), { total: 0, hits: [] });
+    assert.deepEqual(await index.search('unrefreshed', page), { total: 0, hits: [], from: 0 });
     // Real-time by id, before any refresh: what a batch projector reads back.
     assert.equal((await index.getMany(docs.map((doc) => doc.id))).size, 2);
     await index.refresh();
@@ -483,6 +493,141 @@ describe('elasticsearch search index', () => {
     assert.equal(error.failures[0]?.status, 404);
     await assert.rejects(index.getMany(['x']), (caught: unknown) => caught instanceof Error && /index_not_found_exception/.test(caught.message) && !isTransient(caught));
     assert.equal(await admin.indices.exists({ index: alias }), false);
+  });
+
+  it('upgrades an index made with the schema 1 mapping at start: adds the new fields, keeps the old documents', async () => {
+    const alias = newAlias();
+    const name = `${alias}-20200101-000000-000`;
+    const text = { type: 'text', analyzer: 'whitespace' } as const;
+    // The mapping as it was before content, filters and facets.
+    await admin.indices.create({
+      index: name,
+      settings: { number_of_shards: 1, number_of_replicas: 0 },
+      mappings: {
+        dynamic: 'strict',
+        properties: {
+          id: { type: 'keyword' }, title: text, description: text, tags: text, category: text, ownerId: { type: 'integer' },
+          visible: { type: 'boolean' }, uploadedAt: { type: 'date', format: 'strict_date_optional_time' }, original: { type: 'object', enabled: false },
+        },
+      },
+      aliases: { [alias]: {} },
+    });
+    const old = { id: 'old1', title: 'Ancient quorbelt', description: '', tags: ['x'], category: 'General', ownerId: 1, visible: true, uploadedAt: '2024-01-01T00:00:00.000Z' };
+    await admin.index({
+      index: alias, id: old.id, version: 3, version_type: 'external', refresh: true,
+      document: { ...old, title: 'ancient quorbelt', description: '', tags: ['x'], category: 'general', original: { title: old.title, description: '', tags: ['x'], category: 'General' } },
+    });
+    const index = await makeElasticsearchSearchIndex({ node, alias });
+    opened.add(index);
+    const mapping = (await admin.indices.getMapping({ index: name }))[name]?.mappings;
+    assert.deepEqual(Object.keys(mapping?.properties ?? {}).sort(), Object.keys(SEARCH_INDEX_MAPPINGS.properties).sort());
+    assert.deepEqual(mapping?._meta, { schema: SCHEMA_VERSION, upgradedFrom: 1 });
+    assert.equal(mapping?.dynamic, 'strict');
+    // The old document reads with defaults, and is still found by its words (not by the new fields until a rebuild).
+    assert.deepEqual(await index.get(old.id), { doc: { ...old, categoryId: 0, license: '', content: '' }, version: 3 });
+    const doc = file({ title: 'Modern quorbelt', content: 'Extracted zyxomatic text', categoryId: 4, license: 'CC0', tags: ['Fresh'] });
+    assert.equal(await index.upsert(doc, 1), true);
+    assert.deepEqual(ids(await index.search('zyxomatic', page)), [doc.id]);
+    const both = await index.search('quorbelt', page, { facets: true });
+    assert.deepEqual(ids(both).sort(), [old.id, doc.id].sort());
+    assert.deepEqual(both.facets?.category, [{ id: 4, name: 'General', count: 1 }]);
+    assert.deepEqual(ids(await index.search('quorbelt', page, { filters: { license: 'CC0', tags: ['fresh'] } })), [doc.id]);
+    // Opening it again changes nothing.
+    const again = await makeElasticsearchSearchIndex({ node, alias });
+    opened.add(again);
+    assert.deepEqual((await admin.indices.getMapping({ index: name }))[name]?.mappings?._meta, { schema: SCHEMA_VERSION, upgradedFrom: 1 });
+  });
+
+  /** Follows the cursors from `first`, with pages of `size`. */
+  async function walkAll(index: SearchIndex, text: string, first: SearchResult, size: number): Promise<SearchResult[]> {
+    const pages = [first];
+    for (let cursor = first.nextCursor; cursor !== undefined; cursor = pages[pages.length - 1]?.nextCursor) {
+      pages.push(await index.search(text, { from: 0, size }, { cursor }));
+    }
+    return pages;
+  }
+
+  it('pages past max_result_window with cursors, where from/size paging stops (maxResultWindow: 10)', async () => {
+    const { index, alias } = await open({ maxResultWindow: 10, refreshOnWrite: false });
+    const docs = Array.from({ length: 25 }, (_, i) => file({ title: 'windowed', uploadedAt: new Date(Date.UTC(2024, 0, 1 + i)).toISOString() }));
+    assert.equal(await index.upsertMany(docs.map((doc) => ({ doc, version: 1 }))), 25);
+    await index.refresh();
+    const [name] = (await index.indices()) as [string];
+    assert.equal(String((await admin.indices.getSettings({ index: name }))[name]?.settings?.index?.max_result_window), '10');
+    assert.deepEqual(await index.search('windowed', { from: 10, size: 5 }), { total: 25, hits: [], from: 10 });
+    assert.equal((await index.search('windowed', { from: 8, size: 5 })).hits.length, 2);
+    const pages = await walkAll(index, 'windowed', await index.search('windowed', { from: 0, size: 4 }), 4);
+    const walked = pages.flatMap(ids);
+    assert.equal(walked.length, 25);
+    assert.deepEqual([...walked].sort(), docs.map((doc) => doc.id).sort());
+    // Newest first: the tie-break of equal scores.
+    assert.deepEqual(walked, docs.map((doc) => doc.id).reverse());
+    assert.ok(alias);
+  });
+
+  it('pages past 10,000 matches with cursors', async () => {
+    const { index } = await open({ refreshOnWrite: false });
+    const total = MAX_RESULT_WINDOW + 1;
+    const docs = Array.from({ length: total }, (_, i) => file({ id: `deep${i}`, title: 'deep', uploadedAt: new Date(Date.UTC(2020, 0, 1) + i * 60_000).toISOString() }));
+    for (let i = 0; i < total; i += 2500) await index.upsertMany(docs.slice(i, i + 2500).map((doc) => ({ doc, version: 1 })));
+    await index.refresh();
+    assert.deepEqual(await index.search('deep', { from: MAX_RESULT_WINDOW, size: 10 }), { total, hits: [], from: MAX_RESULT_WINDOW });
+    const pages = await walkAll(index, 'deep', await index.search('deep', { from: 0, size: 2000 }), 2000);
+    assert.equal(pages.length, 6);
+    const last = pages[5] as SearchResult;
+    assert.equal(last.from, 10_000);
+    assert.deepEqual(ids(last), ['deep0']);
+    assert.equal(new Set(pages.flatMap(ids)).size, total);
+  });
+
+  it('answers InvalidCursor when the point in time is gone: closed, or its index cleared', async () => {
+    const { index } = await open({ cursorTtlSeconds: 5 });
+    const docs = Array.from({ length: 6 }, () => file({ title: 'expiring' }));
+    await fill(index, docs);
+    const isInvalid = (error: unknown): boolean => error instanceof InvalidCursor;
+    // Closed behind its back.
+    const first = await index.search('expiring', { from: 0, size: 2 });
+    const payload = JSON.parse(Buffer.from((first.nextCursor as string).split('.')[0] as string, 'base64url').toString()) as { p: string };
+    await admin.closePointInTime({ id: payload.p });
+    await assert.rejects(index.search('expiring', { from: 0, size: 2 }, { cursor: first.nextCursor as string }), isInvalid);
+    // An expired one answers the same 404 (search_context_missing_exception), but Elasticsearch reaps
+    // expired contexts only every search.keep_alive_interval (1 min): not waited for here.
+    // Cleared: the index behind the point in time is deleted.
+    await fill(index, [file({ title: 'cleared' }), file({ title: 'cleared' })]);
+    const third = await index.search('cleared', { from: 0, size: 1 });
+    await index.clear();
+    await assert.rejects(index.search('cleared', { from: 0, size: 1 }, { cursor: third.nextCursor as string }), isInvalid);
+  });
+
+  it('shares one point in time among the searches that need a cursor, and opens none for a single page', async () => {
+    const proxy = await startRecordingProxy();
+    try {
+      const { index } = await open({ node: proxy.url, pitReuseMs: 60_000 });
+      const [one, two] = [file({ title: 'sharing alpha' }), file({ title: 'sharing alpha' })];
+      await fill(index, [one, two, file({ title: 'sharing beta' }), file({ title: 'sharing beta' })]);
+      proxy.requests.length = 0;
+      const pits = (): number => proxy.requests.filter((request) => /\/_pit\b/.test(request) && request.startsWith('POST')).length;
+      await index.search('alpha', { from: 0, size: 5 });
+      assert.equal(pits(), 0, 'every match on the page: no point in time');
+      const alpha = await index.search('alpha', { from: 0, size: 1 });
+      const beta = await index.search('beta', { from: 0, size: 1 });
+      assert.equal(pits(), 1);
+      assert.equal((await index.search('alpha', { from: 0, size: 1 }, { cursor: alpha.nextCursor as string })).hits.length, 1);
+      assert.equal((await index.search('beta', { from: 0, size: 1 }, { cursor: beta.nextCursor as string })).hits.length, 1);
+      // A write the shared point in time does not hold: the next first page takes a new one, and finds the new document.
+      const three = file({ title: 'sharing alpha' });
+      await fill(index, [three]);
+      const after = await index.search('alpha', { from: 0, size: 1 });
+      assert.equal(after.total, 3);
+      assert.equal(pits(), 2);
+      const walked = [...ids(after), ...ids(await index.search('alpha', { from: 0, size: 5 }, { cursor: after.nextCursor as string }))];
+      assert.deepEqual(walked.sort(), [one.id, two.id, three.id].sort());
+      await index.close();
+      opened.delete(index);
+      assert.ok(proxy.requests.some((request) => request.startsWith('DELETE /_pit')), 'close() closes the shared point in time');
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('refuses to start on a concrete index named like the alias', async () => {

@@ -2,6 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { searchIndexContract } from '../src/contract.ts';
 import { makeMemorySearchIndex, tokenize } from '../src/memory-search-index.ts';
+import { InvalidCursor } from '../src/port.ts';
 import { file, page, relevanceSuite } from './relevance.ts';
 
 searchIndexContract('memory', async () => makeMemorySearchIndex());
@@ -26,6 +27,41 @@ describe('memory search index', () => {
     assert.equal((await index.search('giraffe', page)).total, 0);
     await index.upsert({ ...doc, title: 'giraffe' }, 4);
     assert.equal((await index.search('giraffe', page)).total, 1);
+  });
+
+  it('expires a cursor cursorTtlSeconds after its last use', async () => {
+    const index = makeMemorySearchIndex({ cursorTtlSeconds: 0.2 });
+    for (let i = 0; i < 5; i++) await index.upsert(file({ title: 'ephemeral' }), 1);
+    const first = await index.search('ephemeral', { from: 0, size: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    // Used in time: extended.
+    const second = await index.search('ephemeral', { from: 0, size: 1 }, { cursor: first.nextCursor as string });
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    const third = await index.search('ephemeral', { from: 0, size: 1 }, { cursor: second.nextCursor as string });
+    assert.equal(third.from, 2);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await assert.rejects(index.search('ephemeral', { from: 0, size: 1 }, { cursor: third.nextCursor as string }), InvalidCursor);
+  });
+
+  it('drops the oldest snapshots beyond maxSnapshotEntries, and keeps cursors across writes and clear()', async () => {
+    const index = makeMemorySearchIndex({ maxSnapshotEntries: 10 });
+    for (let i = 0; i < 6; i++) await index.upsert(file({ title: 'bounded' }), 1);
+    const older = await index.search('bounded', { from: 0, size: 1 });
+    const newer = await index.search('bounded', { from: 0, size: 2 });
+    // 6 + 6 > 10: the older snapshot is gone.
+    await assert.rejects(index.search('bounded', { from: 0, size: 1 }, { cursor: older.nextCursor as string }), InvalidCursor);
+    await index.clear();
+    const rest = await index.search('bounded', { from: 0, size: 10 }, { cursor: newer.nextCursor as string });
+    assert.equal(rest.hits.length, 4);
+    assert.equal(rest.total, 6);
+    // Another index never takes this one's cursors.
+    await assert.rejects(makeMemorySearchIndex().search('bounded', { from: 0, size: 1 }, { cursor: newer.nextCursor as string }), InvalidCursor);
+  });
+
+  it('refuses invalid filters', async () => {
+    const index = makeMemorySearchIndex();
+    await assert.rejects(index.search('x', { from: 0, size: 1 }, { filters: { categoryId: 1.5 } }), /categoryId/);
+    await assert.rejects(index.search('x', { from: 0, size: 1 }, { filters: { tags: 'a' as unknown as string[] } }), /tags/);
   });
 
   it('refuses an invalid page or version', async () => {
