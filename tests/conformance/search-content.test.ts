@@ -128,6 +128,14 @@ describe('search inside documents', () => {
     expectSuccess(await c.download(reader.token, encrypted), 200);
   });
 
+  it('the extractor\'s internal route is not reachable through the gateway', async () => {
+    const { c } = fx;
+    const { fileId } = await c.uploadOk(owner.token, {});
+    expectError(await c.json('GET', `/internal/V1/files/${fileId}/extraction`, owner.token), 404, 'Not found');
+    const forged = { blobKey: 'x', report: { ok: true, format: 'text', extractor: 'x', text: 'forged', truncated: false, language: null, durationMs: 1 } };
+    expectError(await c.json('POST', `/internal/V1/files/${fileId}/extraction`, owner.token, forged), 404, 'Not found');
+  });
+
   it('statistics count files, not extractions', async () => {
     const { c } = fx;
     const solo = await c.register();

@@ -1,3 +1,4 @@
+import { parseExtractionReport } from '../src/extraction-report.ts';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseRange } from '../src/app.ts';
@@ -33,6 +34,28 @@ describe('view page', () => {
     assert.equal(html.match(/<script/g)?.length, 1, 'only the page\'s own script');
     assert.match(html, /&lt;script&gt;alert\(&quot;x&quot;\)&lt;\/script&gt;/);
     assert.equal(escapeHtml(`&<>"'`), '&amp;&lt;&gt;&quot;&#39;');
+  });
+
+  const file = {
+    fileId: 1, ownerId: 1, ownerName: 'Ada', title: 'T', description: 'D', tags: ['a'], categoryId: 1, categoryName: 'C', license: 'CC BY',
+    videoUrl: null, originalFileName: 'f.pdf', contentType: 'application/pdf', size: 1, blobKey: 'k', uploadedAt: '2026-11-20T00:00:00Z',
+    enabled: true, forSale: false, price: 0,
+  };
+
+  it('shows the extraction status: pending, failed with its reason, or the text\'s first lines escaped', () => {
+    assert.match(renderFilePage(file, 'http://x', 'n'), /Status: <strong>pending<\/strong>/);
+    const failed = renderFilePage({ ...file, extraction: { status: 'failed', format: 'pdf', reason: 'encrypted', detail: 'x' } }, 'http://x', 'n');
+    assert.match(failed, /Status: <strong>failed<\/strong>: the file is encrypted/);
+    const lines = ['<script>alert(1)</script> first', '', ...Array.from({ length: 30 }, (_, i) => `line ${i}`)];
+    const excerpt = lines.join('\n');
+    const html = renderFilePage({
+      ...file, extraction: { status: 'extracted', format: 'pdf', extractor: 'pdfjs-dist@6', characters: 5000, truncated: false, language: 'eng', excerpt },
+    }, 'http://x', 'n');
+    assert.match(html, /Status: <strong>extracted<\/strong> \(5000 characters, PDF, language eng\)/);
+    assert.equal(html.match(/<script/g)?.length, 1, 'only the page\'s own script');
+    assert.match(html, /&lt;script&gt;alert\(1\)&lt;\/script&gt; first\nline 0/);
+    assert.ok(html.includes('line 10') && !html.includes('line 11'), 'the first 12 lines with text');
+    assert.ok(html.includes('…'));
   });
 });
 
@@ -74,5 +97,21 @@ describe('update validation', () => {
     assert.equal(message(() => parseChanges({ price: -1 })), 'invalid: price must be a non-negative number');
     assert.equal(message(() => parseChanges({ title: ' ' })), 'invalid: Title is required');
     assert.deepEqual(parseChanges({ for_sale: true, price: '2.5', tags: 'x,y' }), { forSale: true, price: 2.5, tags: ['x', 'y'] });
+  });
+});
+
+describe('extraction report validation', () => {
+  const good = { blobKey: 'f1-x', report: { ok: true, format: 'pdf', extractor: 'pdfjs-dist@6', text: 'hi', truncated: false, language: null, durationMs: 3 } };
+  it('takes a well-formed report, success or failure', () => {
+    assert.deepEqual(parseExtractionReport(good), good);
+    const failed = { blobKey: 'k', report: { ok: false, format: null, reason: 'unsupported_type', detail: 'x', durationMs: 0 } };
+    assert.deepEqual(parseExtractionReport(failed), failed);
+  });
+  it('refuses anything else with Bad request', () => {
+    for (const body of [
+      {}, { blobKey: 'k' }, { ...good, report: { ...good.report, format: 'exe' } }, { ...good, report: { ...good.report, text: 'x'.repeat(200_001) } },
+      { ...good, report: { ...good.report, language: 'english' } }, { ...good, report: { ok: false, format: 'pdf', reason: 'bored', detail: '', durationMs: 1 } },
+      { ...good, blobKey: '' },
+    ]) assert.equal(message(() => parseExtractionReport(body)), 'invalid: Bad request', JSON.stringify(body).slice(0, 80));
   });
 });
