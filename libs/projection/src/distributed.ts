@@ -35,34 +35,6 @@ export const COMMON_VARS = {
   CONSISTENCY_WAIT_MS: intVar(5_000, 0),
 };
 
-/** The common configuration of a distributed service, from `COMMON_VARS`; throws a ConfigError. */
-export const commonConfig = (env: NodeJS.ProcessEnv) => {
-  const v = readConfig(COMMON_VARS, env);
-  return {
-    host: v.HOST,
-    mongoUrl: v.MONGO_URL,
-    mongoUsername: v.MONGO_USERNAME,
-    mongoPassword: v.MONGO_PASSWORD,
-    commandDb: v.MONGO_COMMAND_DB,
-    readDb: v.MONGO_READ_DB,
-    kafkaBrokers: v.KAFKA_BROKERS,
-    eventsTopic: v.KAFKA_EVENTS_TOPIC,
-    deadLetterTopic: v.KAFKA_DLQ_TOPIC,
-    publicBaseUrl: publicBaseUrlOf(env, v.GATEWAY_PORT),
-    groupSuffix: v.KAFKA_GROUP_SUFFIX,
-    eventsPartitions: v.KAFKA_EVENTS_PARTITIONS,
-    mongoServerSelectionTimeoutMs: v.MONGO_SERVER_SELECTION_TIMEOUT_MS,
-    mongoConnectTimeoutMs: v.MONGO_CONNECT_TIMEOUT_MS,
-    mongoSocketTimeoutMs: v.MONGO_SOCKET_TIMEOUT_MS,
-    kafkaSessionTimeoutMs: v.KAFKA_SESSION_TIMEOUT_MS,
-    kafkaHeartbeatIntervalMs: v.KAFKA_HEARTBEAT_INTERVAL_MS,
-    kafkaRetryMaxMs: v.KAFKA_RETRY_MAX_MS,
-    consistencyWaitMs: v.CONSISTENCY_WAIT_MS,
-  };
-};
-
-export type CommonConfig = ReturnType<typeof commonConfig>;
-
 /** What a service that only talks to Kafka reads (the text extractor: no MongoDB). */
 export const KAFKA_VARS = {
   KAFKA_BROKERS: COMMON_VARS.KAFKA_BROKERS,
@@ -91,6 +63,27 @@ export const kafkaConfig = (env: NodeJS.ProcessEnv) => {
 };
 
 export type KafkaConfig = ReturnType<typeof kafkaConfig>;
+
+/** The common configuration of a distributed service, from `COMMON_VARS`; throws a ConfigError. */
+export const commonConfig = (env: NodeJS.ProcessEnv) => {
+  const v = readConfig(COMMON_VARS, env);
+  return {
+    host: v.HOST,
+    mongoUrl: v.MONGO_URL,
+    mongoUsername: v.MONGO_USERNAME,
+    mongoPassword: v.MONGO_PASSWORD,
+    commandDb: v.MONGO_COMMAND_DB,
+    readDb: v.MONGO_READ_DB,
+    ...kafkaConfig(env),
+    publicBaseUrl: publicBaseUrlOf(env, v.GATEWAY_PORT),
+    mongoServerSelectionTimeoutMs: v.MONGO_SERVER_SELECTION_TIMEOUT_MS,
+    mongoConnectTimeoutMs: v.MONGO_CONNECT_TIMEOUT_MS,
+    mongoSocketTimeoutMs: v.MONGO_SOCKET_TIMEOUT_MS,
+    consistencyWaitMs: v.CONSISTENCY_WAIT_MS,
+  };
+};
+
+export type CommonConfig = ReturnType<typeof commonConfig>;
 
 /** How long MongoDB operations wait before failing (`commonConfig`'s MONGO_*_TIMEOUT_MS). */
 export interface MongoTimeouts {
