@@ -88,6 +88,32 @@ describe('metrics listener', { skip: localOnly }, () => {
     }
   });
 
+  it('counts text extractions by format and outcome, and reports the extractor\'s consumer lag', async () => {
+    /** The extractor's lag samples, once it has caught up (earlier tests' uploads are read meanwhile). */
+    const caughtUp = () => eventually(async () => {
+      const text = await scrape(fx.server, 'text-extractor');
+      const lag = samplesOf(text, 'docshare_consumer_lag')
+        .filter((s) => s.labels.group === 'text-extractor' || s.labels.group?.startsWith('text-extractor.'));
+      assert.ok(lag.length > 0, 'no docshare_consumer_lag for text-extractor');
+      assert.deepEqual(lag.map((s) => s.value).filter((v) => v !== 0), []);
+      return text;
+    }, { timeoutMs: 60_000 });
+    const before = await caughtUp();
+    const ok = { format: 'text', outcome: 'ok' };
+    const unsupported = { format: 'unknown', outcome: 'unsupported_type' };
+    await fx.c.uploadOk(user.token, {}, new TextEncoder().encode('plain words to read'), 'a.txt', 'text/plain');
+    await fx.c.uploadOk(user.token, {}, new Uint8Array([0, 1, 2]), 'a.bin', 'application/octet-stream');
+    await eventually(async () => {
+      const after = await scrape(fx.server, 'text-extractor');
+      const moved = (labels: Record<string, string>): number =>
+        (sampleOf(after, 'docshare_extractions_total', labels) ?? 0) - (sampleOf(before, 'docshare_extractions_total', labels) ?? 0);
+      assert.equal(moved(ok), 1);
+      assert.equal(moved(unsupported), 1);
+      assert.ok((sampleOf(after, 'docshare_extraction_duration_seconds_count', { format: 'text' }) ?? 0) >= 1);
+    }, { timeoutMs: 60_000 });
+    await caughtUp();
+  });
+
   it('reports the generation of every read model', async () => {
     for (const { service, model } of PROJECTORS) {
       const generation = sampleOf(await scrape(fx.server, service), 'docshare_read_model_generation', { model });

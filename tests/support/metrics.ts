@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TARGET, type Server } from './server.ts';
 
-export type Service = 'gateway' | 'docs-command' | 'stats-projector' | 'files-projector' | 'search-projector';
+export type Service = 'gateway' | 'docs-command' | 'stats-projector' | 'files-projector' | 'search-projector' | 'text-extractor';
 
 /**
  * Where `service`'s /metrics is: embedded, the one process's metrics listener; distributed, the

@@ -84,7 +84,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     return runProjector(bus, module.name, projectBatches(built.apply, checkpoints, module.name), logger, () => deadLetters.inc({ group: module.name }));
   }));
   const modules = [statsProjector, filesProjector, searchProjector];
-  registerConsumerLag(ops.registry, bus, modules.map((module) => module.name));
+  registerConsumerLag(ops.registry, bus, [...modules.map((module) => module.name), textExtractor.name]);
   // In memory, rebuilt at every start: always the first generation.
   registerReadModelGenerations(ops.registry, Object.fromEntries(modules.map((module) => [module.model, async () => `${module.model}_`])));
   const queryApp = (upstream: ProjectorModule['upstream']): RequestHandler => {
