@@ -187,9 +187,9 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
       const secrets = mounts.filter((m) => m.Destination.startsWith('/run/secrets/')).map((m) => m.Destination.slice('/run/secrets/'.length)).sort();
       const allowed: Record<string, string[]> = {
         gateway: ['jwt_secret', 'redis_password'],
-        'docs-command': ['jwt_secret', 'minio_app_access_key', 'minio_app_secret_key', 'mongo_app_password'],
+        'docs-command': ['internal_token', 'jwt_secret', 'minio_app_access_key', 'minio_app_secret_key', 'mongo_app_password'],
         'stats-projector': ['mongo_app_password'], 'files-projector': ['mongo_app_password'], 'search-projector': ['mongo_app_password'],
-        'text-extractor': ['minio_app_access_key', 'minio_app_secret_key'],
+        'text-extractor': ['internal_token', 'minio_app_access_key', 'minio_app_secret_key'],
         mongodb: ['mongo_app_password', 'mongo_root_password'], minio: ['minio_root_password', 'minio_root_user'],
         'minio-init': ['minio_app_access_key', 'minio_app_secret_key', 'minio_root_password', 'minio_root_user'],
         redis: ['redis_password'], kafka: [], elasticsearch: [], 'kafka-topics': [],

@@ -25,6 +25,7 @@ export const SECRETS: Record<string, () => string> = {
   minio_app_access_key: () => 'docshare-app',
   minio_app_secret_key: () => randomBytes(24).toString('hex'),
   redis_password: () => randomBytes(24).toString('hex'),
+  internal_token: () => randomBytes(24).toString('hex'),
 };
 
 /**

@@ -5,6 +5,7 @@
  * restarted with backoff (a JSON log line says so) and the others keep serving.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -191,6 +192,8 @@ export const startServices = async (options: StackOptions): Promise<RunningServi
     SEARCH_URL: `http://127.0.0.1:${ports[3]}`,
   };
   const env = {
+    // docs-command and the text extractor share it (docs-command's internal routes); one per stack.
+    INTERNAL_TOKEN: randomBytes(24).toString('hex'),
     ...options.serverEnv, ...urls, ...options.extraEnv,
     JWT_SECRET: options.jwtSecret, PUBLIC_BASE_URL: options.publicBaseUrl, GATEWAY_PORT: String(options.gatewayPort),
   };

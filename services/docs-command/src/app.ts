@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import express, { type Express, type Request, type Response } from 'express';
 import {
   CONSISTENCY_HEADER, CONSISTENCY_USERS_HEADER, DocshareError, M, parseConsistencyToken, parseConsistencyUsers, positiveId,
@@ -22,7 +22,25 @@ export interface DocsCommandAppOptions {
   logger: Logger;
   maxUploadBytes: number;
   publicBaseUrl: string;
+  /**
+   * The shared secret the text extractor sends as `X-Internal-Token` (INTERNAL_TOKEN, distributed
+   * mode). Unset: the internal routes do not exist (embedded mode records extractions in process).
+   */
+  internalToken?: string;
 }
+
+/** The internal token header, compared in constant time (as digests, so lengths never leak). */
+export const INTERNAL_TOKEN_HEADER = 'x-internal-token';
+const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
+const internalOnly = (token: string) => {
+  const expected = digest(token);
+  return (req: Request, _res: Response, next: (error?: unknown) => void): void => {
+    const sent = req.get(INTERNAL_TOKEN_HEADER);
+    // Anyone else finds nothing here: the same 404 as any unknown path.
+    if (sent === undefined || !timingSafeEqual(digest(sent), expected)) return next('route');
+    next();
+  };
+};
 
 /** Parses `Range: bytes=a-b | a- | -n` for one range of a blob of `size` bytes; undefined means "send it all". */
 export const parseRange = (header: string | undefined, size: number): ByteRange | 'unsatisfiable' | undefined => {
@@ -152,15 +170,16 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
   });
 
   // Internal: the text extractor's reports. The gateway routes only the API's paths (routes.ts),
-  // so these are reachable on the services' network only.
-  app.get('/internal/V1/files/:fileId/extraction', async (req, res) => {
+  // and each request must carry the internal token besides.
+  const internal = options.internalToken === undefined ? null : internalOnly(options.internalToken);
+  if (internal) app.get('/internal/V1/files/:fileId/extraction', internal, async (req, res) => {
     const fileId = positiveId(req.params.fileId);
     if (fileId === null) throw new DocshareError('not_found', M.fileNotFound);
     res.json({ status: 'success', extraction: await commands.extractionStatus(fileId) });
   });
 
   // 200,000 characters of text: up to ~1.2 MB of JSON once escaped.
-  app.post('/internal/V1/files/:fileId/extraction', jsonBody('4mb'), async (req, res) => {
+  if (internal) app.post('/internal/V1/files/:fileId/extraction', internal, jsonBody('4mb'), async (req, res) => {
     const fileId = positiveId(req.params.fileId);
     if (fileId === null) throw new DocshareError('not_found', M.fileNotFound);
     const { blobKey, report } = parseExtractionReport(bodyOf(req));

@@ -43,6 +43,8 @@ const DOCS_COMMAND_VARS = {
   MAX_UPLOAD_BYTES: intVar(100 * 1024 * 1024, 1),
   BLOB_SWEEP_INTERVAL_SECONDS: intVar(60 * 60, 0),
   BLOB_SWEEP_GRACE_SECONDS: intVar(60 * 60, 1),
+  /** Shared with the text extractor, which sends it to record extractions; unset: no internal routes. */
+  INTERNAL_TOKEN: optionalVar(),
 };
 const env = configOrExit(DOCS_COMMAND_VARS, process.env, (message) => logger.fatal(message));
 const config = commonConfig(process.env);
@@ -127,6 +129,7 @@ app.use(requestLog(logger));
 app.use(makeDocsCommandApp({
   commands, logger, publicBaseUrl: config.publicBaseUrl,
   maxUploadBytes: env.MAX_UPLOAD_BYTES,
+  ...(env.INTERNAL_TOKEN === undefined ? {} : { internalToken: env.INTERNAL_TOKEN }),
 }));
 const swept = counter(ops.registry, 'docshare_blobs_swept_total', 'Unreferenced blobs removed by the blob sweeper');
 const sweeper = startBlobSweeper({

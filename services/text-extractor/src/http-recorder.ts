@@ -14,12 +14,12 @@ const check = async (res: Response, what: string): Promise<unknown> => {
 };
 
 /** docs-command's internal extraction routes (distributed mode): DOCS_COMMAND_URL. */
-export const makeHttpRecorder = (docsCommandUrl: string, timeoutMs = 30_000): ExtractionRecorder => {
+export const makeHttpRecorder = (docsCommandUrl: string, internalToken: string, timeoutMs = 30_000): ExtractionRecorder => {
   const base = docsCommandUrl.replace(/\/+$/, '');
   const url = (fileId: number): string => `${base}/internal/V1/files/${fileId}/extraction`;
   return {
     async status(fileId) {
-      const res = await fetch(url(fileId), { signal: AbortSignal.timeout(timeoutMs) });
+      const res = await fetch(url(fileId), { headers: { 'x-internal-token': internalToken }, signal: AbortSignal.timeout(timeoutMs) });
       if (res.status === 404) return 'gone';
       const body = await check(res, 'extraction status') as { extraction?: unknown };
       const status = body.extraction;
@@ -30,7 +30,9 @@ export const makeHttpRecorder = (docsCommandUrl: string, timeoutMs = 30_000): Ex
       const res = await fetch(url(fileId), {
         method: 'POST',
         // docs-command's metaOf: the request id becomes the event's causation id.
-        headers: { 'content-type': 'application/json', 'x-request-id': cause.eventId, 'x-correlation-id': cause.correlationId },
+        headers: {
+          'content-type': 'application/json', 'x-internal-token': internalToken, 'x-request-id': cause.eventId, 'x-correlation-id': cause.correlationId,
+        },
         body: JSON.stringify({ blobKey, report }),
         signal: AbortSignal.timeout(timeoutMs),
       });

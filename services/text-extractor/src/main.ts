@@ -28,6 +28,8 @@ const TEXT_EXTRACTOR_VARS = {
   HOST: stringVar('0.0.0.0'),
   LOG_LEVEL: optionalVar(),
   DOCS_COMMAND_URL: stringVar(),
+  /** docs-command's INTERNAL_TOKEN: what lets this service record extractions. */
+  INTERNAL_TOKEN: stringVar(),
   MINIO_ENDPOINT: stringVar(),
   MINIO_ACCESS_KEY: stringVar(),
   MINIO_SECRET_KEY: stringVar(),
@@ -42,7 +44,7 @@ const blobs = await makeMinioBlobStore({
   endPoint: env.MINIO_ENDPOINT, accessKey: env.MINIO_ACCESS_KEY, secretKey: env.MINIO_SECRET_KEY,
   bucket: env.MINIO_BUCKET, requestTimeoutMs: env.MINIO_REQUEST_TIMEOUT_MS,
 });
-const recorder = makeHttpRecorder(env.DOCS_COMMAND_URL);
+const recorder = makeHttpRecorder(env.DOCS_COMMAND_URL, env.INTERNAL_TOKEN);
 // Metrics exist once the service's registry does (startProjectorService's `metrics`).
 let told: ((outcome: ExtractOutcome) => void) | undefined;
 const extraction = makeExtraction({ blobs, recorder, logger, settings: env, onOutcome: (outcome) => told?.(outcome) });
