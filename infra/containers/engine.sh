@@ -34,6 +34,18 @@ socket_answers() {
 
 # Podman's Docker-compatible API, started once and left running (like a daemon) for this boot.
 ensure_podman_socket() {
+  # A service left running by an earlier run was seen to stop starting containers ("write child:
+  # broken pipe" from runc, with unreaped conmon children) while still answering /version. So a
+  # service is restarted when it holds defunct children, or when no container runs (nobody uses
+  # it; a fresh one costs a second). Containers survive a restart: conmon keeps them, not the API.
+  local pid
+  pid=$(pgrep -f "podman system service --time=0 unix://$PODMAN_SOCKET" | head -n 1 || true)
+  if [ -n "$pid" ] && { ps --ppid "$pid" -o stat= 2>/dev/null | grep -q '^Z' || [ -z "$(podman ps -q 2>/dev/null)" ]; }; then
+    elog "restarting podman's API service (pid $pid): idle, or holding defunct children"
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
   socket_answers "$PODMAN_SOCKET" && return 0
   mkdir -p "$(dirname "$PODMAN_SOCKET")"
   rm -f "$PODMAN_SOCKET"
