@@ -6,6 +6,7 @@ export type FailureKind =
   | 'not_found'
   | 'method_not_allowed'
   | 'conflict'
+  | 'unprocessable'
   | 'too_large'
   | 'range_not_satisfiable'
   | 'rate_limited'

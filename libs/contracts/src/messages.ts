@@ -16,6 +16,9 @@ export const M = {
   rateLimited: 'Rate limit exceeded. Please try again later.',
   missingToken: 'Missing JWT token',
   invalidToken: 'Invalid JWT token',
+  invalidIdempotencyKey: 'Invalid Idempotency-Key',
+  idempotencyKeyReused: 'Idempotency-Key was already used for a different request',
+  idempotencyKeyInFlight: 'A request with this Idempotency-Key is still in progress',
 
   nameRequired: 'Name is required',
   nameTooLong: 'Name is too long',

@@ -10,6 +10,7 @@ const STATUS: Record<FailureKind, number> = {
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
+  unprocessable: 422,
   too_large: 413,
   range_not_satisfiable: 416,
   rate_limited: 429,

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import express, { type Express, type Request, type Response } from 'express';
+import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import {
   CONSISTENCY_HEADER, CONSISTENCY_USERS_HEADER, DocshareError, M, parseConsistencyToken, parseConsistencyUsers, positiveId,
 } from '@docshare/contracts';
@@ -16,6 +16,9 @@ import {
 } from './validation.ts';
 import { renderFilePage, renderNotFoundPage } from './view-page.ts';
 import { parseExtractionReport } from './extraction-report.ts';
+import {
+  IDEMPOTENCY_KEY_HEADER, hashOnlySink, hashingSink, idempotent, uploadRequestOf, type Idempotency, type IdempotentRoute,
+} from './idempotency.ts';
 
 export interface DocsCommandAppOptions {
   commands: DocsCommands;
@@ -27,6 +30,8 @@ export interface DocsCommandAppOptions {
    * mode). Unset: the internal routes do not exist (embedded mode records extractions in process).
    */
   internalToken?: string;
+  /** Safe retries: writes with an Idempotency-Key (idempotency.ts); unset: the header is not honoured. */
+  idempotency?: Idempotency;
 }
 
 /** The internal token header, compared in constant time (as digests, so lengths never leak). */
@@ -86,11 +91,22 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
   app.disable('x-powered-by');
   app.set('etag', false);
 
-  app.post('/api/V1/users/api-register', jsonBody(), async (req, res) => {
+  const { idempotency } = options;
+  /** A write that a retry with the same Idempotency-Key does once (when idempotency is configured). */
+  const once = (route: IdempotentRoute, handler: RequestHandler): RequestHandler =>
+    idempotency ? idempotent(idempotency, route, handler) : handler;
+  const jsonRequest: IdempotentRoute = { requestOf: async (req) => bodyOf(req) };
+
+  app.post('/api/V1/users/api-register', jsonBody(), once({
+    ...jsonRequest,
+    // The token is not kept: a replay answers with a fresh one for the same user.
+    redact: ({ token: _token, ...rest }) => rest,
+    restore: (body) => ({ ...body, token: commands.issueToken(Number(body.user_id)) }),
+  }, async (req, res) => {
     const input = parseRegistration(bodyOf(req));
     const { userId, token } = await commands.register(input, commandMeta(req, res));
     res.status(201).json({ status: 'success', message: M.registered, user_id: userId, token });
-  });
+  }));
 
   app.post('/api/V1/users/api-login', jsonBody(), async (req, res) => {
     const { email, password } = parseLogin(bodyOf(req));
@@ -98,7 +114,11 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     res.json({ status: 'success', message: M.loggedIn, user_id: userId, token });
   });
 
-  app.post('/api/V1/docs/api-upload', async (req, res) => {
+  app.post('/api/V1/docs/api-upload', once({
+    deferred: true,
+    // A replay's form is read only to compare it (its bytes hashed, not stored).
+    requestOf: async (req) => uploadRequestOf(await readUploadForm(req, hashOnlySink, options.maxUploadBytes)),
+  }, async (req, res) => {
     const actorId = actorOf(req);
     // The storage quota is checked before the body is read, and held until the upload is recorded.
     const token = parseConsistencyToken(req.headers[CONSISTENCY_HEADER]) ?? undefined;
@@ -108,7 +128,10 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     });
     try {
       // The file part streams into the blob store while the form is read (upload-form.ts).
-      const form = await readUploadForm(req, commands.uploadSink, storage.limitFor(options.maxUploadBytes)).catch(storage.explain);
+      const keyed = idempotency !== undefined && req.get(IDEMPOTENCY_KEY_HEADER) !== undefined;
+      const sink = keyed ? hashingSink(commands.uploadSink) : commands.uploadSink;
+      const form = await readUploadForm(req, sink, storage.limitFor(options.maxUploadBytes)).catch(storage.explain);
+      if (keyed) res.locals.idempotentRequest = uploadRequestOf(form);
       // Until `upload` has it, the stored blob is this route's to remove when the upload is refused.
       let handedOver = false;
       try {
@@ -128,7 +151,7 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     } finally {
       storage.release();
     }
-  });
+  }));
 
   app.get('/api/V1/docs/api-download', async (req, res) => {
     const actorId = actorOf(req);
@@ -137,37 +160,37 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     res.json({ status: 'success', message: M.downloadReady, original_file_name: originalFileName, download_url: downloadUrl });
   });
 
-  app.delete('/api/V1/docs/api-delete', failureMessage(M.deletionFailed), jsonBody(), async (req, res) => {
+  app.delete('/api/V1/docs/api-delete', failureMessage(M.deletionFailed), jsonBody(), once(jsonRequest, async (req, res) => {
     const actorId = actorOf(req);
     const fileId = parseFileId(bodyOf(req).id);
     await commands.remove(actorId, fileId, commandMeta(req, res));
     res.json({ status: 'success', message: M.deleted });
-  });
+  }));
 
-  app.post('/api/V1/docs/api-comment', jsonBody(), async (req, res) => {
+  app.post('/api/V1/docs/api-comment', jsonBody(), once(jsonRequest, async (req, res) => {
     const actorId = actorOf(req);
     const body = bodyOf(req);
     const fileId = parseFileId(body.file_id);
     const text = parseComment(body.comment);
     const { commentId } = await commands.comment(actorId, fileId, text, commandMeta(req, res));
     res.status(201).json({ status: 'success', message: M.commentPosted, comment_id: commentId });
-  });
+  }));
 
-  app.post('/api/V1/docs/api-update', jsonBody(), async (req, res) => {
+  app.post('/api/V1/docs/api-update', jsonBody(), once(jsonRequest, async (req, res) => {
     const actorId = actorOf(req);
     const body = bodyOf(req);
     const fileId = parseFileId(body.id);
     const changes = parseChanges(body);
     await commands.update(actorId, fileId, changes, commandMeta(req, res));
     res.json({ status: 'success', message: M.updated });
-  });
+  }));
 
-  app.post('/api/V1/docs/api-purchase', jsonBody(), async (req, res) => {
+  app.post('/api/V1/docs/api-purchase', jsonBody(), once(jsonRequest, async (req, res) => {
     const actorId = actorOf(req);
     const fileId = parseFileId(bodyOf(req).file_id);
     const { saleId } = await commands.purchase(actorId, fileId, commandMeta(req, res));
     res.status(201).json({ status: 'success', message: M.purchased, sale_id: saleId });
-  });
+  }));
 
   // Internal: the text extractor's reports. The gateway routes only the API's paths (routes.ts),
   // and each request must carry the internal token besides.

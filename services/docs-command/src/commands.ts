@@ -365,8 +365,11 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     return result.position !== null;
   };
 
+  /** A fresh token for a registered user (an idempotent replay of a registration answers with one). */
+  const issueToken = (userId: number): string => tokens.issue(userId);
+
   return {
-    register, login, reserveStorage, uploadSink, upload, remove, authorizeDownload, openContent, comment, update, purchase, view, peek,
+    register, login, issueToken, reserveStorage, uploadSink, upload, remove, authorizeDownload, openContent, comment, update, purchase, view, peek,
     extractionStatus, recordExtraction,
   };
 };

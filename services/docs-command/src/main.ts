@@ -3,6 +3,7 @@ import { backoffMs } from '@docshare/contracts';
 import { makeTokens, makeUrlSigner } from '@docshare/auth';
 import { makeMinioBlobStore } from '@docshare/blob-store/minio';
 import { openMongoClaimStore } from '@docshare/claim-store/mongo';
+import { openMongoIdempotencyStore } from '@docshare/idempotency-store/mongo';
 import { openMongoEventStore } from '@docshare/event-store/mongo';
 import {
   closeServer, configOrExit, counter, exitGracefully, HTTP_VARS, httpLimitsOf, installLastResort, intVar, listen, makeLogger, makeOps,
@@ -60,6 +61,7 @@ const { client, db } = await connectMongo(config.mongoUrl, config.commandDb, {
 const readDb = client.db(config.readDb);
 const events = await openMongoEventStore(db);
 const claims = await openMongoClaimStore(db);
+const idempotencyKeys = await openMongoIdempotencyStore(db);
 const blobs = await makeMinioBlobStore({
   endPoint: env.MINIO_ENDPOINT, accessKey: env.MINIO_ACCESS_KEY, secretKey: env.MINIO_SECRET_KEY,
   bucket: env.MINIO_BUCKET,
@@ -129,6 +131,7 @@ app.use(requestLog(logger));
 app.use(makeDocsCommandApp({
   commands, logger, publicBaseUrl: config.publicBaseUrl,
   maxUploadBytes: env.MAX_UPLOAD_BYTES,
+  idempotency: { store: idempotencyKeys, secret: jwtSecret, logger },
   ...(env.INTERNAL_TOKEN === undefined ? {} : { internalToken: env.INTERNAL_TOKEN }),
 }));
 const swept = counter(ops.registry, 'docshare_blobs_swept_total', 'Unreferenced blobs removed by the blob sweeper');

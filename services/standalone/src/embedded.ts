@@ -5,6 +5,7 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 
 import { makeFsBlobStore } from '@docshare/blob-store';
 import { openFileClaimStore } from '@docshare/claim-store';
+import { openFileIdempotencyStore } from '@docshare/idempotency-store';
 import { makeLogBus } from '@docshare/event-bus';
 import { openFileEventLog } from '@docshare/event-store';
 import { closeServer, counter, listen, makeLogger, makeOps, serveMetrics, type Logger } from '@docshare/http';
@@ -55,6 +56,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
 
   const events = await openFileEventLog(dir('events'), { onWarning: (message) => logger.warn(message) });
   const claims = await openFileClaimStore(dir('claims'));
+  const idempotencyKeys = await openFileIdempotencyStore(dir('idempotency'));
   const blobs = await makeFsBlobStore(dir('blobs'));
   const bus = makeLogBus(events, { onWarning: (message, err) => logger.warn({ err }, message) });
 
@@ -136,7 +138,10 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     trustProxy: config.trustProxy,
     requestTimeoutMs: config.http.requestTimeoutMs,
     upstreams: {
-      docs: makeDocsCommandApp({ commands, logger, maxUploadBytes: config.maxUploadBytes, publicBaseUrl: config.publicBaseUrl }),
+      docs: makeDocsCommandApp({
+        commands, logger, maxUploadBytes: config.maxUploadBytes, publicBaseUrl: config.publicBaseUrl,
+        idempotency: { store: idempotencyKeys, secret: jwtSecret, logger },
+      }),
       stats: queryApp('stats'),
       files: queryApp('files'),
       search: queryApp('search'),
@@ -159,7 +164,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
       storageMetrics.stop();
       await sweeper.stop();
       await Promise.all([...projectors.map((p) => p.stop()), extracting.stop()]);
-      await Promise.all([events.close(), claims.close(), ...[...readModels.values()].map((model) => model.close())]);
+      await Promise.all([events.close(), claims.close(), idempotencyKeys.close(), ...[...readModels.values()].map((model) => model.close())]);
       await unlock();
     })();
     return stopping;

@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import type { CompletedKey, IdempotencyStore } from './port.ts';
+
+const LEASE = 60_000;
+const DAY = 24 * 3_600_000;
+
+const completed = (fingerprint: string, at: number, status = 201): CompletedKey => ({
+  fingerprint,
+  answer: { status, headers: { 'x-docshare-consistency': '42' }, body: JSON.stringify({ status: 'success', file_id: '7', nested: [[1], []] }) },
+  expiresAt: at + DAY,
+});
+
+/**
+ * The behaviour every IdempotencyStore adapter must show. `make` gives a ready store; `reopen`,
+ * when given, opens a second store on the same data (a restart, or another replica).
+ */
+export const idempotencyStoreContract = (
+  name: string,
+  make: () => Promise<IdempotencyStore>,
+  reopen?: (closed: IdempotencyStore) => Promise<IdempotencyStore>,
+) =>
+  describe(`IdempotencyStore contract: ${name}`, () => {
+    let store: IdempotencyStore;
+    const fresh = (): string => `user-1/${randomUUID()}`;
+    const t0 = Date.now();
+
+    before(async () => {
+      store = await make();
+    });
+    after(async () => {
+      await store.close();
+    });
+
+    it('a free key is started; while in flight a second begin says in_flight', async () => {
+      const key = fresh();
+      const first = await store.begin(key, t0, LEASE);
+      assert.equal(first.state, 'started');
+      assert.deepEqual(await store.begin(key, t0 + 1, LEASE), { state: 'in_flight' });
+    });
+
+    it('a completed key replays its fingerprint and answer, exactly as stored', async () => {
+      const key = fresh();
+      const begun = await store.begin(key, t0, LEASE);
+      assert.equal(begun.state, 'started');
+      if (begun.state !== 'started') return;
+      assert.equal(await store.complete(key, begun.token, completed('fp-1', t0)), true);
+      assert.deepEqual(await store.begin(key, t0 + 5, LEASE), { state: 'done', ...completed('fp-1', t0) });
+    });
+
+    it('an abandoned key is free again', async () => {
+      const key = fresh();
+      const begun = await store.begin(key, t0, LEASE);
+      if (begun.state !== 'started') return assert.fail('not started');
+      await store.abandon(key, begun.token);
+      assert.equal((await store.begin(key, t0 + 1, LEASE)).state, 'started');
+    });
+
+    it('a lapsed lease frees the key, and the stale owner can no longer complete, renew or abandon it', async () => {
+      const key = fresh();
+      const stale = await store.begin(key, t0, LEASE);
+      if (stale.state !== 'started') return assert.fail('not started');
+      const taker = await store.begin(key, t0 + LEASE + 1, LEASE);
+      if (taker.state !== 'started') return assert.fail('lapsed key not taken over');
+      assert.equal(await store.complete(key, stale.token, completed('stale', t0)), false);
+      assert.equal(await store.renew(key, stale.token, t0 + LEASE + 2, LEASE), false);
+      await store.abandon(key, stale.token);
+      assert.deepEqual(await store.begin(key, t0 + LEASE + 3, LEASE), { state: 'in_flight' });
+      assert.equal(await store.complete(key, taker.token, completed('new', t0)), true);
+      const seen = await store.begin(key, t0 + LEASE + 4, LEASE);
+      assert.equal(seen.state === 'done' && seen.fingerprint, 'new');
+    });
+
+    it('renew keeps a long request in flight past its first lease', async () => {
+      const key = fresh();
+      const begun = await store.begin(key, t0, LEASE);
+      if (begun.state !== 'started') return assert.fail('not started');
+      assert.equal(await store.renew(key, begun.token, t0 + LEASE - 1, LEASE), true);
+      assert.deepEqual(await store.begin(key, t0 + LEASE + 10, LEASE), { state: 'in_flight' });
+    });
+
+    it('an expired answer is forgotten: the key starts afresh', async () => {
+      const key = fresh();
+      const begun = await store.begin(key, t0, LEASE);
+      if (begun.state !== 'started') return assert.fail('not started');
+      await store.complete(key, begun.token, completed('old', t0));
+      assert.equal((await store.begin(key, t0 + DAY + 1, LEASE)).state, 'started');
+    });
+
+    it('a completed key can be neither completed again nor abandoned', async () => {
+      const key = fresh();
+      const begun = await store.begin(key, t0, LEASE);
+      if (begun.state !== 'started') return assert.fail('not started');
+      await store.complete(key, begun.token, completed('once', t0));
+      assert.equal(await store.complete(key, begun.token, completed('twice', t0)), false);
+      await store.abandon(key, begun.token);
+      const seen = await store.begin(key, t0 + 1, LEASE);
+      assert.equal(seen.state === 'done' && seen.fingerprint, 'once');
+    });
+
+    it('of 30 concurrent begins of one key exactly one starts', async () => {
+      const key = fresh();
+      const results = await Promise.all(Array.from({ length: 30 }, () => store.begin(key, t0, LEASE)));
+      assert.equal(results.filter((r) => r.state === 'started').length, 1);
+      assert.equal(results.filter((r) => r.state === 'in_flight').length, 29);
+    });
+
+    it('keys are independent', async () => {
+      const [a, b] = [fresh(), fresh()];
+      assert.equal((await store.begin(a, t0, LEASE)).state, 'started');
+      assert.equal((await store.begin(b, t0, LEASE)).state, 'started');
+    });
+
+    if (reopen) {
+      it('a completed answer survives a reopen (restart); a key in flight does not block it past its lease', async () => {
+        const done = fresh();
+        const flying = fresh();
+        const begun = await store.begin(done, t0, LEASE);
+        if (begun.state !== 'started') return assert.fail('not started');
+        await store.complete(done, begun.token, completed('durable', t0));
+        await store.begin(flying, t0, LEASE);
+        store = await reopen(store);
+        const seen = await store.begin(done, t0 + 10, LEASE);
+        assert.deepEqual(seen, { state: 'done', ...completed('durable', t0) });
+        assert.equal((await store.begin(flying, t0 + LEASE + 1, LEASE)).state, 'started');
+      });
+    }
+  });

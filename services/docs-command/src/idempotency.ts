@@ -1,0 +1,201 @@
+import { createHash, createHmac } from 'node:crypto';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Request, RequestHandler, Response } from 'express';
+import { BlobTooLarge } from '@docshare/blob-store';
+import { CONSISTENCY_HEADER, CONSISTENCY_USERS_HEADER, DocshareError, M } from '@docshare/contracts';
+import { IDENTITY_HEADER, type Logger } from '@docshare/http';
+import type { IdempotencyStore, StoredAnswer } from '@docshare/idempotency-store';
+import type { FileSink, StoredBytes, UploadForm } from './upload-form.ts';
+
+/*
+ * Safe retries of writes (IETF httpapi draft "The Idempotency-Key HTTP Header Field"; decisions in
+ * docs/api-decisions.md, "Safe retries"). A write sent with `Idempotency-Key` is done once per key
+ * and user: the same key with the same request replays the first answer (`Idempotent-Replayed:
+ * true`) without doing the work again, whatever happened to the first answer on its way back (a
+ * dropped connection, a restart of any service); the same key with another request is 422; a
+ * request still working on the key makes a second one 409. Only successful answers are kept: an
+ * error answer recorded nothing, so the key is released and a retry does the work afresh (that is
+ * also what an upload cut off mid-body gets). Keys live 24 hours after their answer.
+ */
+
+export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
+export const REPLAYED_HEADER = 'Idempotent-Replayed';
+/** How long a completed key replays its answer. */
+export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+/** How long a key stays in flight without its request renewing it (a request renews every third of it). */
+export const IDEMPOTENCY_LEASE_MS = 60_000;
+
+/** The answer's headers a replay repeats: what the gateway reads (read-your-writes). */
+const REPLAYED_HEADERS = [CONSISTENCY_HEADER, CONSISTENCY_USERS_HEADER];
+
+export interface Idempotency {
+  store: IdempotencyStore;
+  /** Keys the request fingerprints (HMAC), so a stored fingerprint reveals nothing of a body (a password). */
+  secret: string;
+  logger: Logger;
+  now?: () => number;
+  leaseMs?: number;
+  ttlMs?: number;
+}
+
+/**
+ * The key as sent: the draft's Structured Field string (`"…"`, with `\"` and `\\` escapes), or the
+ * bare value most clients send; 1 to 255 printable ASCII characters. Undefined: no key sent.
+ */
+export const parseIdempotencyKey = (header: string | undefined): string | undefined => {
+  if (header === undefined) return undefined;
+  let value = header.trim();
+  if (value.startsWith('"')) {
+    if (value.length < 2 || !value.endsWith('"')) throw new DocshareError('invalid', M.invalidIdempotencyKey);
+    const inner = value.slice(1, -1);
+    if (/(^|[^\\])"|\\[^"\\]|\\$/.test(inner.replace(/\\\\/g, ''))) throw new DocshareError('invalid', M.invalidIdempotencyKey);
+    value = inner.replace(/\\(["\\])/g, '$1');
+  }
+  if (!/^[\x20-\x7e]{1,255}$/.test(value) || value.trim() === '') throw new DocshareError('invalid', M.invalidIdempotencyKey);
+  return value;
+};
+
+/** JSON with object keys sorted, so `{a,b}` and `{b,a}` are the same request. */
+export const canonicalJson = (value: unknown): string => {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+};
+
+/** A stored file's bytes with their SHA-256, hashed as they stream by. */
+export type Hashed<S extends StoredBytes> = S & { sha256: string };
+
+/** `sink`, also hashing each file's bytes on their way to it. */
+export const hashingSink = <S extends StoredBytes>(sink: FileSink<S>): FileSink<Hashed<S>> => ({
+  async store(body: Readable, contentType: string, maxBytes: number): Promise<Hashed<S>> {
+    const hash = createHash('sha256');
+    const tap = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
+    // Errors either way are the sink's to report: it destroys what it reads when it fails.
+    body.on('error', (error) => tap.destroy(error));
+    body.pipe(tap);
+    const stored = await sink.store(tap, contentType, maxBytes);
+    return { ...stored, sha256: hash.digest('hex') };
+  },
+  discard: (stored) => sink.discard(stored),
+});
+
+/** A sink that keeps nothing: the bytes of a replayed upload are only hashed, to compare requests. */
+export const hashOnlySink: FileSink<Hashed<StoredBytes>> = {
+  async store(body: Readable, _contentType: string, maxBytes: number) {
+    const hash = createHash('sha256');
+    let size = 0;
+    await pipeline(body, async (chunks: AsyncIterable<Buffer>) => {
+      for await (const chunk of chunks) {
+        size += chunk.length;
+        if (size > maxBytes) throw new BlobTooLarge('idempotent-replay', maxBytes);
+        hash.update(chunk);
+      }
+    });
+    return { size, sha256: hash.digest('hex') };
+  },
+  async discard() {},
+};
+
+/** What identifies an upload: its fields, the file's name, type and bytes (never the multipart boundary). */
+export const uploadRequestOf = (form: UploadForm<StoredBytes & { sha256?: string }>): unknown => ({
+  fields: form.fields,
+  file: form.file ? { name: form.file.fileName, type: form.file.contentType, size: form.file.size, sha256: form.file.sha256 } : null,
+});
+
+export interface IdempotentRoute {
+  /** What identifies the request (for a replay's comparison): the parsed JSON body, or the upload's form. */
+  requestOf(req: Request, res: Response): Promise<unknown>;
+  /**
+   * For a request being done: what identified it, once known (an upload knows after reading its
+   * form; the route sets `res.locals.idempotentRequest`). Default: `requestOf`.
+   */
+  deferred?: boolean;
+  /** Takes out of the stored body what must not be stored (a token), and puts it back on replay. */
+  redact?(body: Record<string, unknown>): Record<string, unknown>;
+  restore?(body: Record<string, unknown>): Record<string, unknown>;
+}
+
+/** Wraps a write route's handler: without `Idempotency-Key` it runs as it is. */
+export const idempotent = (options: Idempotency, route: IdempotentRoute, handler: RequestHandler): RequestHandler => {
+  const { store, logger } = options;
+  const now = options.now ?? Date.now;
+  const leaseMs = options.leaseMs ?? IDEMPOTENCY_LEASE_MS;
+  const ttlMs = options.ttlMs ?? IDEMPOTENCY_TTL_MS;
+  const fingerprintOf = (req: Request, request: unknown): string =>
+    createHmac('sha256', options.secret).update(canonicalJson([req.method, req.path, request])).digest('base64url');
+
+  return async (req, res, next) => {
+    const key = parseIdempotencyKey(req.get(IDEMPOTENCY_KEY_HEADER));
+    if (key === undefined) return handler(req, res, next);
+    // One user's keys are theirs alone; registrations (no user yet) share the anonymous scope,
+    // where the request's fingerprint (the e-mail address) tells them apart.
+    const scoped = `${req.get(IDENTITY_HEADER) ?? 'anonymous'}/${key}`;
+    const begun = await store.begin(scoped, now(), leaseMs);
+
+    if (begun.state === 'in_flight') throw new DocshareError('conflict', M.idempotencyKeyInFlight);
+    if (begun.state === 'done') {
+      const fingerprint = fingerprintOf(req, await route.requestOf(req, res));
+      if (fingerprint !== begun.fingerprint) throw new DocshareError('unprocessable', M.idempotencyKeyReused);
+      return replay(res, begun.answer, route);
+    }
+
+    const { token } = begun;
+    const renewal = setInterval(() => {
+      store.renew(scoped, token, now(), leaseMs).catch((err: unknown) => logger.warn({ err }, 'could not renew an idempotency key'));
+    }, Math.max(1, Math.floor(leaseMs / 3)));
+    renewal.unref();
+    let kept: Promise<void> | undefined;
+    const send = res.json.bind(res);
+    res.json = (body: unknown) => {
+      res.json = send;
+      const status = res.statusCode;
+      if (status < 200 || status >= 300) return send(body);
+      // The answer is kept before it is sent: a client that sees it can always have it again.
+      kept = (async () => {
+        try {
+          const request = route.deferred ? res.locals.idempotentRequest as unknown : await route.requestOf(req, res);
+          if (request === undefined) throw new Error('an idempotent route answered without identifying its request');
+          const stored = route.redact ? route.redact(body as Record<string, unknown>) : body;
+          const headers: Record<string, string> = {};
+          for (const name of REPLAYED_HEADERS) {
+            const value = res.getHeader(name);
+            if (value !== undefined) headers[name] = String(value);
+          }
+          const answer: StoredAnswer = { status, headers, body: JSON.stringify(stored) };
+          const completed = await store.complete(scoped, token, { fingerprint: fingerprintOf(req, request), answer, expiresAt: now() + ttlMs });
+          if (!completed) logger.warn({ requestId: res.locals.requestId }, 'an idempotency key was taken over before its request completed');
+        } catch (err) {
+          // The write is done and the client is told so; only a retry of it after a lost answer
+          // would do it again (once the lease lapses).
+          logger.error({ err, requestId: res.locals.requestId }, 'could not keep an idempotent answer');
+        }
+        send(body);
+      })();
+      return res;
+    };
+    try {
+      await handler(req, res, next);
+    } finally {
+      clearInterval(renewal);
+      if (kept) await kept;
+      else await store.abandon(scoped, token).catch((err: unknown) => logger.warn({ err }, 'could not release an idempotency key'));
+    }
+  };
+};
+
+const replay = (res: Response, answer: StoredAnswer, route: IdempotentRoute): void => {
+  for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
+  res.setHeader(REPLAYED_HEADER, 'true');
+  let body = answer.body;
+  if (route.restore) body = JSON.stringify(route.restore(JSON.parse(body) as Record<string, unknown>));
+  res.status(answer.status).type('application/json').send(body);
+};
