@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import net from 'node:net';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { DEFAULT_UPLOAD, type Res } from '../support/client.ts';
 import { expectError, expectSuccess } from '../support/expect.ts';
 import { useServer } from '../support/fixture.ts';
@@ -28,18 +28,25 @@ const multipart = (fields: Record<string, string>, bytes: Buffer, boundary = `b$
 
 describe('Idempotency-Key', () => {
   const fx = useServer();
+  after(() => { if (process.env.SHOW) console.log('SERVER OUTPUT', fx.server.output().split('\n').filter((l) => !l.includes('"level":30')).join('\n').slice(-8000)); });
 
   const fileCount = async (token: string): Promise<number> => expectSuccess(await fx.c.files(token), 200).total as number;
 
-  /** Sends an upload on a raw socket and closes it without reading the answer (`cut`: after that many body bytes). */
-  const sendAndDrop = async (token: string, key: string, fields: Record<string, string>, bytes: Buffer, cut?: number): Promise<void> => {
+  /**
+   * Sends an upload on a raw socket and closes it without reading the answer: `cut` bytes into the
+   * body, right after the whole body, or once the answer has begun to arrive (the work is done, the
+   * answer lost on its way).
+   */
+  const sendAndDrop = async (token: string, key: string, fields: Record<string, string>, bytes: Buffer, when: number | 'sent' | 'answering'): Promise<void> => {
     const { body, type } = multipart(fields, bytes);
     const socket = net.connect(fx.server.port, '127.0.0.1');
     await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
     socket.on('error', () => {});
+    const answering = new Promise<void>((resolve) => socket.once('data', () => resolve()));
     socket.write(`POST /api/V1/docs/api-upload HTTP/1.1\r\nHost: localhost\r\nX-Authorization: Bearer ${token}\r\n${KEY}: ${key}\r\n`
       + `Content-Type: ${type}\r\nContent-Length: ${body.length}\r\n\r\n`);
-    await new Promise<void>((resolve) => socket.write(cut === undefined ? body : body.subarray(0, cut), () => resolve()));
+    await new Promise<void>((resolve) => socket.write(typeof when === 'number' ? body.subarray(0, when) : body, () => resolve()));
+    if (when === 'answering') await answering;
     socket.destroy();
   };
 
@@ -84,27 +91,35 @@ describe('Idempotency-Key', () => {
     const key = randomUUID();
     const fields = { ...DEFAULT_UPLOAD } as Record<string, string>;
     const bytes = randomBytes(64 * 1024);
-    const { body, type } = multipart(fields, bytes);
-    const socket = net.connect(fx.server.port, '127.0.0.1');
-    await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-    let answer = '';
-    socket.on('data', (chunk: Buffer) => { answer += chunk.toString('latin1'); });
-    socket.write(`POST /api/V1/docs/api-upload HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nX-Authorization: Bearer ${u.token}\r\n${KEY}: ${key}\r\n`
-      + `Content-Type: ${type}\r\nContent-Length: ${body.length}\r\n\r\n`);
-    socket.write(body.subarray(0, 1000));
-    // The first request holds the key while its body is still coming.
-    await eventually(async () => {
-      const res = await fx.c.upload(u.token, fields, bytes, 'raw.bin', 'application/octet-stream', keyed(key));
-      expectError(res, 409, 'A request with this Idempotency-Key is still in progress');
-      return true;
-    });
-    socket.write(body.subarray(1000));
-    await eventually(() => answer.includes('}'), { timeoutMs: 30_000 });
-    socket.destroy();
-    assert.match(answer, /^HTTP\/1\.1 201 /);
-    const fileId = /"file_id":"(\d+)"/.exec(answer)?.[1];
+    // Two requests with the key, each with its body half sent: whichever takes the key first holds
+    // it while its body is still coming, and the other is answered 409 at once.
+    const open = async () => {
+      const { body, type } = multipart(fields, bytes);
+      const socket = net.connect(fx.server.port, '127.0.0.1');
+      await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+      const state = { socket, body, answer: '' };
+      socket.on('error', () => {});
+      socket.on('data', (chunk: Buffer) => { state.answer += chunk.toString('latin1'); });
+      socket.write(`POST /api/V1/docs/api-upload HTTP/1.1\r\nHost: localhost\r\nX-Authorization: Bearer ${u.token}\r\n${KEY}: ${key}\r\n`
+        + `Content-Type: ${type}\r\nContent-Length: ${body.length}\r\n\r\n`);
+      socket.write(body.subarray(0, 1000));
+      return state;
+    };
+    const [a, b] = [await open(), await open()];
+    const refused = await eventually(() => (a.answer.includes('}') ? a : b.answer.includes('}') ? b : false), { timeoutMs: 30_000 });
+    const holder = refused === a ? b : a;
+    assert.match(refused.answer, /^HTTP\/1\.1 409 /);
+    assert.match(refused.answer, /"message":"A request with this Idempotency-Key is still in progress"/);
+    assert.equal(holder.answer, '');
+    holder.socket.write(holder.body.subarray(1000));
+    await eventually(() => holder.answer.includes('}'), { timeoutMs: 30_000 });
+    a.socket.destroy();
+    b.socket.destroy();
+    assert.match(holder.answer, /^HTTP\/1\.1 201 /);
+    const fileId = /"file_id":"(\d+)"/.exec(holder.answer)?.[1];
     const replay = await fx.c.upload(u.token, fields, bytes, 'raw.bin', 'application/octet-stream', keyed(key));
     assert.equal(expectSuccess(replay, 201).file_id, fileId);
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
     assert.equal(await fileCount(u.token), 1);
   });
 
@@ -113,13 +128,27 @@ describe('Idempotency-Key', () => {
     const key = randomUUID();
     const fields = { ...DEFAULT_UPLOAD, title: 'Lost answer' } as Record<string, string>;
     const bytes = randomBytes(200_000);
-    await sendAndDrop(u.token, key, fields, bytes);
-    const retry = await retryUntilSettled(() => fx.c.upload(u.token, fields, bytes, 'raw.bin', 'application/octet-stream', keyed(key)));
+    await sendAndDrop(u.token, key, fields, bytes, 'answering');
+    const retry = await fx.c.upload(u.token, fields, bytes, 'raw.bin', 'application/octet-stream', keyed(key));
     expectSuccess(retry, 201);
     assert.equal(retry.headers.get('idempotent-replayed'), 'true');
     const files = expectSuccess(await fx.c.files(u.token), 200);
     assert.equal(files.total, 1);
     assert.equal(String(files.files[0].file_id), retry.body.file_id);
+  });
+
+  it('a client gone right after its whole body: however far the server got, its retry makes one file', async () => {
+    const u = await fx.c.register();
+    const key = randomUUID();
+    const fields = { ...DEFAULT_UPLOAD, title: 'Gone' } as Record<string, string>;
+    const bytes = randomBytes(200_000);
+    await sendAndDrop(u.token, key, fields, bytes, 'sent');
+    // In flight (409), replayed, or (when the server saw the body cut short) done by the retry.
+    const retry = await retryUntilSettled(() => fx.c.upload(u.token, fields, bytes, 'raw.bin', 'application/octet-stream', keyed(key)));
+    expectSuccess(retry, 201);
+    const again = await fx.c.upload(u.token, fields, bytes, 'raw.bin', 'application/octet-stream', keyed(key));
+    assert.equal(expectSuccess(again, 201).file_id, retry.body.file_id);
+    assert.equal(await fileCount(u.token), 1);
   });
 
   it('an upload cut off mid-body did nothing: its retry with the key does the upload', async () => {

@@ -79,7 +79,9 @@ export const hashingSink = <S extends StoredBytes>(sink: FileSink<S>): FileSink<
         done(null, chunk);
       },
     });
-    // Errors either way are the sink's to report: it destroys what it reads when it fails.
+    // A body that fails (the client went away) fails the tap, which the sink reads and reports;
+    // the tap's error is listened to here too, since the sink may not be reading it yet.
+    tap.on('error', () => {});
     body.on('error', (error) => tap.destroy(error));
     body.pipe(tap);
     const stored = await sink.store(tap, contentType, maxBytes);

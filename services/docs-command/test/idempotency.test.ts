@@ -48,6 +48,21 @@ describe('hashing sinks', () => {
     assert.ok(got.equals(bytes));
   });
 
+  it('hashingSink: a body that fails before the sink reads it fails the store, and nothing throws elsewhere', async () => {
+    const sink = hashingSink({
+      async store(body: Readable) {
+        // The real sink awaits an id first: the body fails meanwhile.
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        for await (const _chunk of body) { /* read */ }
+        return { size: 0 };
+      },
+      async discard() {},
+    });
+    const body = new Readable({ read() {} });
+    setImmediate(() => body.destroy(new Error('client went away')));
+    await assert.rejects(sink.store(body, 'text/plain', 1e9), /client went away/);
+  });
+
   it('hashOnlySink hashes without keeping, and stops past the limit', async () => {
     assert.deepEqual(await hashOnlySink.store(chunks(), 'text/plain', 1e9), { size: bytes.length, sha256: sha });
     await assert.rejects(hashOnlySink.store(chunks(), 'text/plain', 50_000), BlobTooLarge);
