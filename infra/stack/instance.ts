@@ -7,7 +7,7 @@
  * alias, bucket, consumer groups and rate-limit keys are namespaced by DATA_DIR, so several
  * instances share one set of servers and a restart on the same DATA_DIR finds its data again.
  *
- * Env: PORT, PUBLIC_BASE_URL, DATA_DIR, RATE_LIMIT_*, MAX_UPLOAD_BYTES, JWT_*, DOWNLOAD_URL_TTL_SECONDS,
+ * Env: PORT, PUBLIC_BASE_URL, DATA_DIR, RATE_LIMIT_*, CORS_ORIGINS, MAX_UPLOAD_BYTES, JWT_*, DOWNLOAD_URL_TTL_SECONDS,
  * METRICS_PORT (the gateway's metrics listener; the other services get free ports of their own).
  * Each service's metrics URL is written to DATA_DIR/run/metrics.json (`{ "<service>": "http://…" }`).
  */
@@ -34,7 +34,7 @@ const reserved = new Set([port, gatewayMetricsPort]);
 const picked = (await freePorts(2 * SERVICES.length + reserved.size)).filter((p) => !reserved.has(p)).slice(0, 2 * SERVICES.length);
 const [servicePorts, metricsPorts] = [picked.slice(0, SERVICES.length), picked.slice(SERVICES.length)];
 
-const passthrough = ['RATE_LIMIT_POINTS', 'RATE_LIMIT_WINDOW_SECONDS', 'MAX_UPLOAD_BYTES', 'STORAGE_QUOTA_BYTES', 'JWT_TTL_SECONDS', 'DOWNLOAD_URL_TTL_SECONDS', 'LOG_LEVEL'];
+const passthrough = ['RATE_LIMIT_POINTS', 'RATE_LIMIT_WINDOW_SECONDS', 'CORS_ORIGINS', 'MAX_UPLOAD_BYTES', 'STORAGE_QUOTA_BYTES', 'JWT_TTL_SECONDS', 'DOWNLOAD_URL_TTL_SECONDS', 'LOG_LEVEL'];
 const services = await startServices({
   serverEnv: {},
   gatewayPort: port,

@@ -52,7 +52,7 @@ if (infra('start.sh') !== 0) {
   process.exit(1);
 }
 const serversMs = performance.now() - began;
-const passthrough = ['RATE_LIMIT_POINTS', 'RATE_LIMIT_WINDOW_SECONDS', 'MAX_UPLOAD_BYTES', 'JWT_TTL_SECONDS', 'DOWNLOAD_URL_TTL_SECONDS', 'LOG_LEVEL', 'TRUST_PROXY'];
+const passthrough = ['RATE_LIMIT_POINTS', 'RATE_LIMIT_WINDOW_SECONDS', 'CORS_ORIGINS', 'MAX_UPLOAD_BYTES', 'JWT_TTL_SECONDS', 'DOWNLOAD_URL_TTL_SECONDS', 'LOG_LEVEL', 'TRUST_PROXY'];
 let services: RunningService[];
 try {
   services = await startServices({

@@ -36,7 +36,6 @@ describe('routing', () => {
   it('an unknown route → 404 "Not found" as JSON, with or without a token', async () => {
     const { c } = fx;
     const paths: Array<[string, string]> = [
-      ['GET', '/'],
       ['GET', '/nope'],
       ['GET', '/api/V1/nope'],
       ['POST', '/api/V1/docs/api-nothing'],

@@ -1,5 +1,7 @@
-// Small HTTP helpers for the black-box tests.
+// Small HTTP helpers for the black-box tests. Every request goes through the SDK's low-level
+// request() (libs/client): one exchange, no retry, no header of its own, never throwing on a status.
 import { randomBytes } from 'node:crypto';
+import { readResponse, request as sdkRequest } from '@docshare/client';
 import type { Server } from './server.ts';
 
 // Response bodies are inspected field by field in the tests, which assert their types themselves.
@@ -41,16 +43,7 @@ export function randomWord(length = 10): string {
 }
 
 export async function toRes(res: Response): Promise<Res> {
-  const text = await res.text();
-  let body: Json = undefined;
-  if (text.length > 0) {
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = undefined;
-    }
-  }
-  return { status: res.status, headers: res.headers, body, text };
+  return await readResponse(res);
 }
 
 export interface RequestOptions {
@@ -74,18 +67,12 @@ export function api(server: Server) {
   const base = server.baseUrl;
 
   async function request(method: string, path: string, token?: string, body?: unknown, opts: RequestOptions = {}): Promise<Res> {
-    const headers: Record<string, string> = {};
-    if (token !== undefined) headers['X-Authorization'] = `Bearer ${token}`;
-    let payload: string | Uint8Array | FormData | undefined;
-    if (opts.raw !== undefined) {
-      payload = opts.raw;
-    } else if (body !== undefined) {
-      payload = JSON.stringify(body);
-      headers['Content-Type'] = 'application/json';
-    }
-    Object.assign(headers, opts.headers ?? {});
-    const res = await fetch(base + path, { method, headers, body: payload, redirect: 'manual' });
-    return await toRes(res);
+    return await sdkRequest({
+      baseUrl: base, method, path, redirect: 'manual',
+      ...(token !== undefined ? { token } : {}),
+      ...(opts.raw !== undefined ? { body: opts.raw } : body !== undefined ? { json: body } : {}),
+      ...(opts.headers !== undefined ? { headers: opts.headers } : {}),
+    });
   }
 
   async function register(overrides: { name?: string; email?: string; password?: string } = {}): Promise<RegisteredUser> {

@@ -59,6 +59,8 @@ export const sendError = (res: Response, status: number, message: string): void 
   // Node's own `req` field: absent when a response is made without a request (unit tests).
   const req = (res as { req?: { complete?: boolean } }).req;
   if (req !== undefined && req.complete === false) closeEarly(res);
+  // An error is never stored by a cache, whatever the route had set for its success.
+  res.setHeader('Cache-Control', 'no-store');
   res.status(status).json({ status: 'error', message });
 };
 

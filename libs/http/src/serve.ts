@@ -143,6 +143,7 @@ const writeRawError = (socket: Socket, status: number, message: string, extraHea
   socket.end([
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Bad Request'}`,
     'Content-Type: application/json; charset=utf-8',
+    'Cache-Control: no-store',
     `Content-Length: ${Buffer.byteLength(body)}`,
     `X-Request-Id: ${randomUUID()}`,
     ...extraHeaders,
@@ -195,6 +196,7 @@ export const listen = async (
 const answerRaw = (res: ServerResponse, status: number): void => {
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-store');
   if (!res.hasHeader('X-Request-Id')) res.setHeader('X-Request-Id', randomUUID());
   res.setHeader('Connection', 'close');
   res.end(JSON.stringify({ status: 'error', message: clientErrorMessage(status) }));

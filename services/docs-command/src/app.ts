@@ -7,15 +7,21 @@ import { RangeNotSatisfiable, type ByteRange } from '@docshare/blob-store';
 import {
   actorOf, bodyOf, errorHandler, failureMessage, jsonBody, metaOf, sendError, type Logger,
 } from '@docshare/http';
-import { CONTENT_CACHE_CONTROL, contentDisposition, type DocsCommands } from './commands.ts';
+import { CONTENT_CACHE_CONTROL, type DocsCommands } from './commands.ts';
 import type { CommandMeta } from './command-handler.ts';
 import { readUploadForm } from './upload-form.ts';
 import { declaredLength, drainSmallBody } from './storage-quota.ts';
 import {
   parseChanges, parseComment, parseFileId, parseLogin, parseRegistration, parseUploadMetadata,
 } from './validation.ts';
-import { renderFilePage, renderNotFoundPage } from './view-page.ts';
+import {
+  CONTENT_SECURITY_POLICY, contentDispositionFor, renderFilePage, renderNotFoundPage,
+} from './view-page.ts';
 import { parseExtractionReport } from './extraction-report.ts';
+import {
+  PAGE_CACHE_CONTROL, STREAMED_CONTENT_CACHE_CONTROL, contentValidators, httpDate, notModified, pageValidators, rangeAllowed,
+  type ConditionalHeaders, type Validators,
+} from './http-caching.ts';
 import {
   IDEMPOTENCY_KEY_HEADER, hashOnlySink, hashingSink, idempotent, uploadRequestOf, type Idempotency, type IdempotentRoute,
 } from './idempotency.ts';
@@ -66,6 +72,9 @@ export const parseRange = (header: string | undefined, size: number): ByteRange 
   return { start, end };
 };
 
+
+/** The conditional headers of a GET or HEAD (http-caching.ts). */
+const conditionalOf = (req: Request): ConditionalHeaders => ({ ifNoneMatch: req.get('if-none-match'), ifModifiedSince: req.get('if-modified-since') });
 
 /**
  * The request's command meta: what the command records sets the answer's consistency token (the
@@ -212,21 +221,32 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
 
   app.get('/docs/:fileId', async (req: Request, res: Response) => {
     const fileId = positiveId(req.params.fileId);
-    const sendPage = (status: number, html: string, nonce?: string): void => {
+    const sendPage = (status: number, html: string, nonce?: string, validators?: Validators): void => {
       const scripts = nonce ? `'nonce-${nonce}'` : "'none'";
       res.status(status)
         .set('Content-Type', 'text/html; charset=utf-8')
-        .set('Content-Security-Policy', `default-src 'none'; style-src 'unsafe-inline'; script-src ${scripts}; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`)
+        .set('Content-Security-Policy', `default-src 'none'; style-src 'unsafe-inline'; script-src ${scripts}; connect-src 'self'; img-src 'self' data:; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`)
         .set('X-Content-Type-Options', 'nosniff')
-        .set('Cache-Control', 'no-store')
+        // A file's page is revalidated on each visit (http-caching.ts); a 404 page is never kept.
+        .set('Cache-Control', validators ? PAGE_CACHE_CONTROL : 'no-store')
+        .set(validators ? { ETag: validators.etag, 'Last-Modified': httpDate(validators.lastModified) } : {})
         .send(html);
     };
     if (fileId === null) return sendPage(404, renderNotFoundPage());
     try {
       // A HEAD (link checkers, crawlers) answers like GET but is not a view.
       const file = req.method === 'HEAD' ? await commands.peek(fileId) : await commands.view(fileId, commandMeta(req, res));
+      // The validators describe what the page shows, not its per-response nonce (http-caching.ts).
+      const validators = pageValidators(renderFilePage(file, options.publicBaseUrl, ''), file);
+      // A conditional GET is a visit too: its view was counted above, whatever the answer.
+      if (notModified(conditionalOf(req), validators)) {
+        // Validators and Cache-Control only, no CSP: the browser keeps the page it has with the
+        // headers it came with, its CSP naming that page's nonce included.
+        res.status(304).set({ ETag: validators.etag, 'Last-Modified': httpDate(validators.lastModified), 'Cache-Control': PAGE_CACHE_CONTROL }).end();
+        return;
+      }
       const nonce = randomBytes(16).toString('base64');
-      sendPage(200, renderFilePage(file, options.publicBaseUrl, nonce), nonce);
+      sendPage(200, renderFilePage(file, options.publicBaseUrl, nonce), nonce, validators);
     } catch (error) {
       if (error instanceof DocshareError && error.kind === 'not_found') return sendPage(404, renderNotFoundPage());
       throw error;
@@ -235,10 +255,21 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
 
   app.get('/files/:fileId/content', async (req, res) => {
     const fileId = positiveId(req.params.fileId);
+    // What the conditional headers decided, once the file's validators are known (http-caching.ts).
+    const chosen: { notModified?: boolean; range?: ByteRange } = {};
     let opened;
     try {
       opened = fileId === null ? null
-        : await commands.openContent(fileId, req.query.expires, req.query.signature, (size) => parseRange(req.get('range'), size));
+        : await commands.openContent(fileId, req.query.expires, req.query.signature, (size, file) => {
+          const validators = contentValidators(file);
+          chosen.notModified = notModified(conditionalOf(req), validators);
+          // If-Range that does not match: the whole file (a resumed download restarts from 0).
+          const range = chosen.notModified || !rangeAllowed(req.get('if-range'), validators) ? undefined : parseRange(req.get('range'), size);
+          if (range === 'unsatisfiable') return range;
+          chosen.range = range;
+          // Neither a 304 nor a HEAD needs the bytes.
+          return chosen.notModified || req.method === 'HEAD' ? 'headers' : range;
+        });
     } catch (error) {
       if (error instanceof RangeNotSatisfiable) {
         res.set('Content-Range', `bytes */${error.size}`);
@@ -255,17 +286,35 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
       return;
     }
     const { file, blob } = opened;
+    const validators = contentValidators(file);
+    res.setHeader('ETag', validators.etag);
+    res.setHeader('Last-Modified', httpDate(validators.lastModified));
+    res.setHeader('Cache-Control', STREAMED_CONTENT_CACHE_CONTROL);
+    // A 304 carries the validators and Cache-Control only: the client keeps the rest of what it has.
+    if (chosen.notModified) {
+      res.status(304).end();
+      return;
+    }
+    const contentType = blob?.contentType ?? file.contentType;
     // setHeader, not res.set: express would append a charset to the stored content type.
-    res.setHeader('Content-Type', blob.contentType);
-    res.setHeader('Content-Disposition', contentDisposition(file.originalFileName));
+    res.setHeader('Content-Type', contentType);
+    // Inline only for the page's previews of safe types (view-page.ts); always sandboxed.
+    res.setHeader('Content-Disposition', contentDispositionFor(file.originalFileName, contentType, req.query.disposition));
+    res.setHeader('Content-Security-Policy', CONTENT_SECURITY_POLICY);
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Accept-Ranges', 'bytes');
-    res.setHeader('Cache-Control', CONTENT_CACHE_CONTROL);
-    if (blob.range) {
-      res.status(206).set('Content-Range', `bytes ${blob.range.start}-${blob.range.end}/${blob.size}`)
-        .set('Content-Length', String(blob.range.end - blob.range.start + 1));
+    const range = blob ? blob.range : chosen.range;
+    const size = blob?.size ?? file.size;
+    if (range) {
+      res.status(206).set('Content-Range', `bytes ${range.start}-${range.end}/${size}`)
+        .set('Content-Length', String(range.end - range.start + 1));
     } else {
-      res.status(200).set('Content-Length', String(blob.size));
+      res.status(200).set('Content-Length', String(size));
+    }
+    // A HEAD: the headers a GET would have, no bytes read.
+    if (!blob) {
+      res.end();
+      return;
     }
     blob.body.on('error', (err) => {
       logger.warn({ err, fileId }, 'content stream failed');

@@ -20,10 +20,19 @@ import type { Registration, UploadMetadata } from './validation.ts';
 import type { FileSink, ReceivedFile } from './upload-form.ts';
 import { makeStorageQuota, type StorageReservation } from './storage-quota.ts';
 
-/** A signed content link opened: the bytes to stream, or the blob store's own URL to redirect to. */
-export type OpenedContent = { file: FileFacts; blob: BlobStream; redirect?: never } | { file: FileFacts; redirect: string; blob?: never };
+/**
+ * A signed content link opened: the bytes to stream, the blob store's own URL to redirect to, or
+ * neither (`rangeFor` answered `headers`: a 304, a HEAD) when only the file's facts are needed.
+ */
+export type OpenedContent =
+  | { file: FileFacts; blob: BlobStream; redirect?: never }
+  | { file: FileFacts; redirect: string; blob?: never }
+  | { file: FileFacts; blob?: never; redirect?: never };
 
-/** Cache-Control of a file's bytes: never kept by a shared cache. */
+/**
+ * Cache-Control of a redirect to the blob store and of the store's answer: never kept (a presigned
+ * URL is new each time). Bytes served by docs-command itself: http-caching.ts.
+ */
 export const CONTENT_CACHE_CONTROL = 'private, no-store';
 
 /** Content-Disposition of a file's bytes: a download under its original name (ASCII fallback, then UTF-8). */
@@ -285,12 +294,13 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
    * about the file is looked at). With a blob store clients can reach, a `redirect` instead: a URL
    * of the store itself, signed for what remains of the link's validity, that serves the file
    * under its name (Range included) without passing through here. Otherwise the `blob`:
-   * `rangeFor` picks the range from the file's size; a range past the end throws
-   * RangeNotSatisfiable.
+   * `rangeFor` picks the range from the file's size (and its facts: the validators of a
+   * conditional request); a range past the end throws RangeNotSatisfiable; `headers` opens no
+   * blob (a 304, a HEAD).
    */
   const openContent = async (
     fileId: number, expires: unknown, signature: unknown,
-    rangeFor: (size: number) => ByteRange | 'unsatisfiable' | undefined,
+    rangeFor: (size: number, file: FileFacts) => ByteRange | 'unsatisfiable' | 'headers' | undefined,
   ): Promise<OpenedContent | null> => {
     const nowSeconds = Math.floor(clock().getTime() / 1000);
     if (!signer.verify(contentPath(fileId), expires, signature, nowSeconds)) return null;
@@ -307,8 +317,9 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
       });
       return { file: state.file, redirect };
     }
-    const range = rangeFor(state.file.size);
+    const range = rangeFor(state.file.size, state.file);
     if (range === 'unsatisfiable') throw new RangeNotSatisfiable(state.file.size);
+    if (range === 'headers') return { file: state.file };
     const blob = await blobs.get(state.file.blobKey, range);
     if (!blob) throw notFound(M.fileNotFound);
     return { file: state.file, blob };

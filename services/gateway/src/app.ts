@@ -9,7 +9,9 @@ import {
 import { ROUTES, type Upstream } from './routes.ts';
 import { rateLimit } from './rate-limit.ts';
 import { openApiDocument } from './openapi.ts';
+import { LOCAL_ROUTES, OPENAPI_PATH, mountDocs, unreadBody } from './docs-ui.ts';
 import { makeMemorySessionTokens, sessionConsistency, type SessionTokens } from './consistency.ts';
+import { cors, routeMatcher, type CorsOrigins } from './cors.ts';
 
 /** How the caller authenticated: decided once per request, before rate limiting and routing. */
 type Auth = { state: 'missing' } | { state: 'invalid' } | { state: 'valid'; userId: number };
@@ -30,6 +32,8 @@ export interface GatewayOptions {
   requestTimeoutMs?: number;
   /** Each user's consistency token (read-your-writes); default: this process's memory. */
   sessions?: SessionTokens;
+  /** The browser origins that may call the API cross-origin (`CORS_ORIGINS`); absent: no CORS headers (cors.ts). */
+  corsOrigins?: CorsOrigins;
 }
 
 /**
@@ -62,6 +66,17 @@ export const makeGateway = (options: GatewayOptions): Express => {
     const auth = res.locals.auth as Auth | undefined;
     return { route: res.locals.route ?? 'unmatched', userId: auth?.state === 'valid' ? auth.userId : undefined };
   }));
+  // JSON answers are never stored by any cache; the view page and file content set their own
+  // Cache-Control (docs/http-caching-cors.md).
+  app.use((_req, res, next) => {
+    res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
+  // CORS before anything that may answer (401, 429, 404): those answers must be readable by the
+  // app too. Preflights are answered here: no token, no rate limit, no service.
+  if (options.corsOrigins !== undefined) {
+    app.use(cors({ origins: options.corsOrigins, routeOf: routeMatcher([...[...ROUTES, ...LOCAL_ROUTES].map((route) => route.path), ...PROBE_PATHS]) }));
+  }
 
   app.use((req, res, next) => {
     delete req.headers[IDENTITY_HEADER];
@@ -103,10 +118,12 @@ export const makeGateway = (options: GatewayOptions): Express => {
   };
 
   const spec = openApiDocument(options.publicBaseUrl);
-  app.get('/api/V1/openapi.json', (_req, res) => {
-    res.locals.route = '/api/V1/openapi.json';
+  app.get(OPENAPI_PATH, unreadBody, (_req, res) => {
+    res.locals.route = OPENAPI_PATH;
     res.json(spec);
   });
+  // `/`, the API reference page (Swagger UI) and its static files: public, rate limited like any path.
+  mountDocs(app, options.publicBaseUrl);
 
   const methodNotAllowed = (allow: string): RequestHandler => (_req, res) => {
     res.setHeader('Allow', allow);
@@ -127,7 +144,7 @@ export const makeGateway = (options: GatewayOptions): Express => {
   }
 
   const methodsByPath = new Map<string, string[]>();
-  for (const route of [...ROUTES, { path: '/api/V1/openapi.json', method: 'get', recordsOnGet: false }]) {
+  for (const route of [...ROUTES, ...LOCAL_ROUTES.map((local) => ({ ...local, recordsOnGet: false }))]) {
     const methods = [route.method.toUpperCase(), ...(route.method === 'get' && !route.recordsOnGet ? ['HEAD'] : [])];
     methodsByPath.set(route.path, [...(methodsByPath.get(route.path) ?? []), ...methods]);
   }

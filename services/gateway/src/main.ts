@@ -7,6 +7,7 @@ import { makeRateLimiter } from '@docshare/rate-limit';
 import { makeGateway } from './app.ts';
 import { httpUpstream } from './proxy.ts';
 import { makeMemorySessionTokens, makeRedisSessionTokens } from './consistency.ts';
+import { corsOriginsVar } from './cors.ts';
 
 const NAME = 'gateway';
 const logger = makeLogger(NAME);
@@ -29,6 +30,8 @@ const GATEWAY_VARS = {
   REDIS_PASSWORD: optionalVar(),
   CONSISTENCY_KEY_PREFIX: optionalVar(),
   TRUST_PROXY: optionalVar(),
+  /** Browser origins allowed to call the API cross-origin (comma-separated, or `*`); unset: none. */
+  CORS_ORIGINS: corsOriginsVar(),
   DOCS_COMMAND_URL: stringVar('http://127.0.0.1:8081'),
   STATS_URL: stringVar('http://127.0.0.1:8082'),
   FILES_URL: stringVar('http://127.0.0.1:8083'),
@@ -77,6 +80,7 @@ const app = makeGateway({
   limiter: rateLimiter.limiter, rateLimitPoints: points, rateLimitWindowSeconds: windowSeconds,
   ops, logger, publicBaseUrl,
   trustProxy: trustProxyOf(env.TRUST_PROXY),
+  corsOrigins: env.CORS_ORIGINS,
   requestTimeoutMs: httpLimits.requestTimeoutMs,
   sessions: rateLimiter.redis ? makeRedisSessionTokens(rateLimiter.redis, logger, consistencyKeyPrefix) : makeMemorySessionTokens(),
   upstreams: {

@@ -1,223 +1,744 @@
 import { LICENSES, LIMITS, M } from '@docshare/contracts';
 import { ROUTES, type Route } from './routes.ts';
+import { CORS_ALLOWED_HEADERS, CORS_ALLOWED_METHODS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS } from './cors.ts';
+import { API_PREFIX, DOCS_ASSET_FILES, DOCS_ASSET_VERSION, DOCS_PATH, LOCAL_ROUTES, OPENAPI_PATH, indexBody } from './docs-ui.ts';
 
-type Schema = Record<string, unknown>;
+/*
+ * The gateway's OpenAPI 3.1 document, built from the route table (routes.ts) and the gateway's own
+ * routes (docs-ui.ts), so that it cannot drift from them. Every request body, parameter and
+ * response carries an example; every error example is a message of `M`, worded as the API sends
+ * it. services/gateway/test/openapi.test.ts validates each example against its schema, and
+ * tests/conformance/openapi.test.ts sends examples to a running server and validates the answers.
+ */
 
-const str: Schema = { type: 'string' };
-const int: Schema = { type: 'integer' };
-const obj = (properties: Record<string, Schema>, required = Object.keys(properties)): Schema =>
-  ({ type: 'object', properties, required });
-const success = (properties: Record<string, Schema> = {}): Schema =>
-  obj({ status: { const: 'success' }, ...properties });
-const json = (schema: Schema) => ({ 'application/json': { schema } });
-const ok = (description: string, schema: Schema) => ({ description, content: json(schema) });
-const error = { $ref: '#/components/responses/Error' };
-const bearer = [{ XAuthorization: [] }, { BearerAuth: [] }];
+type Obj = Record<string, unknown>;
 
-const pagingQuery = (perPageDefault: number) => [
-  { name: 'page', in: 'query', required: false, schema: { type: 'integer', minimum: 1, default: 1 } },
-  { name: 'per_page', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: LIMITS.perPageMax, default: perPageDefault } },
-];
+const ref = (kind: 'schemas' | 'headers' | 'parameters' | 'responses', name: string): Obj => ({ $ref: `#/components/${kind}/${name}` });
+const schema = (name: string): Obj => ref('schemas', name);
+const header = (name: string): Obj => ref('headers', name);
+const param = (name: string): Obj => ref('parameters', name);
 
-/** Request and success bodies of each operation; errors share one envelope. */
-const OPERATIONS: Record<string, Schema> = {
-  register: {
-    requestBody: { required: true, content: json(obj({ name: str, email: { type: 'string', format: 'email' }, password: { type: 'string', minLength: 8 } })) },
-    responses: { 201: ok(M.registered, success({ message: str, user_id: int, token: str })), 400: error, 409: error },
+const str: Obj = { type: 'string' };
+const int: Obj = { type: 'integer' };
+const uri: Obj = { type: 'string', format: 'uri' };
+const date: Obj = { type: 'string', format: 'date' };
+const obj = (properties: Record<string, Obj>, required = Object.keys(properties)): Obj => ({ type: 'object', properties, required });
+const success = (properties: Record<string, Obj> = {}, required?: string[]): Obj =>
+  obj({ status: { const: 'success' }, ...properties }, required);
+
+/* ---------- example values ---------- */
+
+const TOKEN = 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpYXQiOjE3NjM5MDU2MDAsImV4cCI6MTc2Mzk5MjAwMCwic3ViIjoiNDIifQ.5mhBHqs5_DTLdINd9p5m7ZJ6XD7Xc55kIaCRY5r6HM0';
+const REQUEST_ID = '0f8fad5b-d9cb-469f-a165-70867728950e';
+const IDEMPOTENCY_KEY = '8e03978e-40d5-43e8-bc93-6894a57f9324';
+const SIGNATURE = '3f1c0d6b8e2a4f7c9b5e1d3a6c8f0b2e4d7a9c1e3b5f7d9a2c4e6b8d0f1a3c5e';
+const EXPIRES = 1763906500;
+const ETAG = '"q3L0Xw9c1nD8u2Jd5a7Rk1bT"';
+const PAGE_ETAG = 'W/"Zf2m8Qx1KcP0tR4vLw7yNa3b"';
+const LAST_MODIFIED = 'Sun, 23 Nov 2025 14:06:27 GMT';
+
+/** The name of a message in `M`, used as its example's key. */
+const MESSAGE_KEY = new Map<string, string>(Object.entries(M).map(([key, text]) => [text, key]));
+
+const errorExamples = (messages: readonly string[]): Obj => Object.fromEntries(messages.map((message) => {
+  const key = MESSAGE_KEY.get(message);
+  if (key === undefined) throw new Error(`not a message of M: ${message}`);
+  return [key, { summary: message, value: { status: 'error', message } }];
+}));
+
+const one = (summary: string, value: unknown): Obj => ({ default: { summary, value } });
+
+/* ---------- headers ---------- */
+
+/** On every answer that passed the rate limit (every answer of a route but the HTTP layer's own refusals). */
+const EDGE_HEADERS: Obj = {
+  'X-Request-Id': header('XRequestId'),
+  'RateLimit-Limit': header('RateLimitLimit'),
+  'RateLimit-Remaining': header('RateLimitRemaining'),
+  'RateLimit-Reset': header('RateLimitReset'),
+  'RateLimit-Policy': header('RateLimitPolicy'),
+  RateLimit: header('RateLimit'),
+  'Access-Control-Allow-Origin': header('AccessControlAllowOrigin'),
+  'Access-Control-Expose-Headers': header('AccessControlExposeHeaders'),
+  Vary: header('Vary'),
+};
+/** JSON answers of the API: never stored by a cache. */
+const JSON_HEADERS: Obj = { ...EDGE_HEADERS, 'Cache-Control': header('CacheControlNoStore') };
+/** A write's answer. */
+const WRITE_HEADERS: Obj = { ...JSON_HEADERS, 'X-Docshare-Consistency': header('XDocshareConsistency'), 'Idempotent-Replayed': header('IdempotentReplayed') };
+/** Conditional GETs (the view page, a file's bytes). */
+const CONTENT_VALIDATORS: Obj = { ETag: header('ETag'), 'Last-Modified': header('LastModified') };
+const PAGE_VALIDATORS: Obj = { ETag: header('PageETag'), 'Last-Modified': header('LastModified') };
+
+const HEADERS: Record<string, Obj> = {
+  XRequestId: {
+    description: 'The request\'s id: the one the client sent (1–128 visible ASCII characters), else a new UUID v4. In every log line of the request.',
+    required: true, schema: { type: 'string', minLength: 1, maxLength: 128 }, example: REQUEST_ID,
   },
-  login: {
-    requestBody: { required: true, content: json(obj({ email: str, password: str })) },
-    responses: { 200: ok(M.loggedIn, success({ message: str, user_id: int, token: str })), 400: error, 401: error },
+  RateLimitLimit: { description: 'Requests allowed per window (per user with a valid token, else per client IP).', required: true, schema: { type: 'integer', minimum: 0 }, example: 30 },
+  RateLimitRemaining: { description: 'Requests left in the current window.', required: true, schema: { type: 'integer', minimum: 0 }, example: 29 },
+  RateLimitReset: { description: 'Seconds until the window resets.', required: true, schema: { type: 'integer', minimum: 0 }, example: 60 },
+  RateLimitPolicy: { description: 'The policy, as the IETF draft `RateLimit-Policy` field: quota `q` per window `w` seconds.', required: true, schema: str, example: '"default";q=30;w=60' },
+  RateLimit: { description: 'The IETF draft `RateLimit` field: `r` requests remaining, `t` seconds to the reset.', required: true, schema: str, example: '"default";r=29;t=60' },
+  RetryAfter: { description: 'Seconds to wait before trying again.', required: true, schema: { type: 'integer', minimum: 1 }, example: 5 },
+  Allow: { description: 'The methods the path answers.', required: true, schema: str, example: 'POST' },
+  CacheControlNoStore: { description: 'JSON answers of the API are never kept by a cache: `no-store`.', schema: str, example: 'no-store' },
+  XDocshareConsistency: {
+    description: 'The position of the write in the event log. The gateway makes your own later reads wait for it (at most 5 s); send it as a request header to read another user\'s write at once.',
+    schema: { type: 'integer', minimum: 0 }, example: 1287,
   },
-  upload: {
-    requestBody: {
-      required: true,
-      content: {
-        'multipart/form-data': {
-          schema: obj({
-            file: { type: 'string', contentMediaType: 'application/octet-stream' }, title: str, description: str,
-            tags: { type: 'string', description: 'comma-separated' }, category_id: str, new_category_name: str,
-            category_description: str, category_tags: str, cc_license: { type: 'string', enum: [...LICENSES] },
-            video: { type: 'string', description: 'http(s) URL, may be empty' },
-          }, ['file', 'title', 'description', 'tags', 'cc_license']),
+  IdempotentReplayed: {
+    description: 'Present on an answer replayed for a repeated `Idempotency-Key`: the write was done once, by the first request.',
+    schema: { type: 'string', enum: ['true'] }, example: 'true',
+  },
+  AccessControlAllowOrigin: { description: 'CORS: the request\'s `Origin`, when it is one of `CORS_ORIGINS`.', schema: str, example: 'https://app.example.com' },
+  AccessControlExposeHeaders: { description: 'CORS: the response headers a browser script may read.', schema: str, example: CORS_EXPOSED_HEADERS.join(', ') },
+  AccessControlAllowMethods: { description: 'CORS preflight: the methods allowed.', schema: str, example: CORS_ALLOWED_METHODS.join(', ') },
+  AccessControlAllowHeaders: { description: 'CORS preflight: the request headers allowed.', schema: str, example: CORS_ALLOWED_HEADERS.join(', ') },
+  AccessControlMaxAge: { description: 'CORS preflight: seconds a browser may keep this answer.', schema: { type: 'integer', minimum: 0 }, example: CORS_MAX_AGE_SECONDS },
+  Vary: { description: 'The request headers the answer depends on.', schema: str, example: 'Origin' },
+  ETag: { description: 'Strong entity tag of the file\'s bytes (they never change): send it back in `If-None-Match`, or in `If-Range` with `Range`.', schema: str, example: ETAG },
+  PageETag: { description: 'Weak entity tag of what the page shows: send it back in `If-None-Match`.', schema: str, example: PAGE_ETAG },
+  LastModified: { description: 'When the file (its bytes: the upload; its page: its facts) last changed: send it back in `If-Modified-Since`.', schema: str, example: LAST_MODIFIED },
+  ContentDisposition: { description: '`attachment` (or `inline` with `disposition=inline` for PDF, images and plain text) with the original file name.', required: true, schema: str, example: 'attachment; filename="engine-notes.txt"' },
+  AcceptRanges: { description: 'Byte ranges are supported.', schema: { type: 'string', enum: ['bytes'] }, example: 'bytes' },
+  ContentRange: { description: 'The part sent, or (416) `bytes */<size>`.', required: true, schema: str, example: 'bytes 0-99/1024' },
+  ContentSecurityPolicy: { description: 'The page\'s Content-Security-Policy.', schema: str, example: "default-src 'none'; script-src 'self'" },
+  CacheControlContent: { description: 'A file\'s bytes and its page: only the client\'s own cache may keep them, and it asks again before each use (`private, no-cache`); a redirect or a 404 page is not kept (`no-store`).', schema: str, example: 'private, no-cache' },
+  CacheControlImmutable: { description: 'A versioned static file: kept for a year.', required: true, schema: str, example: 'public, max-age=31536000, immutable' },
+  CacheControlNoCache: { description: 'Revalidated on every use.', schema: str, example: 'no-cache' },
+  XContentTypeOptions: { description: 'Never sniffed.', schema: { type: 'string', enum: ['nosniff'] }, example: 'nosniff' },
+  Location: { description: 'Where the bytes are served (the blob store, when `BLOB_PUBLIC_URL` is set).', required: true, schema: uri, example: 'https://blobs.example.com/docshare/files/42?X-Amz-Signature=3f1c0d6b' },
+};
+
+/* ---------- parameters ---------- */
+
+const PARAMETERS: Record<string, Obj> = {
+  XRequestId: {
+    name: 'X-Request-Id', in: 'header', required: false,
+    description: 'Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.',
+    schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,128}$' }, example: 'checkout-7f3a91',
+  },
+  IdempotencyKey: {
+    name: 'Idempotency-Key', in: 'header', required: false,
+    description: 'Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409.',
+    schema: { type: 'string', minLength: 1, maxLength: 257, pattern: '^[\\x20-\\x7e]+$' }, example: IDEMPOTENCY_KEY,
+  },
+  XDocshareConsistency: {
+    name: 'X-Docshare-Consistency', in: 'header', required: false,
+    description: 'A write\'s `X-Docshare-Consistency` (e.g. another user\'s): the read waits (at most 5 s) until it shows that write. Your own writes are awaited without it.',
+    schema: { type: 'integer', minimum: 0 }, example: 1287,
+  },
+  page: { name: 'page', in: 'query', required: false, description: 'Page number, from 1.', schema: { type: 'integer', minimum: 1, default: 1 }, example: 1 },
+  fileIdPath: { name: 'fileId', in: 'path', required: true, description: 'The file\'s id.', schema: { type: 'string', pattern: '^[0-9]+$' }, example: '42' },
+  Range: { name: 'Range', in: 'header', required: false, description: 'One byte range.', schema: str, example: 'bytes=0-99' },
+  IfNoneMatch: { name: 'If-None-Match', in: 'header', required: false, description: 'The `ETag` of the copy you hold (or `*`): 304 when it still matches (weak comparison).', schema: str, example: ETAG },
+  IfModifiedSince: { name: 'If-Modified-Since', in: 'header', required: false, description: 'A `Last-Modified` you hold: 304 when nothing changed since (ignored with `If-None-Match`).', schema: str, example: LAST_MODIFIED },
+  IfRange: { name: 'If-Range', in: 'header', required: false, description: 'With `Range`: the part only while the file is still this `ETag` (strong match) or exactly this `Last-Modified`, else the whole file (200).', schema: str, example: ETAG },
+};
+
+const perPage = (byDefault: number): Obj => ({
+  name: 'per_page', in: 'query', required: false, description: `Items per page (1–${LIMITS.perPageMax}).`,
+  schema: { type: 'integer', minimum: 1, maximum: LIMITS.perPageMax, default: byDefault }, example: byDefault,
+});
+
+/* ---------- schemas ---------- */
+
+const SCHEMAS: Record<string, Obj> = {
+  Error: {
+    ...obj({ status: { const: 'error' }, message: { type: 'string', description: 'What went wrong, worded as listed for each status.' } }),
+    description: 'Every error answer: `status` is `error` and `message` says why.',
+  },
+  Token: {
+    ...success({ message: str, user_id: int, token: { type: 'string', description: 'JWT; send it as `X-Authorization: Bearer <token>`.' } }),
+  },
+  RegisterRequest: obj({
+    name: { type: 'string', maxLength: LIMITS.name },
+    email: { type: 'string', format: 'email', maxLength: LIMITS.email },
+    password: { type: 'string', minLength: LIMITS.passwordMin, maxLength: LIMITS.password },
+  }),
+  LoginRequest: obj({ email: str, password: str }),
+  UploadForm: obj({
+    file: { type: 'string', contentMediaType: 'application/octet-stream', description: `The file; at most MAX_UPLOAD_BYTES (default 100 MiB), within the user's storage quota.` },
+    title: { type: 'string', maxLength: LIMITS.title },
+    description: { type: 'string', maxLength: LIMITS.description },
+    tags: { type: 'string', maxLength: LIMITS.tags, description: 'Comma-separated.' },
+    category_id: { type: 'string', description: 'An existing category; wins over new_category_name.' },
+    new_category_name: { type: 'string', maxLength: LIMITS.categoryName, description: 'Used when category_id is absent; an existing name (ignoring case) is reused.' },
+    category_description: { type: 'string', maxLength: LIMITS.categoryDescription },
+    category_tags: { type: 'string', description: 'Comma-separated.' },
+    cc_license: { type: 'string', enum: [...LICENSES], description: 'Matched ignoring case and extra spaces.' },
+    video: { type: 'string', maxLength: LIMITS.videoUrl, description: 'An http(s) URL; may be empty.' },
+  }, ['file', 'title', 'description', 'tags', 'cc_license']),
+  Uploaded: success({ message: str, file_id: { type: 'string', pattern: '^[0-9]+$' }, category_id: { type: 'string', pattern: '^[0-9]+$' }, category_name: str }),
+  DownloadReady: success({
+    message: str, original_file_name: str,
+    download_url: { ...uri, description: 'Signed, expiring link to the bytes (GET /files/{fileId}/content); needs no token.' },
+  }),
+  Message: success({ message: str }),
+  FileIdRequest: obj({ file_id: { type: ['string', 'integer'], description: 'A positive integer, as a number or a string of digits.' } }),
+  DeleteRequest: obj({ id: { type: ['string', 'integer'], description: 'The file\'s id.' } }),
+  CommentRequest: obj({ file_id: { type: ['string', 'integer'] }, comment: { type: 'string', maxLength: LIMITS.comment } }),
+  CommentPosted: success({ message: str, comment_id: int }),
+  UpdateRequest: {
+    ...obj({
+      id: { type: ['string', 'integer'] }, for_sale: { type: 'boolean' }, price: { type: 'number', minimum: 0 }, enabled: { type: 'boolean' },
+      title: { type: 'string', maxLength: LIMITS.title }, description: { type: 'string', maxLength: LIMITS.description }, tags: { type: 'string', maxLength: LIMITS.tags },
+    }, ['id']),
+    description: 'The file\'s id and at least one change.',
+  },
+  Purchased: success({ message: str, sale_id: int }),
+  Category: obj({ id: int, name: str, description: str, tags: { type: 'string', description: 'Comma-separated.' } }),
+  Categories: success({ data: { type: 'array', items: schema('Category') }, total: int, page: int, per_page: int }),
+  SearchRequest: obj({
+    search: { type: 'string', maxLength: LIMITS.searchTerm, description: 'Matched against title, tags, category, description and the text extracted from the file (in that order of weight), tolerant of small typos.' },
+    page: { type: 'integer', minimum: 1, description: 'Ignored with `cursor`. Pages reach the first 10,000 matches; a cursor goes on.' },
+    per_page: { type: 'integer', minimum: 1, maximum: LIMITS.perPageMax, default: LIMITS.perPageDefault },
+    facets: { type: 'boolean', default: false, description: 'Add `facets`: counts per category, licence and tag over every match.' },
+    filters: {
+      type: 'object',
+      description: 'Every filter given must hold; tags compare without case, and a file must carry every tag listed.',
+      properties: {
+        category_id: { type: ['string', 'integer'] },
+        license: { type: 'string', enum: [...LICENSES] },
+        tags: { type: 'array', items: str, maxItems: 20 },
+      },
+    },
+    cursor: { type: 'string', description: '`next_cursor` of the previous page, with the same `search` and `filters`: the following page, from the same snapshot of the index. Expires 5 minutes after its last use.' },
+  }, ['search']),
+  SearchHit: obj({
+    id: str, title: str, link: uri, description: str, category: str, tag: { type: 'string', description: 'Comma-separated.' },
+    snippet: { type: 'string', description: 'HTML: an escaped excerpt around the best match, matched words in <mark>…</mark>.' },
+  }),
+  Facets: obj({
+    category: { type: 'array', items: obj({ id: str, name: str, count: int }) },
+    license: { type: 'array', items: obj({ value: str, count: int }) },
+    tag: { type: 'array', items: obj({ value: str, count: int }) },
+  }),
+  SearchResults: success({
+    results: { type: 'array', items: schema('SearchHit') }, total: int, page: int, per_page: int,
+    facets: schema('Facets'),
+    next_cursor: { type: 'string', description: 'Present while more matches follow this page.' },
+  }, ['status', 'results', 'total', 'page', 'per_page']),
+  Stats: success({ data: obj({ total_comments: int, total_files: int, total_views: int, total_downloads: int, total_sales: int }) }),
+  UserFile: obj({ file_id: int, upload_date: date, title: str, description: str, file_url: uri }),
+  UserFiles: success({ user: obj({ id: int, name: str }), files: { type: 'array', items: schema('UserFile') }, total: int, page: int, per_page: int }),
+  PageRequest: obj({ page: { type: 'integer', minimum: 1 }, per_page: { type: 'integer', minimum: 1, maximum: LIMITS.perPageMax } }, []),
+  ReceivedComment: obj({ comment_id: int, submission_date: date, title: str, comment: str, link: uri }),
+  ReceivedComments: success({ data: { type: 'array', items: schema('ReceivedComment') }, total: int, page: int, per_page: int }),
+  Index: success({
+    message: str, api: { type: 'string', description: 'The prefix of the API\'s paths.' },
+    docs: { type: 'string', description: 'The API reference (HTML).' }, openapi: { type: 'string', description: 'This document.' },
+    health: { type: 'array', items: str, description: 'Health probes (liveness, readiness).' },
+  }),
+  OpenApiDocument: {
+    type: 'object', required: ['openapi', 'info', 'paths'],
+    properties: {
+      openapi: { type: 'string', pattern: '^3\\.1\\.\\d+$' }, info: { type: 'object' }, servers: { type: 'array' }, paths: { type: 'object' },
+      components: { type: 'object' },
+    },
+    additionalProperties: true,
+    description: 'An OpenAPI 3.1 document (https://spec.openapis.org/oas/v3.1.0).',
+  },
+  Html: { type: 'string', contentMediaType: 'text/html' },
+};
+
+/* ---------- responses ---------- */
+
+const json = (schemaObj: Obj, examples: Obj): Obj => ({ 'application/json': { schema: schemaObj, examples } });
+const html = (examples: Obj): Obj => ({ 'text/html': { schema: schema('Html'), examples } });
+
+const errorResponse = (description: string, messages: readonly string[], headers: Obj = {}): Obj => ({
+  description, headers: { ...JSON_HEADERS, ...headers }, content: json(schema('Error'), errorExamples(messages)),
+});
+
+const RESPONSES: Record<string, Obj> = {
+  MethodNotAllowed: errorResponse('The path does not answer this method; `Allow` lists those it does.', [M.invalidMethod], { Allow: header('Allow') }),
+  TooManyRequests: errorResponse('Over the rate limit: wait `Retry-After` seconds.', [M.rateLimited], { 'Retry-After': header('RetryAfter') }),
+  NotFound: errorResponse('No such route (paths are case-sensitive), or no such file.', [M.notFound]),
+  RequestTimeout: {
+    description: 'The request (its headers, or a body that stopped arriving) did not arrive in time; the connection is closed.',
+    headers: { 'X-Request-Id': header('XRequestId') }, content: json(schema('Error'), errorExamples([M.requestTimeout])),
+  },
+  HeadersTooLarge: {
+    description: 'Request headers over 16 KiB; the connection is closed.',
+    headers: { 'X-Request-Id': header('XRequestId') }, content: json(schema('Error'), errorExamples([M.headersTooLarge])),
+  },
+  BadRequest: {
+    description: 'A request HTTP cannot parse (request line, headers, framing, no `Host`); the connection is closed.',
+    headers: { 'X-Request-Id': header('XRequestId') }, content: json(schema('Error'), errorExamples([M.badRequest])),
+  },
+  NotModified: { description: 'Your copy (`If-None-Match` / `If-Modified-Since`) is current: no body.', headers: { ...EDGE_HEADERS, ETag: header('ETag'), 'Last-Modified': header('LastModified'), 'Cache-Control': header('CacheControlContent') } },
+};
+
+/* ---------- operations ---------- */
+
+type BodyKind = 'json' | 'multipart';
+
+interface OperationSpec {
+  tag: string;
+  description?: string;
+  parameters?: Obj[];
+  requestBody?: Obj;
+  /** The request's body: adds the body errors (malformed, too large, timeout). */
+  body?: BodyKind;
+  /** A write: takes `Idempotency-Key`. */
+  write?: boolean;
+  /** Reads of a user's data: take `X-Docshare-Consistency`. */
+  read?: boolean;
+  /** Success (and non-error) answers, by status. */
+  answers: Record<number, Obj>;
+  /** Error messages by status, in the order they are checked. */
+  errors?: Record<number, readonly string[]>;
+  /** Error answers that are not the JSON envelope (the view page's 404). */
+  rawErrors?: Record<number, Obj>;
+}
+
+const jsonAnswer = (description: string, schemaName: string, example: unknown, headers: Obj = JSON_HEADERS): Obj => ({
+  description, headers, content: json(schema(schemaName), one(description, example)),
+});
+
+const jsonBody = (schemaName: string, examples: Obj, required = true, description?: string): Obj => ({
+  required, ...(description === undefined ? {} : { description }), content: json(schema(schemaName), examples),
+});
+
+const operations = (base: string): Record<string, OperationSpec> => {
+  const fileUrl = `${base}/docs/42`;
+  return {
+    register: {
+      tag: 'Account', body: 'json', write: true,
+      description: 'No token needed. The answer carries a JWT for the new user.',
+      requestBody: jsonBody('RegisterRequest', one('A new user', { name: 'Ada Lovelace', email: 'ada@example.com', password: 'correct horse battery' })),
+      answers: { 201: jsonAnswer(M.registered, 'Token', { status: 'success', message: M.registered, user_id: 42, token: TOKEN }, WRITE_HEADERS) },
+      errors: {
+        400: [M.nameRequired, M.nameTooLong, M.emailRequired, M.invalidEmail, M.passwordRequired, M.passwordTooShort, M.passwordTooLong],
+        409: [M.emailTaken],
+      },
+    },
+    login: {
+      tag: 'Account', body: 'json',
+      requestBody: jsonBody('LoginRequest', one('Credentials', { email: 'ada@example.com', password: 'correct horse battery' })),
+      answers: { 200: jsonAnswer(M.loggedIn, 'Token', { status: 'success', message: M.loggedIn, user_id: 42, token: TOKEN }) },
+      errors: { 400: [M.emailRequired, M.passwordRequired], 401: [M.badCredentials] },
+    },
+    upload: {
+      tag: 'Files', body: 'multipart', write: true,
+      description: 'The file streams to storage; a category is chosen by `category_id` or made from `new_category_name`. New files are enabled and not for sale.',
+      requestBody: {
+        required: true,
+        content: {
+          'multipart/form-data': {
+            schema: schema('UploadForm'),
+            encoding: { file: { contentType: 'application/octet-stream, */*' } },
+            examples: {
+              newCategory: {
+                summary: 'A text file in a new category',
+                value: {
+                  file: 'Notes on the Analytical Engine…', title: 'Analytical Engine notes', description: 'Notes on the engine and its programs',
+                  tags: 'history,computing', new_category_name: 'Essays', category_description: 'Longer texts', category_tags: 'essay',
+                  cc_license: 'CC BY', video: '',
+                },
+              },
+              existingCategory: {
+                summary: 'A PDF in an existing category, with a video',
+                value: {
+                  file: '%PDF-1.7 …', title: 'Sketch of the engine', description: 'Translated with notes', tags: 'history',
+                  category_id: '3', cc_license: 'CC BY-NC-ND', video: 'https://video.example.com/watch/engine',
+                },
+              },
+            },
+          },
+        },
+      },
+      answers: { 201: jsonAnswer(M.uploaded, 'Uploaded', { status: 'success', message: M.uploaded, file_id: '42', category_id: '3', category_name: 'Essays' }, WRITE_HEADERS) },
+      errors: {
+        400: [M.malformedMultipart, M.fileRequired, M.titleRequired, M.titleTooLong, M.descriptionRequired, M.descriptionTooLong, M.tagsRequired,
+          M.tagsTooLong, M.invalidLicense, M.categoryRequired, M.categoryNameTooLong, M.invalidVideo],
+        404: [M.categoryNotFound],
+        413: [M.fileTooLarge, M.storageQuotaExceeded],
+      },
+    },
+    download: {
+      tag: 'Files',
+      description: 'Counts a download for the owner and answers a signed link to the bytes. Files for sale or disabled cannot be downloaded. HEAD is not served (405): it would count.',
+      parameters: [{ name: 'file_id', in: 'query', required: true, description: 'The file\'s id.', schema: str, example: '42' }],
+      answers: {
+        200: jsonAnswer(M.downloadReady, 'DownloadReady', {
+          status: 'success', message: M.downloadReady, original_file_name: 'engine-notes.txt',
+          download_url: `${base}/files/42/content?expires=${EXPIRES}&signature=${SIGNATURE}`,
+        }, { ...JSON_HEADERS, 'X-Docshare-Consistency': header('XDocshareConsistency') }),
+      },
+      errors: { 400: [M.fileIdRequired], 403: [M.notDownloadable], 404: [M.fileNotFound] },
+    },
+    deleteFile: {
+      tag: 'Files', body: 'json', write: true,
+      description: 'Only the owner may delete. The file leaves search, lists and downloads; its bytes are removed.',
+      requestBody: jsonBody('DeleteRequest', one('A file id', { id: '42' })),
+      answers: { 200: jsonAnswer(M.deleted, 'Message', { status: 'success', message: M.deleted }, WRITE_HEADERS) },
+      errors: { 400: [M.fileIdRequired], 403: [M.notOwner], 404: [M.fileNotFound] },
+    },
+    postComment: {
+      tag: 'Comments', body: 'json', write: true,
+      requestBody: jsonBody('CommentRequest', one('A comment', { file_id: '42', comment: 'Very clear notes, thank you.' })),
+      answers: { 201: jsonAnswer(M.commentPosted, 'CommentPosted', { status: 'success', message: M.commentPosted, comment_id: 7 }, WRITE_HEADERS) },
+      errors: { 400: [M.fileIdRequired, M.commentRequired, M.commentTooLong], 404: [M.fileNotFound] },
+    },
+    updateFile: {
+      tag: 'Files', body: 'json', write: true,
+      description: 'Owner only: any of for_sale, price, enabled, title, description, tags.',
+      requestBody: jsonBody('UpdateRequest', {
+        sell: { summary: 'Put a file for sale', value: { id: '42', for_sale: true, price: 4.5 } },
+        retitle: { summary: 'Change the title and tags', value: { id: '42', title: 'Notes on the Analytical Engine', tags: 'history,computing,engines' } },
+      }),
+      answers: { 200: jsonAnswer(M.updated, 'Message', { status: 'success', message: M.updated }, WRITE_HEADERS) },
+      errors: {
+        400: [M.fileIdRequired, M.nothingToUpdate, M.forSaleNotBoolean, M.enabledNotBoolean, M.invalidPrice, M.titleRequired, M.titleTooLong,
+          M.descriptionRequired, M.descriptionTooLong, M.tagsRequired, M.tagsTooLong],
+        403: [M.notOwner],
+        404: [M.fileNotFound],
+      },
+    },
+    purchase: {
+      tag: 'Files', body: 'json', write: true,
+      description: 'Records a sale of a file that is for sale (no payment is processed).',
+      requestBody: jsonBody('FileIdRequest', one('A file id', { file_id: '42' })),
+      answers: { 201: jsonAnswer(M.purchased, 'Purchased', { status: 'success', message: M.purchased, sale_id: 5 }, WRITE_HEADERS) },
+      errors: { 400: [M.fileIdRequired], 404: [M.fileNotFound], 409: [M.notForSale] },
+    },
+    listCategories: {
+      tag: 'Files', read: true,
+      description: 'By id.',
+      parameters: [param('page'), perPage(LIMITS.perPageMax)],
+      answers: {
+        200: jsonAnswer('Categories, by id', 'Categories', {
+          status: 'success',
+          data: [{ id: 3, name: 'Essays', description: 'Longer texts', tags: 'essay' }, { id: 4, name: 'Manuals', description: '', tags: '' }],
+          total: 2, page: 1, per_page: 100,
+        }),
+      },
+      errors: { 400: [M.invalidPage, M.invalidPerPage] },
+    },
+    search: {
+      tag: 'Search and statistics', body: 'json', read: true,
+      description: 'Full text, ranked by relevance; only enabled files. With `facets`, counts over every match; `next_cursor` walks past the first pages.',
+      requestBody: jsonBody('SearchRequest', {
+        simple: { summary: 'A term', value: { search: 'engine' } },
+        filtered: { summary: 'Filters, facets and paging', value: { search: 'engine', page: 1, per_page: 10, facets: true, filters: { license: 'CC BY', tags: ['history'] } } },
+      }),
+      answers: {
+        200: jsonAnswer('Matches, best first', 'SearchResults', {
+          status: 'success',
+          results: [{
+            id: '42', title: 'Analytical Engine notes', link: fileUrl, description: 'Notes on the engine and its programs',
+            category: 'Essays', tag: 'history,computing', snippet: 'Analytical <mark>Engine</mark> notes',
+          }],
+          total: 1, page: 1, per_page: 10,
+          facets: {
+            category: [{ id: '3', name: 'Essays', count: 1 }], license: [{ value: 'CC BY', count: 1 }],
+            tag: [{ value: 'computing', count: 1 }, { value: 'history', count: 1 }],
+          },
+        }),
+      },
+      errors: {
+        400: [M.searchTermRequired, M.searchTermTooLong, M.invalidPage, M.invalidPerPage, M.invalidCursor, M.invalidFilters, M.facetsNotBoolean],
+        404: [M.noResults],
+      },
+    },
+    stats: {
+      tag: 'Search and statistics', read: true,
+      description: 'The authenticated user\'s: files not deleted; views, downloads and sales of them; comments received. No request body.',
+      answers: {
+        200: jsonAnswer('Statistics', 'Stats', {
+          status: 'success', data: { total_comments: 3, total_files: 2, total_views: 17, total_downloads: 5, total_sales: 1 },
+        }),
+      },
+    },
+    listFiles: {
+      tag: 'Files', read: true,
+      description: 'Newest first. Others see only enabled files; the owner sees all of theirs.',
+      parameters: [
+        { name: 'user_id', in: 'query', required: false, description: 'Whose files; default: yours.', schema: str, example: '42' },
+        param('page'), perPage(LIMITS.perPageDefault),
+      ],
+      answers: {
+        200: jsonAnswer('Files, newest first', 'UserFiles', {
+          status: 'success', user: { id: 42, name: 'Ada Lovelace' },
+          files: [{ file_id: 42, upload_date: '2025-11-23', title: 'Analytical Engine notes', description: 'Notes on the engine and its programs', file_url: fileUrl }],
+          total: 1, page: 1, per_page: 20,
+        }),
+      },
+      errors: { 400: [M.invalidPage, M.invalidPerPage], 404: [M.userNotFound] },
+    },
+    listComments: {
+      tag: 'Comments', body: 'json', read: true,
+      description: 'Comments received on your files, newest first. `page` / `per_page` in the body win over the query string.',
+      parameters: [param('page'), perPage(LIMITS.perPageMax)],
+      requestBody: jsonBody('PageRequest', one('A page', { page: 1, per_page: 50 }), false, 'Optional.'),
+      answers: {
+        200: jsonAnswer('Comments received, newest first', 'ReceivedComments', {
+          status: 'success',
+          data: [{ comment_id: 7, submission_date: '2025-11-23', title: 'Analytical Engine notes', comment: 'Very clear notes, thank you.', link: fileUrl }],
+          total: 1, page: 1, per_page: 50,
+        }),
+      },
+      errors: { 400: [M.invalidPage, M.invalidPerPage], 404: [M.userNotFound] },
+    },
+    viewPage: {
+      tag: 'Public pages',
+      description: 'Public HTML page of a file; each GET counts a view (HEAD does not). Conditional GETs answer 304.',
+      parameters: [param('fileIdPath'), { ...PARAMETERS.IfNoneMatch, example: PAGE_ETAG }, param('IfModifiedSince')],
+      answers: {
+        200: {
+          description: 'The file\'s page',
+          headers: {
+            ...EDGE_HEADERS, ...PAGE_VALIDATORS, 'Cache-Control': header('CacheControlContent'),
+            'Content-Security-Policy': header('ContentSecurityPolicy'), 'X-Content-Type-Options': header('XContentTypeOptions'),
+          },
+          content: html(one('A page', '<!doctype html><html lang="en"><head><title>Analytical Engine notes</title></head><body><h1>Analytical Engine notes</h1>…</body></html>')),
+        },
+        304: ref('responses', 'NotModified'),
+      },
+      errors: { 400: [M.malformedUrl] },
+      rawErrors: {
+        404: {
+          description: 'No such file (or deleted, or disabled): an HTML page',
+          headers: { ...EDGE_HEADERS, 'Content-Security-Policy': header('ContentSecurityPolicy') },
+          content: html(one('Not found page', '<!doctype html><html lang="en"><head><title>File not found</title></head><body><h1>File not found</h1></body></html>')),
         },
       },
     },
-    responses: {
-      201: ok(M.uploaded, success({ message: str, file_id: str, category_id: str, category_name: str })),
-      400: error, 401: error, 404: error, 413: error,
-    },
-  },
-  download: {
-    parameters: [{ name: 'file_id', in: 'query', required: true, schema: str }],
-    responses: {
-      200: ok(M.downloadReady, success({ message: str, original_file_name: str, download_url: { type: 'string', format: 'uri' } })),
-      400: error, 401: error, 403: error, 404: error,
-    },
-  },
-  deleteFile: {
-    requestBody: { required: true, content: json(obj({ id: str })) },
-    responses: { 200: ok(M.deleted, success({ message: str })), 400: error, 401: error, 403: error, 404: error, 500: error },
-  },
-  postComment: {
-    requestBody: { required: true, content: json(obj({ file_id: str, comment: { type: 'string', maxLength: 5000 } })) },
-    responses: { 201: ok(M.commentPosted, success({ message: str, comment_id: int })), 400: error, 401: error, 404: error },
-  },
-  updateFile: {
-    requestBody: {
-      required: true,
-      content: json(obj({
-        id: str, for_sale: { type: 'boolean' }, price: { type: 'number', minimum: 0 }, enabled: { type: 'boolean' },
-        title: str, description: str, tags: str,
-      }, ['id'])),
-    },
-    responses: { 200: ok(M.updated, success({ message: str })), 400: error, 401: error, 403: error, 404: error },
-  },
-  purchase: {
-    requestBody: { required: true, content: json(obj({ file_id: str })) },
-    responses: { 201: ok(M.purchased, success({ message: str, sale_id: int })), 400: error, 401: error, 404: error, 409: error },
-  },
-  listCategories: {
-    parameters: pagingQuery(LIMITS.perPageMax),
-    responses: {
-      200: ok('Categories, by id', success({
-        data: { type: 'array', items: obj({ id: int, name: str, description: str, tags: str }) },
-        total: int, page: int, per_page: int,
-      })),
-      400: error, 401: error,
-    },
-  },
-  search: {
-    requestBody: {
-      required: true,
-      content: json(obj({
-        search: { type: 'string', maxLength: LIMITS.searchTerm, description: 'Matched against title, tags, category, description and the text extracted from the file (in that order of weight), tolerant of one-letter typos' },
-        page: { type: 'integer', minimum: 1, description: 'Ignored with `cursor`. Pages reach the first 10,000 matches; a cursor goes on' },
-        per_page: { type: 'integer', minimum: 1, maximum: LIMITS.perPageMax, default: LIMITS.perPageDefault },
-        facets: { type: 'boolean', default: false, description: 'Add `facets`: counts per category, licence and tag over every match' },
-        filters: {
-          type: 'object',
-          description: 'Every filter given must hold; tags compare without case, and a file must carry every tag listed',
-          properties: {
-            category_id: { type: ['string', 'integer'] },
-            license: { type: 'string', enum: [...LICENSES] },
-            tags: { type: 'array', items: str, maxItems: 20 },
+    fileContent: {
+      tag: 'Public pages',
+      description: 'The bytes behind a `download_url`: needs no token, counts nothing, stored content type, `Content-Disposition: attachment` (or inline), HTTP Range and conditional requests.',
+      parameters: [
+        param('fileIdPath'),
+        { name: 'expires', in: 'query', required: true, description: 'Unix time the link expires.', schema: int, example: EXPIRES },
+        { name: 'signature', in: 'query', required: true, description: 'HMAC-SHA256 of the file id and the expiry (hex).', schema: str, example: SIGNATURE },
+        { name: 'disposition', in: 'query', required: false, description: '`inline` shows PDF, images and plain text in the browser; any other type stays an attachment.', schema: { type: 'string', enum: ['inline'] }, example: 'inline' },
+        param('Range'), param('IfRange'), param('IfNoneMatch'), param('IfModifiedSince'),
+      ],
+      answers: {
+        200: {
+          description: 'The file',
+          headers: {
+            ...EDGE_HEADERS, ...CONTENT_VALIDATORS, 'Content-Disposition': header('ContentDisposition'), 'Accept-Ranges': header('AcceptRanges'),
+            'Cache-Control': header('CacheControlContent'), 'X-Content-Type-Options': header('XContentTypeOptions'),
           },
+          content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' }, examples: one('A text file', 'Notes on the Analytical Engine…') } },
         },
-        cursor: { type: 'string', description: '`next_cursor` of the previous page, with the same `search` and `filters`: the following page, from the same snapshot of the index. Expires 5 minutes after its last use' },
-      }, ['search'])),
-    },
-    responses: {
-      200: ok('Matches, best first', {
-        ...success({
-          results: {
-            type: 'array',
-            items: obj({
-              id: str, title: str, link: { type: 'string', format: 'uri' }, description: str, category: str, tag: str,
-              snippet: { type: 'string', description: 'HTML: an escaped excerpt around the best match, matched words in <mark>…</mark>' },
-            }),
+        206: {
+          description: 'The range asked for',
+          headers: {
+            ...EDGE_HEADERS, ...CONTENT_VALIDATORS, 'Content-Range': header('ContentRange'), 'Content-Disposition': header('ContentDisposition'),
+            'Accept-Ranges': header('AcceptRanges'), 'Cache-Control': header('CacheControlContent'), 'X-Content-Type-Options': header('XContentTypeOptions'),
           },
-          total: int, page: int, per_page: int,
-          facets: obj({
-            category: { type: 'array', items: obj({ id: str, name: str, count: int }) },
-            license: { type: 'array', items: obj({ value: str, count: int }) },
-            tag: { type: 'array', items: obj({ value: str, count: int }) },
-          }),
-          next_cursor: { type: 'string', description: 'Present while more matches follow this page' },
-        }),
-        required: ['status', 'results', 'total', 'page', 'per_page'],
-      }),
-      400: error, 401: error, 404: error, 500: error,
+          content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' }, examples: one('The first bytes', 'Notes on') } },
+        },
+        302: {
+          description: 'The blob store serves the bytes itself (when BLOB_PUBLIC_URL is set): follow `Location`',
+          headers: { ...EDGE_HEADERS, Location: header('Location'), 'Cache-Control': header('CacheControlContent') },
+        },
+        304: ref('responses', 'NotModified'),
+      },
+      errors: { 400: [M.malformedUrl], 403: [M.badDownloadLink, M.notDownloadable], 404: [M.fileNotFound], 416: [M.rangeNotSatisfiable] },
     },
-  },
-  stats: {
-    responses: {
-      200: ok('Statistics', success({ data: obj({ total_comments: int, total_files: int, total_views: int, total_downloads: int, total_sales: int }) })),
-      401: error, 500: error,
-    },
-  },
-  listFiles: {
-    parameters: [{ name: 'user_id', in: 'query', required: false, schema: str }, ...pagingQuery(LIMITS.perPageDefault)],
-    responses: {
-      200: ok('Files, newest first', success({
-        user: obj({ id: int, name: str }),
-        files: { type: 'array', items: obj({ file_id: int, upload_date: { type: 'string', format: 'date' }, title: str, description: str, file_url: { type: 'string', format: 'uri' } }) },
-        total: int, page: int, per_page: int,
-      })),
-      400: error, 401: error, 404: error,
-    },
-  },
-  listComments: {
-    parameters: pagingQuery(LIMITS.perPageMax),
-    requestBody: {
-      required: false,
-      description: 'Optional; page and per_page here win over the query string.',
-      content: json(obj({ page: { type: 'integer', minimum: 1 }, per_page: { type: 'integer', minimum: 1, maximum: LIMITS.perPageMax } }, [])),
-    },
-    responses: {
-      200: ok('Comments received, newest first', success({
-        data: { type: 'array', items: obj({ comment_id: int, submission_date: { type: 'string', format: 'date' }, title: str, comment: str, link: { type: 'string', format: 'uri' } }) },
-        total: int, page: int, per_page: int,
-      })),
-      400: error, 401: error, 404: error,
-    },
-  },
-  viewPage: {
-    parameters: [{ name: 'fileId', in: 'path', required: true, schema: str }],
-    responses: {
-      200: { description: 'HTML page of the file', content: { 'text/html': { schema: str } } },
-      404: { description: 'HTML page: file not found', content: { 'text/html': { schema: str } } },
-    },
-  },
-  fileContent: {
-    parameters: [
-      { name: 'fileId', in: 'path', required: true, schema: str },
-      { name: 'expires', in: 'query', required: true, schema: int },
-      { name: 'signature', in: 'query', required: true, schema: str },
-      { name: 'Range', in: 'header', required: false, schema: str },
-    ],
-    responses: {
-      200: { description: 'The file', content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } },
-      206: { description: 'Part of the file' },
-      403: error, 404: error, 416: error,
-    },
-  },
+  };
 };
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'The request is invalid', 401: 'No valid token', 403: 'Not allowed', 404: 'Not found', 409: 'Conflict',
+  413: 'Too large', 416: 'The range is outside the file', 422: 'The Idempotency-Key belongs to another request',
+  500: 'The service failed; the write may or may not have been recorded',
+  503: 'A service or store is unavailable: nothing was done, retry after `Retry-After` seconds',
+};
+
+const TAGS = [
+  { name: 'Account', description: 'Registration and login: both answer a JWT.' },
+  { name: 'Files', description: 'Upload, download, change, sell and delete files; categories; a user\'s files.' },
+  { name: 'Search and statistics', description: 'Full-text search and your statistics.' },
+  { name: 'Comments', description: 'Comment on files; read the comments on yours.' },
+  { name: 'Public pages', description: 'No token: a file\'s HTML page and its bytes behind a signed link.' },
+  { name: 'Documentation', description: 'This document, its reference page and the index.' },
+  { name: 'CORS', description: 'Preflight requests of browsers.' },
+];
+
+const DESCRIPTION = `Upload, download, delete and search documents with metadata; statistics, file lists and comments.
+
+**Envelope.** Every answer of the API is JSON with \`status\` = \`success\` | \`error\`; an error carries \`message\`, worded as listed for each status (the examples). Exceptions: a file's page (\`/docs/{fileId}\`, HTML), a file's bytes, and this documentation (\`/\`, \`${DOCS_PATH}\`).
+
+**Authentication.** \`X-Authorization: Bearer <JWT>\` (or \`Authorization: Bearer <JWT>\`) on every \`${API_PREFIX}\` path but register, login and the documentation. No token: 401 \`${M.missingToken}\`; a bad or expired one: 401 \`${M.invalidToken}\`.
+
+**Every answer** carries \`X-Request-Id\` (yours when you send a valid one) and the rate limit: \`RateLimit-Limit\`, \`RateLimit-Remaining\`, \`RateLimit-Reset\`, \`RateLimit-Policy\` and \`RateLimit\`. Over the limit (\`RATE_LIMIT_POINTS\` per \`RATE_LIMIT_WINDOW_SECONDS\`, default 30 per 60 s, per user, else per client IP): 429 \`${M.rateLimited}\` with \`Retry-After\`.
+
+**Order of checks:** request id, rate limit, route (unknown path: 404 \`${M.notFound}\`; another method: 405 \`${M.invalidMethod}\` with \`Allow\`), token, body (400 \`${M.malformedJson}\`, 413 \`${M.bodyTooLarge}\` over 1 MiB, 400 \`${M.malformedBody}\`), then the operation's own checks in the order of its messages.
+
+**Safe retries.** Writes (register, upload, comment, update, purchase, delete) take an optional \`Idempotency-Key\`: repeating a request with the same key does it once and replays the first answer with \`Idempotent-Replayed: true\`.
+
+**Failures.** A 503 (with \`Retry-After\`) means nothing was done and a retry is safe; a 500 means the outcome is unknown. The HTTP layer itself answers 400 \`${M.badRequest}\` (unparsable request), 408 \`${M.requestTimeout}\` and 431 \`${M.headersTooLarge}\`, and closes the connection.
+
+**Caching.** JSON answers are \`Cache-Control: no-store\`. A file's page and bytes carry \`ETag\` and \`Last-Modified\` and answer conditional requests with 304.
+
+**CORS.** Origins listed in \`CORS_ORIGINS\` may call the API from a browser (the answers then carry \`Access-Control-Allow-Origin\`, \`Access-Control-Expose-Headers\` and \`Vary: Origin\`); \`OPTIONS\` answers their preflights with 204.
+
+HEAD is answered wherever GET is (but on the download, which would count).`;
 
 const openApiPath = (path: string): string => path.replace(/:(\w+)/g, '{$1}');
 
+/** Paths a CORS preflight (OPTIONS) is answered on: every API path. */
+export const corsPaths = (): string[] => [...new Set([...ROUTES.map((r) => r.path), OPENAPI_PATH])];
+
+const preflight = (operationId: string): Obj => ({
+  operationId: `${operationId}Preflight`, tags: ['CORS'], summary: 'CORS preflight', security: [],
+  description: 'A browser\'s preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.',
+  parameters: [
+    { name: 'Origin', in: 'header', required: false, schema: str, example: 'https://app.example.com' },
+    { name: 'Access-Control-Request-Method', in: 'header', required: false, schema: str, example: 'POST' },
+    { name: 'Access-Control-Request-Headers', in: 'header', required: false, schema: str, example: 'x-authorization, content-type, idempotency-key' },
+  ],
+  responses: {
+    204: {
+      description: 'Preflight answered (no body)',
+      headers: {
+        'X-Request-Id': header('XRequestId'), 'Access-Control-Allow-Origin': header('AccessControlAllowOrigin'),
+        'Access-Control-Allow-Methods': header('AccessControlAllowMethods'), 'Access-Control-Allow-Headers': header('AccessControlAllowHeaders'),
+        'Access-Control-Max-Age': header('AccessControlMaxAge'), Vary: header('Vary'),
+      },
+    },
+    405: ref('responses', 'MethodNotAllowed'),
+  },
+});
+
 /** The OpenAPI 3.1 document of the gateway, built from the route table so it cannot drift from it. */
-export const openApiDocument = (publicBaseUrl: string): Schema => {
-  const paths: Record<string, Record<string, Schema>> = {};
-  const rateLimited = { 429: error };
+export const openApiDocument = (publicBaseUrl: string): Obj => {
+  const specs = operations(publicBaseUrl);
+  const paths: Record<string, Record<string, Obj>> = {};
+  const common = [param('XRequestId')];
+
   for (const route of ROUTES as Route[]) {
-    const operation = OPERATIONS[route.operationId];
-    if (!operation) throw new Error(`no OpenAPI operation for ${route.operationId}`);
-    const responses = { ...(operation.responses as Record<string, unknown>), ...rateLimited };
+    const spec = specs[route.operationId];
+    if (!spec) throw new Error(`no OpenAPI operation for ${route.operationId}`);
+    const errors = new Map<number, string[]>();
+    const add = (status: number, ...messages: string[]) => errors.set(status, [...(errors.get(status) ?? []), ...messages]);
+    if (route.auth) add(401, M.missingToken, M.invalidToken);
+    for (const [status, messages] of Object.entries(spec.errors ?? {})) add(Number(status), ...messages);
+    if (spec.body === 'json') {
+      add(400, M.malformedJson, M.malformedBody);
+      add(413, M.bodyTooLarge);
+    }
+    if (spec.write) {
+      add(400, M.invalidIdempotencyKey);
+      add(409, M.idempotencyKeyInFlight);
+      add(422, M.idempotencyKeyReused);
+    }
+    add(500, route.failure ?? M.internal);
+    add(503, route.failure ?? M.unavailable);
+
+    const responses: Record<string, Obj> = {};
+    for (const [status, answer] of Object.entries(spec.answers)) responses[status] = answer;
+    for (const [status, messages] of [...errors].sort(([a], [b]) => a - b)) {
+      responses[status] = errorResponse(ERROR_DESCRIPTIONS[status] ?? 'Error', [...new Set(messages)], status === 503 ? { 'Retry-After': header('RetryAfter') } : {});
+    }
+    for (const [status, answer] of Object.entries(spec.rawErrors ?? {})) responses[status] = answer;
+    responses[405] = ref('responses', 'MethodNotAllowed');
+    if (spec.body) responses[408] = ref('responses', 'RequestTimeout');
+    responses[429] = ref('responses', 'TooManyRequests');
+
+    const parameters = [...common, ...(spec.write ? [param('IdempotencyKey')] : []), ...(spec.read ? [param('XDocshareConsistency')] : []), ...(spec.parameters ?? [])];
     (paths[openApiPath(route.path)] ??= {})[route.method] = {
-      operationId: route.operationId, summary: route.summary, ...operation, responses,
-      security: route.auth ? bearer : [],
+      operationId: route.operationId, tags: [spec.tag], summary: route.summary,
+      ...(spec.description === undefined ? {} : { description: spec.description }),
+      parameters,
+      ...(spec.requestBody === undefined ? {} : { requestBody: spec.requestBody }),
+      responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b))),
+      security: route.auth ? [{ XAuthorization: [] }, { BearerAuth: [] }] : [],
     };
   }
-  paths['/api/V1/openapi.json'] = {
-    get: { operationId: 'openapi', summary: 'This document', security: [], responses: { 200: { description: 'OpenAPI 3.1 document' } } },
+
+  const local: Record<string, Obj> = {
+    index: {
+      description: 'JSON when `Accept` prefers `application/json`, else an HTML page with the same links.',
+      responses: {
+        200: {
+          description: 'The index',
+          headers: { ...EDGE_HEADERS, Vary: header('Vary') },
+          content: {
+            'application/json': { schema: schema('Index'), examples: one('The index', indexBody()) },
+            'text/html': { schema: schema('Html'), examples: one('The index page', `<!doctype html><html lang="en"><head><title>docshare API</title></head><body><h1>docshare API</h1><ul><li><a href="${DOCS_PATH}">API reference</a></li></ul></body></html>`) },
+          },
+        },
+      },
+    },
+    openapi: {
+      responses: {
+        200: {
+          description: 'This document',
+          headers: EDGE_HEADERS,
+          content: json(schema('OpenApiDocument'), one('The document (abridged)', { openapi: '3.1.0', info: { title: 'docshare API', version: '1.0.0' }, paths: {} })),
+        },
+      },
+    },
+    docsUi: {
+      description: 'Swagger UI over this document, served from this origin only (no CDN).',
+      responses: {
+        200: {
+          description: 'The reference page',
+          headers: { ...EDGE_HEADERS, 'Content-Security-Policy': header('ContentSecurityPolicy'), 'Cache-Control': header('CacheControlNoCache') },
+          content: html(one('The page', `<!doctype html><html lang="en"><head><title>docshare API reference</title></head><body><div id="swagger-ui" data-openapi-url="${OPENAPI_PATH}"></div></body></html>`)),
+        },
+      },
+    },
+    docsAsset: {
+      description: 'The reference page\'s scripts, stylesheet and icon, at a path that changes with their content: cached for a year. gzip when accepted.',
+      parameters: [
+        { name: 'version', in: 'path', required: true, description: 'The files\' version, as the page names it.', schema: str, example: DOCS_ASSET_VERSION },
+        { name: 'file', in: 'path', required: true, schema: { type: 'string', enum: [...DOCS_ASSET_FILES] }, example: 'swagger-ui.css' },
+      ],
+      responses: {
+        200: {
+          description: 'The file',
+          headers: { ...EDGE_HEADERS, 'Cache-Control': header('CacheControlImmutable'), 'X-Content-Type-Options': header('XContentTypeOptions') },
+          content: {
+            'text/css': { schema: str, examples: one('The stylesheet', '.swagger-ui{color:#3b4151}') },
+            'text/javascript': { schema: str, examples: one('A script', '\'use strict\';') },
+            'image/png': { schema: { type: 'string', contentMediaType: 'image/png' }, examples: one('The icon', '\u0089PNG…') },
+          },
+        },
+        404: ref('responses', 'NotFound'),
+      },
+    },
   };
+  for (const route of LOCAL_ROUTES) {
+    const spec = local[route.operationId] as Obj;
+    const responses = { ...(spec.responses as Obj), 405: ref('responses', 'MethodNotAllowed'), 429: ref('responses', 'TooManyRequests') };
+    (paths[openApiPath(route.path)] ??= {})[route.method] = {
+      operationId: route.operationId, tags: ['Documentation'], summary: route.summary, ...spec,
+      parameters: [...common, ...((spec.parameters as Obj[] | undefined) ?? [])], responses, security: [],
+    };
+  }
+
+  for (const path of corsPaths()) {
+    const methods = paths[openApiPath(path)];
+    if (!methods) continue;
+    const first = Object.values(methods)[0] as { operationId: string };
+    methods.options = preflight(first.operationId);
+  }
+
   return {
     openapi: '3.1.0',
-    info: {
-      title: 'docshare API', version: '1.0.0',
-      description: 'Upload, download, delete and search files with metadata; statistics, file lists and comments. Every response is JSON with `status` = `success` | `error`.',
-    },
+    info: { title: 'docshare API', version: '1.0.0', description: DESCRIPTION },
     servers: [{ url: publicBaseUrl }],
-    security: bearer,
+    security: [{ XAuthorization: [] }, { BearerAuth: [] }],
+    tags: TAGS,
     paths,
     components: {
       securitySchemes: {
-        XAuthorization: { type: 'apiKey', in: 'header', name: 'X-Authorization', description: '`Bearer <JWT>`' },
+        XAuthorization: { type: 'apiKey', in: 'header', name: 'X-Authorization', description: '`Bearer <JWT>`, the token register and login answer.' },
         BearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
       },
-      schemas: { Error: obj({ status: { const: 'error' }, message: str }) },
-      responses: { Error: { description: 'Error envelope', content: json({ $ref: '#/components/schemas/Error' }) } },
+      schemas: SCHEMAS,
+      headers: HEADERS,
+      parameters: PARAMETERS,
+      responses: RESPONSES,
     },
   };
 };

@@ -6,7 +6,7 @@ import type { RequestHandler } from 'express';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { makeTokens } from '@docshare/auth';
 import { IDENTITY_HEADER, makeLogger, makeOps } from '@docshare/http';
-import { makeGateway, openApiDocument, ROUTES } from '../src/index.ts';
+import { LOCAL_ROUTES, corsPaths, makeGateway, openApiDocument, ROUTES } from '../src/index.ts';
 
 const SECRET = 'a-test-secret-that-is-long-enough-0123456789';
 const tokens = makeTokens(SECRET, 3600);
@@ -40,7 +40,8 @@ describe('gateway', () => {
   it('routes every documented operation to a service, and documents every route', async () => {
     const doc = openApiDocument('http://example.test') as { paths: Record<string, Record<string, unknown>> };
     const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`)).sort();
-    const routed = [...ROUTES.map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`), 'get /api/V1/openapi.json'].sort();
+    const routed = [...ROUTES, ...LOCAL_ROUTES].map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`)
+      .concat(corsPaths().map((p) => `options ${p.replace(/:(\w+)/g, '{$1}')}`)).sort();
     assert.deepEqual(documented, routed);
     const token = tokens.issue(5);
     for (const route of ROUTES) {

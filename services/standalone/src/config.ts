@@ -3,6 +3,7 @@ import {
 } from '@docshare/http';
 import { resolve } from 'node:path';
 import { EXTRACT_VARS, type ExtractSettings } from '@docshare/text-extractor';
+import { corsOriginsVar, type CorsOrigins } from '@docshare/gateway';
 
 /** Everything `npm start` can be told, from the environment (decisions §13). */
 export interface EmbeddedConfig {
@@ -19,6 +20,8 @@ export interface EmbeddedConfig {
   jwtTtlSeconds: number;
   downloadUrlTtlSeconds: number;
   trustProxy: boolean | number | string | undefined;
+  /** Browser origins allowed to call the API cross-origin (`CORS_ORIGINS`); undefined: no CORS headers. */
+  corsOrigins: CorsOrigins | undefined;
   logLevel: string;
   /** Header, idle and total timeouts and the connection limit of the public port (`HTTP_*`). */
   http: HttpLimits;
@@ -47,6 +50,7 @@ export const EMBEDDED_VARS = {
   JWT_TTL_SECONDS: intVar(24 * 60 * 60, 1),
   DOWNLOAD_URL_TTL_SECONDS: intVar(15 * 60, 1),
   TRUST_PROXY: optionalVar(),
+  CORS_ORIGINS: corsOriginsVar(),
   LOG_LEVEL: stringVar('info'),
   BLOB_SWEEP_INTERVAL_SECONDS: intVar(60 * 60, 0),
   BLOB_SWEEP_GRACE_SECONDS: intVar(60 * 60, 1),
@@ -69,6 +73,7 @@ export const embeddedConfig = (env: NodeJS.ProcessEnv): EmbeddedConfig => {
     jwtTtlSeconds: v.JWT_TTL_SECONDS,
     downloadUrlTtlSeconds: v.DOWNLOAD_URL_TTL_SECONDS,
     trustProxy: trustProxyOf(v.TRUST_PROXY),
+    corsOrigins: v.CORS_ORIGINS,
     logLevel: v.LOG_LEVEL,
     http: httpLimitsOf(env),
     metrics: metricsListenOf(env, v.PORT),

