@@ -38,6 +38,12 @@ const NEEDS_OWN_SERVER = [
   '^RATE_LIMIT_POINTS and RATE_LIMIT_WINDOW_SECONDS$',
   '^MAX_UPLOAD_BYTES$',
   '^restart keeps data$',
+  '^CORS_ORIGINS with two origins$',
+  '^CORS_ORIGINS=\\*$',
+  '^CORS_ORIGINS unset$',
+  '^validators across a restart$',
+  'works under any host name: PUBLIC_BASE_URL only names the canonical page',
+  'a replay survives a restart',
 ];
 const escape = (name: string): string => name.startsWith('^') ? name : name.replace(/[.*+?()[\]{}|\\]/g, '\\$&');
 
@@ -126,7 +132,8 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
       secretsDir,
       localImages: process.env['DOCSHARE_COMPOSE_REGISTRY'] !== '1',
       // The conformance suite makes far more than 30 requests a minute from one address.
-      env: { RATE_LIMIT_POINTS: '100000', PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'warn' },
+      // CORS on, for one origin: tests/conformance/openapi.test.ts sends its preflights from it.
+      env: { RATE_LIMIT_POINTS: '100000', PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'warn', CORS_ORIGINS: 'https://app.example.com' },
     });
     console.log(`compose: engine ${stack.images.engine}, project ${stack.options.project}, gateway ${stack.baseUrl}`);
     // A run that was killed (a CI timeout) left its project behind: remove those of dead runs.
