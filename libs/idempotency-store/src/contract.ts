@@ -85,7 +85,11 @@ export const idempotencyStoreContract = (
       const begun = await store.begin(key, t0, LEASE);
       if (begun.state !== 'started') return assert.fail('not started');
       await store.complete(key, begun.token, completed('old', t0));
-      assert.equal((await store.begin(key, t0 + DAY + 1, LEASE)).state, 'started');
+      const again = await store.begin(key, t0 + DAY + 1, LEASE);
+      if (again.state !== 'started') return assert.fail(`expired key not started afresh: ${again.state}`);
+      assert.equal(await store.complete(key, again.token, completed('new', t0 + DAY + 1)), true);
+      const seen = await store.begin(key, t0 + DAY + 2, LEASE);
+      assert.equal(seen.state === 'done' && seen.fingerprint, 'new');
     });
 
     it('a completed key can be neither completed again nor abandoned', async () => {
@@ -94,9 +98,13 @@ export const idempotencyStoreContract = (
       if (begun.state !== 'started') return assert.fail('not started');
       await store.complete(key, begun.token, completed('once', t0));
       assert.equal(await store.complete(key, begun.token, completed('twice', t0)), false);
+      assert.equal(await store.renew(key, begun.token, t0 + 1, LEASE), false, 'a completed key is no longer in flight');
       await store.abandon(key, begun.token);
       const seen = await store.begin(key, t0 + 1, LEASE);
       assert.equal(seen.state === 'done' && seen.fingerprint, 'once');
+      // Past the lease its request had, the answer still holds the key.
+      const later = await store.begin(key, t0 + LEASE + 1, LEASE);
+      assert.equal(later.state === 'done' && later.fingerprint, 'once');
     });
 
     it('of 30 concurrent begins of one key exactly one starts', async () => {
