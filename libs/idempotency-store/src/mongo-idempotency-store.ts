@@ -66,8 +66,8 @@ export async function openMongoIdempotencyStore(db: Db): Promise<IdempotencyStor
       const claim = await claimOf(key);
       if (claim !== null && claim.leaseUntil > at) {
         // Its request may have completed since our first look (a completed key keeps its claim).
-        const now = await answerOf(key);
-        return live(now, at) ? begunOf(now) : { state: 'in_flight' };
+        const answered = await answerOf(key);
+        return live(answered, at) ? begunOf(answered) : { state: 'in_flight' };
       }
       if (attempt >= 3) return { state: 'in_flight' };
       // Lapsed (a completed request's, or one whose process died), or gone meanwhile: take it
