@@ -8,7 +8,8 @@ import type { Begun, CompletedKey, IdempotencyStore } from './port.ts';
  *   { _id: "claim/<key>", token, leaseUntil, expireAt }   a request working on the key
  *   { _id: "done/<key>", fingerprint, answer, expiresAt, expireAt }   its kept answer
  * (`answer` is JSON text: FerretDB 1.x refuses nested arrays; `expireAt` is a Date for the TTL
- * index, which only saves space: reads check the times themselves.)
+ * index, or for the store's own sweep where the server has none, which only saves space: reads
+ * check the times themselves.)
  *
  * Who holds a key is decided by inserts under a unique `_id`, the one write FerretDB 1.x decides
  * atomically (its updates and deletes are read-then-write, docs/mongodb.md): of concurrent
@@ -18,7 +19,7 @@ import type { Begun, CompletedKey, IdempotencyStore } from './port.ts';
  * cost in proportion to the collection (measured: ~45 ms each at 20,000 keys, against ~1 ms for a
  * lookup or an insert), so none is on that path:
  *   - completing keeps the claim: the answer is looked for first, and the claim lapses with its
- *     lease (MongoDB's TTL index then removes it);
+ *     lease (MongoDB's TTL index then removes it, FerretDB's the sweep below);
  *   - releasing (a failed request), renewing (a request over 20 s) and taking over a claim whose
  *     lease lapsed (its process died) are conditional on the owner's token, which MongoDB decides
  *     atomically; FerretDB does not, so there a stale owner (paused past its lease) may release a
@@ -39,16 +40,36 @@ const begunOf = (done: DoneDoc): Begun => ({
   state: 'done', fingerprint: done.fingerprint, answer: JSON.parse(done.answer) as CompletedKey['answer'], expiresAt: done.expiresAt,
 });
 
+export interface MongoIdempotencyOptions {
+  /**
+   * How often expired keys are removed by the store itself. Default: every 10 minutes, and only
+   * on a server that refuses the TTL index (FerretDB 1.x); given, also where the index exists.
+   */
+  sweepEveryMs?: number;
+  /** How long past its `expireAt` a document is left to the key's own requests (default 1 hour). */
+  sweepGraceMs?: number;
+  now?: () => number;
+}
+
 /** An IdempotencyStore on `db`. `close` leaves the client open: its owner closes it. */
-export async function openMongoIdempotencyStore(db: Db): Promise<IdempotencyStore> {
+export async function openMongoIdempotencyStore(db: Db, options: MongoIdempotencyOptions = {}): Promise<IdempotencyStore> {
   const keys = db.collection<KeyDoc>(COLLECTION);
-  await keys.createIndex({ expireAt: 1 }, { expireAfterSeconds: 0 }).catch(() => {
-    // A server without TTL indexes keeps expired keys; they are still ignored on read.
-  });
+  const ttl = await keys.createIndex({ expireAt: 1 }, { expireAfterSeconds: 0 }).then(() => true, () => false);
   let closed = false;
   const assertOpen = (): void => {
     if (closed) throw new Error('idempotency store is closed');
   };
+  // Reads check the times themselves, so an expired key left in place is never replayed; removing
+  // it only keeps the collection, and FerretDB's lookups that scan it, to a day's keys. The grace
+  // keeps the sweep away from a key being taken afresh (FerretDB's deletes are read-then-write).
+  const now = options.now ?? Date.now;
+  const sweepEveryMs = options.sweepEveryMs ?? (ttl ? undefined : 10 * 60_000);
+  const sweepGraceMs = options.sweepGraceMs ?? 3_600_000;
+  const sweeper = sweepEveryMs === undefined ? undefined : setInterval(() => {
+    // A sweep that fails (the server is away) is tried again at the next interval.
+    keys.deleteMany({ expireAt: { $lt: new Date(now() - sweepGraceMs) } }).catch(() => {});
+  }, sweepEveryMs);
+  sweeper?.unref();
 
   const answerOf = async (key: string): Promise<DoneDoc | null> => keys.findOne({ _id: doneId(key) }) as Promise<DoneDoc | null>;
   const claimOf = async (key: string): Promise<ClaimDoc | null> => keys.findOne({ _id: claimId(key) }) as Promise<ClaimDoc | null>;
@@ -120,6 +141,7 @@ export async function openMongoIdempotencyStore(db: Db): Promise<IdempotencyStor
 
     async close(): Promise<void> {
       closed = true;
+      clearInterval(sweeper);
     },
   };
 }

@@ -19,3 +19,33 @@ idempotencyStoreContract('mongo', () => openMongoIdempotencyStore(db), async (cl
   await closed.close();
   return openMongoIdempotencyStore(db);
 });
+
+it('expired keys are swept away (also where no TTL index removes them); live keys stay and replay', async () => {
+  const sweptDb = server.freshDb('idempotency_sweep');
+  const store = await openMongoIdempotencyStore(sweptDb, { sweepEveryMs: 50, sweepGraceMs: 0 });
+  const raw = sweptDb.collection<{ _id: string }>('idempotency_keys');
+  const ids = async (key: string): Promise<string[]> =>
+    (await raw.find({ _id: { $in: [`claim/${key}`, `done/${key}`] } }).toArray()).map((doc) => doc._id).sort();
+  const keep = async (key: string, at: number): Promise<void> => {
+    const begun = await store.begin(key, at, 60_000);
+    if (begun.state !== 'started') return assert.fail(`not started: ${begun.state}`);
+    const answer = { status: 201, headers: {}, body: '{"status":"success"}' };
+    assert.equal(await store.complete(key, begun.token, { fingerprint: key, answer, expiresAt: at + 86_400_000 }), true);
+  };
+  try {
+    const day = 86_400_000;
+    await keep('user-1/old', Date.now() - 2 * day);
+    await keep('user-1/live', Date.now());
+    assert.deepEqual(await ids('user-1/old'), ['claim/user-1/old', 'done/user-1/old']);
+    const deadline = Date.now() + 20_000;
+    while ((await ids('user-1/old')).length > 0) {
+      if (Date.now() > deadline) assert.fail(`not swept: ${(await ids('user-1/old')).join(', ')}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.deepEqual(await ids('user-1/live'), ['claim/user-1/live', 'done/user-1/live']);
+    const replayed = await store.begin('user-1/live', Date.now(), 60_000);
+    assert.equal(replayed.state === 'done' && replayed.fingerprint, 'user-1/live');
+  } finally {
+    await store.close();
+  }
+});

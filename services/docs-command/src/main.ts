@@ -151,6 +151,7 @@ exitGracefully(logger, [
     if (metrics) await closeServer(metrics.server, 1_000);
   },
   () => sweeper.stop(),
+  () => idempotencyKeys.close(),
   () => relay.stop(),
   () => bus.close(),
   () => client.close(),
