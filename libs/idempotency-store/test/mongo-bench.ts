@@ -38,12 +38,10 @@ try {
   console.log(`MongoDB idempotency store on ${server.server}, ${SAMPLES} samples each, ms per operation\n`);
   console.log('keys kept | new key: begin+complete | replay: begin | ceiling: lookup (miss) | insert | 3 lookups + 2 inserts | ratio');
   let kept = 0;
-  const written: string[] = [];
   for (const target of KEPT) {
     while (kept < target) await write(`u/${kept++}`);
     const fresh = Array.from({ length: SAMPLES }, () => `u/${randomUUID()}`);
     const newKey = await perOp((i) => write(fresh[i] as string));
-    written.push(...fresh);
     kept += SAMPLES;
     const replay = await perOp((i) => store.begin(fresh[i] as string, at + 1, LEASE));
     const lookup = await perOp(() => raw.findOne({ _id: `done/u/${randomUUID()}` }));
