@@ -29,14 +29,16 @@ try {
   const bytes = randomBytes(BYTES);
   const { fileId } = await c.uploadOk(user.token);
 
-  const time = async (label: string, send: (i: number) => Promise<Res>, expect: number): Promise<number[]> => {
+  /** Sends one request, adds its time to `into`; anything but a 201 ends the run. */
+  const once = async (into: number[], label: string, send: () => Promise<Res>): Promise<void> => {
+    const started = performance.now();
+    const res = await send();
+    into.push(performance.now() - started);
+    if (res.status !== 201) throw new Error(`${label}: HTTP ${res.status} ${res.text}`);
+  };
+  const time = async (label: string, send: (i: number) => Promise<Res>): Promise<number[]> => {
     const ms: number[] = [];
-    for (let i = 0; i < N; i++) {
-      const started = performance.now();
-      const res = await send(i);
-      ms.push(performance.now() - started);
-      if (res.status !== expect) throw new Error(`${label}: HTTP ${res.status} ${res.text}`);
-    }
+    for (let i = 0; i < N; i++) await once(ms, label, () => send(i));
     return ms;
   };
   const row = (label: string, ms: number[], ceiling?: number[]): string => {
@@ -48,15 +50,15 @@ try {
   const keyed = (key: string) => ({ headers: { 'Idempotency-Key': key } });
 
   // Warm both paths first.
-  await time('warm', () => c.comment(user.token, { file_id: fileId, comment: 'warm' }), 201);
+  await time('warm', () => c.comment(user.token, { file_id: fileId, comment: 'warm' }));
   const keys: string[] = [];
-  const uploadPlain = await time('upload', () => c.upload(user.token, DEFAULT_UPLOAD, bytes, 'b.bin', 'application/octet-stream'), 201);
-  const uploadKeyed = await time('upload+key', (i) => c.upload(user.token, DEFAULT_UPLOAD, bytes, 'b.bin', 'application/octet-stream', keyed((keys[i] = randomUUID()))), 201);
-  const uploadReplay = await time('upload replay', (i) => c.upload(user.token, DEFAULT_UPLOAD, bytes, 'b.bin', 'application/octet-stream', keyed(keys[i] ?? '')), 201);
-  const commentPlain = await time('comment', () => c.comment(user.token, { file_id: fileId, comment: 'plain' }), 201);
+  const uploadPlain = await time('upload', () => c.upload(user.token, DEFAULT_UPLOAD, bytes, 'b.bin', 'application/octet-stream'));
+  const uploadKeyed = await time('upload+key', (i) => c.upload(user.token, DEFAULT_UPLOAD, bytes, 'b.bin', 'application/octet-stream', keyed((keys[i] = randomUUID()))));
+  const uploadReplay = await time('upload replay', (i) => c.upload(user.token, DEFAULT_UPLOAD, bytes, 'b.bin', 'application/octet-stream', keyed(keys[i] ?? '')));
+  const commentPlain = await time('comment', () => c.comment(user.token, { file_id: fileId, comment: 'plain' }));
   const commentKeys: string[] = [];
-  const commentKeyed = await time('comment+key', (i) => c.json('POST', '/api/V1/docs/api-comment', user.token, { file_id: fileId, comment: 'keyed' }, keyed((commentKeys[i] = randomUUID()))), 201);
-  const commentReplay = await time('comment replay', (i) => c.json('POST', '/api/V1/docs/api-comment', user.token, { file_id: fileId, comment: 'keyed' }, keyed(commentKeys[i] ?? '')), 201);
+  const commentKeyed = await time('comment+key', (i) => c.json('POST', '/api/V1/docs/api-comment', user.token, { file_id: fileId, comment: 'keyed' }, keyed((commentKeys[i] = randomUUID()))));
+  const commentReplay = await time('comment replay', (i) => c.json('POST', '/api/V1/docs/api-comment', user.token, { file_id: fileId, comment: 'keyed' }, keyed(commentKeys[i] ?? '')));
   // Again once 5 N more keys are kept (keyed comments on another file), on a fresh file, beside the
   // same write without a key: a cost that grew with the keys kept would show here.
   const { fileId: other } = await c.uploadOk(user.token);
@@ -64,16 +66,10 @@ try {
   const { fileId: fresh } = await c.uploadOk(user.token);
   const laterPlain: number[] = [];
   const laterKeyed: number[] = [];
-  const once = async (into: number[], send: () => Promise<Res>): Promise<void> => {
-    const started = performance.now();
-    const res = await send();
-    into.push(performance.now() - started);
-    if (res.status !== 201) throw new Error(`comment: HTTP ${res.status} ${res.text}`);
-  };
   for (let i = 0; i < N; i++) {
     // Interleaved, so both see the same file stream length.
-    await once(laterPlain, () => c.comment(user.token, { file_id: fresh, comment: 'plain' }));
-    await once(laterKeyed, () => c.json('POST', '/api/V1/docs/api-comment', user.token, { file_id: fresh, comment: 'keyed' }, keyed(randomUUID())));
+    await once(laterPlain, 'comment', () => c.comment(user.token, { file_id: fresh, comment: 'plain' }));
+    await once(laterKeyed, 'comment+key', () => c.json('POST', '/api/V1/docs/api-comment', user.token, { file_id: fresh, comment: 'keyed' }, keyed(randomUUID())));
   }
   console.log(`\nIdempotency-Key cost (${TARGET}, ${N} requests each, one at a time, uploads of ${BYTES} bytes)\n`);
   console.log(row('upload, no key (ceiling)', uploadPlain));
