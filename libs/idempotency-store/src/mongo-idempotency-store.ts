@@ -48,7 +48,6 @@ export interface MongoIdempotencyOptions {
   sweepEveryMs?: number;
   /** How long past its `expireAt` a document is left to the key's own requests (default 1 hour). */
   sweepGraceMs?: number;
-  now?: () => number;
 }
 
 /** An IdempotencyStore on `db`. `close` leaves the client open: its owner closes it. */
@@ -62,12 +61,11 @@ export async function openMongoIdempotencyStore(db: Db, options: MongoIdempotenc
   // Reads check the times themselves, so an expired key left in place is never replayed; removing
   // it only keeps the collection, and FerretDB's lookups that scan it, to a day's keys. The grace
   // keeps the sweep away from a key being taken afresh (FerretDB's deletes are read-then-write).
-  const now = options.now ?? Date.now;
   const sweepEveryMs = options.sweepEveryMs ?? (ttl ? undefined : 10 * 60_000);
   const sweepGraceMs = options.sweepGraceMs ?? 3_600_000;
   const sweeper = sweepEveryMs === undefined ? undefined : setInterval(() => {
     // A sweep that fails (the server is away) is tried again at the next interval.
-    keys.deleteMany({ expireAt: { $lt: new Date(now() - sweepGraceMs) } }).catch(() => {});
+    keys.deleteMany({ expireAt: { $lt: new Date(Date.now() - sweepGraceMs) } }).catch(() => {});
   }, sweepEveryMs);
   sweeper?.unref();
 

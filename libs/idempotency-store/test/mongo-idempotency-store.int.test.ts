@@ -21,6 +21,7 @@ idempotencyStoreContract('mongo', () => openMongoIdempotencyStore(db), async (cl
 });
 
 it('expired keys are swept away (also where no TTL index removes them); live keys stay and replay', async () => {
+  const day = 86_400_000;
   const sweptDb = server.freshDb('idempotency_sweep');
   const store = await openMongoIdempotencyStore(sweptDb, { sweepEveryMs: 50, sweepGraceMs: 0 });
   const raw = sweptDb.collection<{ _id: string }>('idempotency_keys');
@@ -30,10 +31,9 @@ it('expired keys are swept away (also where no TTL index removes them); live key
     const begun = await store.begin(key, at, 60_000);
     if (begun.state !== 'started') return assert.fail(`not started: ${begun.state}`);
     const answer = { status: 201, headers: {}, body: '{"status":"success"}' };
-    assert.equal(await store.complete(key, begun.token, { fingerprint: key, answer, expiresAt: at + 86_400_000 }), true);
+    assert.equal(await store.complete(key, begun.token, { fingerprint: key, answer, expiresAt: at + day }), true);
   };
   try {
-    const day = 86_400_000;
     await keep('user-1/old', Date.now() - 2 * day);
     await keep('user-1/live', Date.now());
     assert.deepEqual(await ids('user-1/old'), ['claim/user-1/old', 'done/user-1/old']);
