@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import { once } from 'node:events';
 import { after, describe, it } from 'node:test';
 import { makeRateLimiter } from '../src/index.ts';
@@ -35,6 +36,14 @@ after(async () => {
 });
 // A prefix per run so runs (and other users of the shared Redis) never see each other's counts.
 const prefix = (): string => `docshare-rl-test-${randomUUID()}`;
+
+/*
+ * The outage tests run a redis-server of their own, whichever stack provides REDIS_URL (under
+ * testcontainers Redis is a container and nothing else has installed the binary): the project's
+ * provisioning installs it here, a no-op once it is there.
+ */
+const provisioned = spawnSync('bash', [join(import.meta.dirname, '..', '..', '..', 'infra', 'local', 'provision.sh'), 'redis'], { stdio: 'inherit' });
+if (provisioned.status !== 0) throw new Error(`infra/local/provision.sh redis failed (exit ${provisioned.status})`);
 
 /** Starts a throwaway redis-server (no persistence) and resolves once it accepts connections. */
 const startRedis = async (port: number): Promise<ChildProcess> => {
