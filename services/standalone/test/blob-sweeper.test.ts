@@ -47,9 +47,12 @@ it('removes an old orphan blob in DATA_DIR/blobs and keeps the blobs of files', 
 
   await eventually(async () => !(await blobFiles(server!.dataDir)).includes(orphan), { timeoutMs: 30_000 });
   assert.deepEqual(await blobFiles(server.dataDir), [uploaded, young].sort());
-  // On the internal metrics listener, never on the public port.
-  const metrics = await (await fetch(`${server.metricsUrl}/metrics`)).text();
-  assert.match(metrics, /^docshare_blobs_swept_total 1$/m);
+  // On the internal metrics listener, never on the public port. The pass counts what it removed
+  // when it ends, after the file is gone: the count is polled, not read at the moment of the unlink.
+  await eventually(async () => {
+    const metrics = await (await fetch(`${server!.metricsUrl}/metrics`)).text();
+    assert.match(metrics, /^docshare_blobs_swept_total 1$/m);
+  }, { timeoutMs: 30_000 });
   assert.ok(server.output().includes('unreferenced blob removed'));
 
   // The file's bytes are intact.
