@@ -79,4 +79,16 @@ describe('search projection', () => {
     assert.deepEqual([doc?.categoryId, doc?.license], [4, 'CC BY-SA']);
     assert.equal((await index.get('31'))?.doc.content, '');
   });
+
+  it('frees the extracted text of a deleted file, and keeps it while the file is only disabled', async () => {
+    const h = makeHistory();
+    const text = 'zeppelin '.repeat(1000);
+    h.upload(40, 1, 'kept'); h.extracted(40, 1, text); h.update(40, 1, { enabled: false });
+    h.upload(41, 1, 'gone'); h.extracted(41, 1, text); h.remove(41, 1);
+    const index = await project(deliveredTwice(h.records));
+    assert.equal((await index.get('40'))?.doc.content.length, text.length, 'a disabled file may be enabled again');
+    const tombstone = await index.get('41');
+    assert.equal(tombstone?.doc.visible, false);
+    assert.equal(tombstone?.doc.content.length, 0, 'a deleted file keeps no text');
+  });
 });
