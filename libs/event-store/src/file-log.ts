@@ -1,4 +1,4 @@
-import { mkdir, open, readFile } from 'node:fs/promises';
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
@@ -40,7 +40,8 @@ type LogRecord =
 
 interface PendingWrite {
   bytes: Buffer;
-  commit(): void;
+  /** Called once the line is durable, with where it is in the file. */
+  commit(offset: number, length: number): void;
   resolve(): void;
   reject(error: unknown): void;
 }
@@ -73,32 +74,60 @@ export async function openFileEventLog(dir: string, options: FileEventLogOptions
   }
 }
 
+/**
+ * Where the durable events are in the file: one entry per append record (a line), in log order.
+ * Payloads are read back from the file on demand, so memory grows by a few numbers per event and
+ * per stream, never by what the events carry (extracted text can be 100 KB an event).
+ */
+interface LogIndex {
+  /** Byte offset of each append record's line. */
+  starts: number[];
+  /** Byte length of each append record's line, newline included. */
+  lengths: number[];
+  /** Global position of each append record's first event. */
+  firstPositions: number[];
+  /** Per stream, the global position of each of its events (version v at index v - 1). */
+  streams: Map<string, number[]>;
+  /** Positions recorded so far (the last position). */
+  positions: number;
+}
+
+/** Reads of the file are made in ranges of at most this many bytes (one record may be larger). */
+const READ_RANGE_BYTES = 4 * 1024 * 1024;
+/** Two records of one stream at most this far apart are read with one read, the gap discarded. */
+const READ_GAP_BYTES = 64 * 1024;
+
 async function openLog(file: string, options: FileEventLogOptions): Promise<FileEventLog> {
   const warn = safeWarning(options);
   const idBlockSize = options.idBlockSize ?? 100;
   if (!Number.isInteger(idBlockSize) || idBlockSize < 1) throw new Error(`idBlockSize must be a positive integer, got ${idBlockSize}`);
 
-  const all: StoredEvent<CloudEvent>[] = [];
-  const streams = new Map<string, StoredEvent<CloudEvent>[]>();
+  const index: LogIndex = { starts: [], lengths: [], firstPositions: [], streams: new Map(), positions: 0 };
   const reservedIds = new Map<string, number>();
 
   await mkdir(path.dirname(file), { recursive: true });
-  const existing = await readIfExists(file);
   /** Bytes of the file known to be durable: where a failed write is cut back to. */
   let durableLength = 0;
-  if (existing !== null) {
-    const goodLength = loadLog(existing, file, warn, { all, streams, reservedIds });
-    if (goodLength < existing.length) await truncateDurably(file, goodLength);
-    durableLength = goodLength;
+  const existed = await scanLog(file, warn, (record, start, length, where) => applyLoaded(record, start, length, { index, reservedIds }, where));
+  if (existed !== null) {
+    if (existed.goodLength < existed.size) await truncateDurably(file, existed.goodLength);
+    durableLength = existed.goodLength;
   }
   const handle = await (options.openAppendFile ?? openAppendFile)(file);
-  if (existing === null) await syncDirectory(path.dirname(file));
+  if (existed === null) await syncDirectory(path.dirname(file));
+  let reader: FileHandle;
+  try {
+    reader = await open(file, 'r');
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
 
   // Versions and positions include appends still being written, so conflicts are decided at call time;
-  // `all` and `streams` only ever hold durable events, so readers never see what might be lost.
+  // the index only ever holds durable events, so readers never see what might be lost.
   const pendingVersions = new Map<string, number>();
-  for (const [stream, events] of streams) pendingVersions.set(stream, events.length);
-  let nextPosition = all.length + 1;
+  for (const [stream, positions] of index.streams) pendingVersions.set(stream, positions.length);
+  let nextPosition = index.positions + 1;
   const idBlocks = new Map<string, IdBlock>();
   for (const [kind, upTo] of reservedIds) idBlocks.set(kind, { next: upTo + 1, limit: upTo, reserving: null });
 
@@ -107,13 +136,15 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
   let flushing: Promise<void> | null = null;
   let failure: Error | null = null;
   let closing: Promise<void> | null = null;
+  /** Reads in flight: close() waits for them before it closes the file they read. */
+  const reading = new Set<Promise<unknown>>();
 
   const assertWritable = (): void => {
     if (failure) throw failure;
     if (closing) throw new Error(`event log ${file} is closed`);
   };
 
-  const writeDurably = (payload: string, commit: () => void): Promise<void> =>
+  const writeDurably = (payload: string, commit: PendingWrite['commit']): Promise<void> =>
     new Promise((resolve, reject) => {
       queue.push({ bytes: encodeLine(payload), commit, resolve, reject });
       flushing ??= flush();
@@ -126,6 +157,7 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
       const batch = queue;
       queue = [];
       const bytes = batch.length === 1 ? batch[0]!.bytes : Buffer.concat(batch.map((entry) => entry.bytes));
+      const offset = durableLength;
       try {
         await handle.write(bytes);
         await handle.sync();
@@ -141,10 +173,14 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
         });
         break;
       }
-      const before = all.length;
-      for (const entry of batch) entry.commit();
+      const before = index.positions;
+      let at = offset;
+      for (const entry of batch) {
+        entry.commit(at, entry.bytes.length);
+        at += entry.bytes.length;
+      }
       for (const entry of batch) entry.resolve();
-      if (all.length > before) listeners.notify(all.length);
+      if (index.positions > before) listeners.notify(index.positions);
     }
     flushing = null;
   };
@@ -158,21 +194,19 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
     const first = nextPosition;
     const record: LogRecord = { type: 'append', position: first, stream: streamId, events: [...events] };
     const payload = JSON.stringify(record);
-    // Keep the JSON round-tripped copy, frozen: readers get exactly what a reopen would give them and cannot alter the log.
-    const stored = (JSON.parse(payload) as { events: CloudEvent[] }).events.map((event, i) =>
-      deepFreeze({ position: first + i, event }),
-    );
     nextPosition += events.length;
     const version = expectedVersion + events.length;
     pendingVersions.set(streamId, version);
 
-    await writeDurably(payload, () => {
-      let stream = streams.get(streamId);
-      if (!stream) streams.set(streamId, (stream = []));
-      for (const entry of stored) {
-        all.push(entry);
-        stream.push(entry);
-      }
+    await writeDurably(payload, (offset, length) => {
+      // Only where the line is: readers parse it from the file, so they get exactly what a reopen gives.
+      index.starts.push(offset);
+      index.lengths.push(length);
+      index.firstPositions.push(first);
+      let stream = index.streams.get(streamId);
+      if (!stream) index.streams.set(streamId, (stream = []));
+      for (let i = 0; i < events.length; i++) stream.push(first + i);
+      index.positions = first + events.length - 1;
     });
     return { version, position: first + events.length - 1 };
   };
@@ -199,17 +233,88 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
     }
   };
 
+  /** The index of the append record that holds `position` (1..index.positions). */
+  const recordOf = (position: number): number => {
+    const firsts = index.firstPositions;
+    let low = 0;
+    let high = firsts.length - 1;
+    while (low < high) {
+      const mid = (low + high + 1) >>> 1;
+      if (firsts[mid]! <= position) low = mid;
+      else high = mid - 1;
+    }
+    return low;
+  };
+
+  /**
+   * The events of the append records `records` (ascending record indexes), read from the file:
+   * neighbouring records with one read (up to READ_RANGE_BYTES, gaps up to READ_GAP_BYTES).
+   * `keep` picks the events wanted of each record.
+   */
+  const readRecords = async (
+    records: readonly number[], keep: (event: CloudEvent, position: number) => boolean,
+  ): Promise<StoredEvent<CloudEvent>[]> => {
+    if (closing) throw new Error(`event log ${file} is closed`);
+    const out: StoredEvent<CloudEvent>[] = [];
+    for (let from = 0; from < records.length;) {
+      let to = from;
+      const start = index.starts[records[from]!]!;
+      const endOf = (i: number): number => index.starts[records[i]!]! + index.lengths[records[i]!]!;
+      while (to + 1 < records.length) {
+        const next = index.starts[records[to + 1]!]!;
+        if (next - endOf(to) > READ_GAP_BYTES || endOf(to + 1) - start > READ_RANGE_BYTES) break;
+        to++;
+      }
+      const bytes = await readRange(reader, start, endOf(to) - start);
+      for (let i = from; i <= to; i++) {
+        const r = records[i]!;
+        const lineStart = index.starts[r]! - start;
+        const decoded = decodeLine(bytes, lineStart, lineStart + index.lengths[r]! - 1);
+        if (typeof decoded === 'string' || decoded.type !== 'append' || decoded.position !== index.firstPositions[r]) {
+          throw new Error(`event log ${file} changed under the process at byte ${index.starts[r]} (${typeof decoded === 'string' ? decoded : 'another record'})`);
+        }
+        decoded.events.forEach((event, k) => {
+          const position = decoded.position + k;
+          if (keep(event, position)) out.push({ position, event });
+        });
+      }
+      from = to + 1;
+    }
+    return out;
+  };
+
+  const tracked = <T>(read: Promise<T>): Promise<T> => {
+    reading.add(read);
+    const forget = (): void => {
+      reading.delete(read);
+    };
+    read.then(forget, forget);
+    return read;
+  };
+
   return {
-    async readStream(streamId, afterVersion = 0) {
-      return streams.get(streamId)?.slice(Math.max(0, afterVersion)) ?? [];
+    readStream(streamId, afterVersion = 0) {
+      const positions = index.streams.get(streamId)?.slice(Math.max(0, afterVersion)) ?? [];
+      if (positions.length === 0) return Promise.resolve([]);
+      const records: number[] = [];
+      for (const position of positions) {
+        const r = recordOf(position);
+        if (records.at(-1) !== r) records.push(r);
+      }
+      const from = positions[0]!;
+      return tracked(readRecords(records, (_event, position) => position >= from));
     },
     append,
-    async readAll(afterPosition, limit) {
+    readAll(afterPosition, limit) {
       const from = Math.max(0, afterPosition);
-      return all.slice(from, from + Math.max(0, limit));
+      const to = Math.min(index.positions, from + Math.max(0, limit));
+      if (to <= from) return Promise.resolve([]);
+      const records: number[] = [];
+      for (let r = recordOf(from + 1); r < index.firstPositions.length && index.firstPositions[r]! <= to; r++) records.push(r);
+      return tracked(readRecords(records, (_event, position) => position > from && position <= to));
     },
     async lastPosition() {
-      return all.length;
+      return index.positions;
     },
     nextId,
     onAppend: listeners.onAppend,
@@ -217,11 +322,25 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
       closing ??= (async () => {
         while (flushing) await flushing;
         await handle.close();
+        await Promise.allSettled([...reading]);
+        await reader.close();
         openFiles.delete(file);
       })();
       return closing;
     },
   };
+}
+
+/** `length` bytes of `handle` from `start`; a short read means the file lost bytes it had. */
+async function readRange(handle: FileHandle, start: number, length: number): Promise<Buffer> {
+  const buffer = Buffer.allocUnsafe(length);
+  let read = 0;
+  while (read < length) {
+    const { bytesRead } = await handle.read(buffer, read, length - read, start + read);
+    if (bytesRead === 0) throw new Error(`event log ended at byte ${start + read}, before the ${length} bytes at ${start}`);
+    read += bytesRead;
+  }
+  return buffer;
 }
 
 function encodeLine(payload: string): Buffer {
@@ -244,67 +363,89 @@ function decodeLine(buffer: Buffer, start: number, end: number): LogRecord | str
 }
 
 interface LoadState {
-  all: StoredEvent<CloudEvent>[];
-  streams: Map<string, StoredEvent<CloudEvent>[]>;
+  index: LogIndex;
   reservedIds: Map<string, number>;
 }
 
-/** Loads every record into `state`; returns the byte length of the intact prefix to keep. */
-function loadLog(buffer: Buffer, file: string, warn: (message: string) => void, state: LoadState): number {
-  let offset = 0;
-  let line = 0;
-  while (offset < buffer.length) {
-    line++;
-    const newline = buffer.indexOf(NEWLINE, offset);
-    if (newline === -1) {
-      // The newline is the last byte of every record, so a line without one was never fully written, let alone synced.
-      warn(`event log ${file}: truncating torn last line ${line} (${buffer.length - offset} bytes, no newline)`);
-      return offset;
-    }
-    const record = decodeLine(buffer, offset, newline);
-    if (typeof record === 'string') {
-      if (newline + 1 === buffer.length) {
-        warn(`event log ${file}: truncating corrupt last line ${line} (${record})`);
-        return offset;
-      }
-      throw new Error(`event log ${file} is corrupt at line ${line} (${record}); refusing to open it`);
-    }
-    applyLoaded(record, state, `event log ${file}, line ${line}`);
-    offset = newline + 1;
-  }
-  return offset;
-}
+/** Bytes read per step while scanning the log at open: memory at open is a chunk and a record, not the file. */
+const SCAN_CHUNK_BYTES = 1024 * 1024;
 
-/** Intact checksums but inconsistent content means a bug or a foreign writer, never a crash: refuse rather than truncate. */
-function applyLoaded(record: LogRecord, state: LoadState, where: string): void {
-  if (record?.type === 'append') {
-    const { position, stream, events } = record;
-    if (position !== state.all.length + 1) throw new Error(`${where}: position ${position}, expected ${state.all.length + 1}`);
-    if (typeof stream !== 'string' || !Array.isArray(events) || events.length === 0) throw new Error(`${where}: malformed append record`);
-    let streamEvents = state.streams.get(stream);
-    if (!streamEvents) state.streams.set(stream, (streamEvents = []));
-    for (const event of events) {
-      if (event?.subject !== stream || event.streamversion !== streamEvents.length + 1) {
-        throw new Error(`${where}: event of ${String(event?.subject)} v${String(event?.streamversion)} does not continue stream ${stream} at v${streamEvents.length}`);
-      }
-      const entry = deepFreeze({ position: state.all.length + 1, event });
-      state.all.push(entry);
-      streamEvents.push(entry);
-    }
-  } else if (record?.type === 'ids') {
-    if (typeof record.kind !== 'string' || !Number.isInteger(record.upTo)) throw new Error(`${where}: malformed ids record`);
-    state.reservedIds.set(record.kind, Math.max(record.upTo, state.reservedIds.get(record.kind) ?? 0));
-  } else {
-    throw new Error(`${where}: unknown record type ${String((record as { type?: unknown } | null)?.type)}`);
-  }
-}
-
-async function readIfExists(file: string): Promise<Buffer | null> {
+/**
+ * Reads the log at `file` record by record, giving each intact one to `onRecord` with where its
+ * line is. Null when there is no file; else the file's size and the byte length of the intact
+ * prefix to keep (a torn or corrupt last line is left out, with a warning).
+ */
+async function scanLog(
+  file: string, warn: (message: string) => void,
+  onRecord: (record: LogRecord, start: number, length: number, where: string) => void,
+): Promise<{ size: number; goodLength: number } | null> {
+  let handle: FileHandle;
   try {
-    return await readFile(file);
+    handle = await open(file, 'r');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw error;
+  }
+  try {
+    const { size } = await handle.stat();
+    /** Bytes read but not yet consumed, starting at file offset `base`. */
+    let pending: Buffer = Buffer.alloc(0);
+    let base = 0;
+    let line = 0;
+    while (base + pending.length < size || pending.length > 0) {
+      const newline = pending.indexOf(NEWLINE);
+      if (newline === -1 && base + pending.length < size) {
+        // Not a whole line yet: read on (a line longer than a chunk grows the buffer to hold it).
+        const more = await readRange(handle, base + pending.length, Math.min(SCAN_CHUNK_BYTES, size - base - pending.length));
+        pending = pending.length === 0 ? more : Buffer.concat([pending, more]);
+        continue;
+      }
+      line++;
+      if (newline === -1) {
+        // The newline is the last byte of every record, so a line without one was never fully written, let alone synced.
+        warn(`event log ${file}: truncating torn last line ${line} (${pending.length} bytes, no newline)`);
+        return { size, goodLength: base };
+      }
+      const record = decodeLine(pending, 0, newline);
+      if (typeof record === 'string') {
+        if (base + newline + 1 === size) {
+          warn(`event log ${file}: truncating corrupt last line ${line} (${record})`);
+          return { size, goodLength: base };
+        }
+        throw new Error(`event log ${file} is corrupt at line ${line} (${record}); refusing to open it`);
+      }
+      onRecord(record, base, newline + 1, `event log ${file}, line ${line}`);
+      base += newline + 1;
+      pending = pending.subarray(newline + 1);
+    }
+    return { size, goodLength: base };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Intact checksums but inconsistent content means a bug or a foreign writer, never a crash: refuse rather than truncate. */
+function applyLoaded(record: LogRecord, start: number, length: number, { index, reservedIds }: LoadState, where: string): void {
+  if (record?.type === 'append') {
+    const { position, stream, events } = record;
+    if (position !== index.positions + 1) throw new Error(`${where}: position ${position}, expected ${index.positions + 1}`);
+    if (typeof stream !== 'string' || !Array.isArray(events) || events.length === 0) throw new Error(`${where}: malformed append record`);
+    let positions = index.streams.get(stream);
+    if (!positions) index.streams.set(stream, (positions = []));
+    for (const event of events) {
+      if (event?.subject !== stream || event.streamversion !== positions.length + 1) {
+        throw new Error(`${where}: event of ${String(event?.subject)} v${String(event?.streamversion)} does not continue stream ${stream} at v${positions.length}`);
+      }
+      positions.push(++index.positions);
+    }
+    index.starts.push(start);
+    index.lengths.push(length);
+    index.firstPositions.push(position);
+  } else if (record?.type === 'ids') {
+    if (typeof record.kind !== 'string' || !Number.isInteger(record.upTo)) throw new Error(`${where}: malformed ids record`);
+    reservedIds.set(record.kind, Math.max(record.upTo, reservedIds.get(record.kind) ?? 0));
+  } else {
+    throw new Error(`${where}: unknown record type ${String((record as { type?: unknown } | null)?.type)}`);
   }
 }
 
@@ -345,12 +486,4 @@ async function openAppendFile(file: string): Promise<AppendFile> {
     sync: () => handle.datasync(),
     close: () => handle.close(),
   };
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
-  }
-  return value;
 }
