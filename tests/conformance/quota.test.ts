@@ -3,10 +3,12 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import type { RegisteredUser } from '../support/client.ts';
+import { makeOdt } from '@docshare/extract/testing';
+import { randomWord, type RegisteredUser } from '../support/client.ts';
 import { assertKeys, expectError, expectSuccess } from '../support/expect.ts';
 import { useServer } from '../support/fixture.ts';
 import { localOnly } from '../support/server.ts';
+import { eventually } from '../support/wait.ts';
 
 const QUOTA = 10_000;
 
@@ -80,6 +82,33 @@ describe('storage quota', { skip: localOnly }, () => {
     const free = QUOTA - 3_000 * ok.length;
     await refused(u, free + 1);
     await uploaded(u, free);
+  });
+
+  it('extracted text is bounded by the bytes the file counts (4 characters a byte): a full quota buys no more text', async () => {
+    const u = await fx.c.register();
+    // A small ODT of one sentence repeated, inflating to about 93,000 characters (issue 17).
+    const [head, tail] = [randomWord(12), randomWord(12)];
+    const sentence = 'the committee reviewed the quarterly figures and the plans for next year';
+    const odt = makeOdt([`${head} ${sentence}`, ...Array.from({ length: 1_250 }, () => sentence), `${sentence} ${tail}`]);
+    assert.ok(odt.length < 2_500, `the ODT is ${odt.length} bytes`);
+    const { fileId } = await fx.c.uploadOk(u.token, { title: 'Minutes', description: 'Minutes' }, odt, 'minutes.odt', 'application/vnd.oasis.opendocument.text');
+    // Fill the quota to the byte: the text kept must not depend on free space the user no longer has.
+    await uploaded(u, QUOTA - odt.length);
+    await refused(u, 1);
+    const page = await eventually(async () => {
+      const res = await fx.c.view(fileId);
+      assert.match(res.text, /Status: <strong>extracted<\/strong>/);
+      return res.text;
+    }, { timeoutMs: 60_000, intervalMs: 200 });
+    const characters = Number(/\((\d+) characters/.exec(page)?.[1]);
+    assert.ok(characters > 0 && characters <= 4 * odt.length, `${characters} characters kept of a ${odt.length}-byte file`);
+    assert.match(page, /truncated/);
+    // What was kept is searched; what was cut is not.
+    await eventually(async () => {
+      const found = expectSuccess(await fx.c.search(u.token, { search: head }), 200).results as { id: string }[];
+      assert.ok(found.some((r) => r.id === fileId), `${head} not found yet`);
+    }, { timeoutMs: 60_000, intervalMs: 200 });
+    expectError(await fx.c.search(u.token, { search: tail }), 404, 'No results found');
   });
 
   it('a restart keeps every user\'s usage (counted from the events)', async () => {

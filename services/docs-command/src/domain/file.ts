@@ -4,6 +4,7 @@ import {
   type FileUploaded, type FileViewed, type CommentPosted, type ContentExtracted, type ContentExtractionFailed,
   type ExtractFormat, type ExtractionFailure, type ExtractionReport,
 } from '@docshare/contracts';
+import { keptText } from '../extraction-report.ts';
 
 /** The file events a decision can produce, before they get their envelope. */
 export type FileEventBody =
@@ -171,10 +172,12 @@ export const decideFile = (command: FileCommand, state: FileState): FileEventBod
       const { fileId, ownerId, blobKey } = state.file;
       const { report } = command;
       if (report.ok) {
-        const { format, extractor, text, truncated, language, durationMs } = report;
+        const { format, extractor, language, durationMs } = report;
+        // Text is bounded by the bytes the file counts against its owner's quota (TEXT_CHARS_PER_BYTE).
+        const { text, cut } = keptText(report.text, state.file.size);
         return [{
           type: 'docs.file.content-extracted.v1',
-          data: { fileId, ownerId, blobKey, format, extractor, characters: text.length, truncated, language, text, durationMs, extractedAt: command.now },
+          data: { fileId, ownerId, blobKey, format, extractor, characters: text.length, truncated: report.truncated || cut, language, text, durationMs, extractedAt: command.now },
         }];
       }
       const { format, reason, detail, durationMs } = report;
