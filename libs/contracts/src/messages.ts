@@ -22,6 +22,7 @@ export const M = {
 
   nameRequired: 'Name is required',
   nameTooLong: 'Name is too long',
+  nameInvalidCharacters: 'Name contains invalid characters',
   emailRequired: 'Email is required',
   invalidEmail: 'Invalid email',
   passwordRequired: 'Password is required',
@@ -35,13 +36,19 @@ export const M = {
   fileRequired: 'File is required',
   titleRequired: 'Title is required',
   titleTooLong: 'Title is too long',
+  titleInvalidCharacters: 'Title contains invalid characters',
   descriptionRequired: 'Description is required',
   descriptionTooLong: 'Description is too long',
+  descriptionInvalidCharacters: 'Description contains invalid characters',
   tagsRequired: 'Tags are required',
   tagsTooLong: 'Tags are too long',
+  tagsInvalidCharacters: 'Tags contain invalid characters',
   invalidLicense: 'Invalid license',
   categoryRequired: 'Category ID or new category name is required',
   categoryNameTooLong: 'Category name is too long',
+  categoryNameInvalidCharacters: 'Category name contains invalid characters',
+  categoryDescriptionInvalidCharacters: 'Category description contains invalid characters',
+  categoryTagsInvalidCharacters: 'Category tags contain invalid characters',
   categoryNotFound: 'Category not found',
   invalidVideo: 'Invalid video URL',
   fileTooLarge: 'File too large',
@@ -74,6 +81,7 @@ export const M = {
 
   commentRequired: 'Comment is required',
   commentTooLong: 'Comment is too long',
+  commentInvalidCharacters: 'Comment contains invalid characters',
   commentPosted: 'Comment posted successfully',
 
   nothingToUpdate: 'Nothing to update',
@@ -83,7 +91,9 @@ export const M = {
   updated: 'File updated successfully',
 
   notForSale: 'File is not for sale',
+  ownFilePurchase: 'You cannot purchase your own file',
   purchased: 'Purchase recorded',
+  alreadyPurchased: 'File already purchased',
 } as const;
 
 export const LIMITS = {

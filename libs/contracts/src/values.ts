@@ -7,6 +7,25 @@ export const text = (value: unknown): string | null => {
   return trimmed === '' ? null : trimmed;
 };
 
+/**
+ * Characters no stored text may hold: C0 controls other than tab, line feed and carriage return,
+ * DEL, C1 controls (a terminal acts on ESC and CSI: clearing a screen, setting a window title,
+ * writing the clipboard), and the bidi embeddings, overrides and isolates U+202A-U+202E and
+ * U+2066-U+2069, which reorder what a reader sees ("Trojan Source"). The marks U+200E, U+200F and
+ * U+061C stay: right-to-left text needs them and they reorder nothing beyond one neutral character.
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const FORBIDDEN_CHARACTERS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+
+/** True when `value` may be stored as text: no forbidden character and no lone surrogate. */
+export const storableText = (value: string): boolean => value.isWellFormed() && !FORBIDDEN_CHARACTERS.test(value);
+
+/** A one-line field's text: each run of tabs and line breaks becomes one space. */
+export const oneLine = (value: string): string => value.replace(/[\t\n\r]+/g, ' ');
+
+/** A multi-line field's text with its line breaks as `\n` (a browser's textarea sends `\r\n`). */
+export const unixLines = (value: string): string => value.replace(/\r\n?/g, '\n');
+
 /** A positive integer id from a JSON number or a string of digits; null when it cannot be one. */
 export const positiveId = (value: unknown): number | null => {
   if (typeof value === 'number') return Number.isSafeInteger(value) && value > 0 ? value : null;

@@ -1,19 +1,43 @@
 import {
-  invalid, notFound, LIMITS, M, parseHttpUrl, parseLicense, parseTags, positiveId, present, text,
-  type FileChanges, type License,
+  invalid, notFound, LIMITS, M, oneLine, parseHttpUrl, parseLicense, parseTags, positiveId, present, storableText, text,
+  unixLines, type FileChanges, type License,
 } from '@docshare/contracts';
 
-const required = (value: unknown, missing: string, max: number, tooLong: string): string => {
+/**
+ * What a text field keeps of its line breaks: `one` (titles, names, tags) turns tabs and line
+ * breaks into spaces, `many` (descriptions, comments) keeps `\n` and `\t`. Every other control
+ * character is refused, never stripped (docs/api-decisions.md, "Text without control characters").
+ */
+type Lines = 'one' | 'many';
+const linesOf = (value: string, lines: Lines): string => (lines === 'one' ? oneLine(value) : unixLines(value));
+
+interface TextRule { missing: string; max: number; tooLong: string; invalidCharacters: string; lines: Lines }
+
+const required = (value: unknown, rule: TextRule): string => {
   const t = text(value);
-  if (t === null) throw invalid(missing);
-  if (t.length > max) throw invalid(tooLong);
-  return t;
+  if (t === null) throw invalid(rule.missing);
+  const kept = linesOf(t, rule.lines);
+  if (kept.length > rule.max) throw invalid(rule.tooLong);
+  if (!storableText(kept)) throw invalid(rule.invalidCharacters);
+  return kept;
 };
+
+const NAME: TextRule = { missing: M.nameRequired, max: LIMITS.name, tooLong: M.nameTooLong, invalidCharacters: M.nameInvalidCharacters, lines: 'one' };
+const TITLE: TextRule = { missing: M.titleRequired, max: LIMITS.title, tooLong: M.titleTooLong, invalidCharacters: M.titleInvalidCharacters, lines: 'one' };
+const DESCRIPTION: TextRule = {
+  missing: M.descriptionRequired, max: LIMITS.description, tooLong: M.descriptionTooLong, invalidCharacters: M.descriptionInvalidCharacters, lines: 'many',
+};
+const COMMENT: TextRule = { missing: M.commentRequired, max: LIMITS.comment, tooLong: M.commentTooLong, invalidCharacters: M.commentInvalidCharacters, lines: 'many' };
+
+/** The first `max` UTF-16 units of `value`, never half of a surrogate pair. */
+const cut = (value: string, max: number): string =>
+  (value.length > max && /[\ud800-\udbff]/.test(value.charAt(max - 1)) ? value.slice(0, max - 1) : value.slice(0, max));
 
 const tagsOf = (value: unknown): string[] => {
   const raw = text(value);
   if (raw === null) throw invalid(M.tagsRequired);
   if (raw.length > LIMITS.tags) throw invalid(M.tagsTooLong);
+  if (!storableText(raw)) throw invalid(M.tagsInvalidCharacters);
   const tags = parseTags(raw);
   if (tags.length === 0) throw invalid(M.tagsRequired);
   return tags;
@@ -23,10 +47,10 @@ export interface Registration { name: string; email: string; password: string }
 
 /** Register input, checked in the order decisions §2 lists its messages. */
 export const parseRegistration = (body: Record<string, unknown>): Registration => {
-  const name = required(body.name, M.nameRequired, LIMITS.name, M.nameTooLong);
+  const name = required(body.name, NAME);
   const email = text(body.email);
   if (email === null) throw invalid(M.emailRequired);
-  if (email.length > LIMITS.email || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw invalid(M.invalidEmail);
+  if (email.length > LIMITS.email || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || !storableText(email)) throw invalid(M.invalidEmail);
   if (typeof body.password !== 'string' || body.password === '') throw invalid(M.passwordRequired);
   if (body.password.length < LIMITS.passwordMin) throw invalid(M.passwordTooShort);
   if (body.password.length > LIMITS.password) throw invalid(M.passwordTooLong);
@@ -56,8 +80,8 @@ export interface UploadMetadata {
 
 /** Upload fields, checked in the order decisions §4 lists its messages (the file itself is checked first, by the caller). */
 export const parseUploadMetadata = (fields: Record<string, string>): UploadMetadata => {
-  const title = required(fields.title, M.titleRequired, LIMITS.title, M.titleTooLong);
-  const description = required(fields.description, M.descriptionRequired, LIMITS.description, M.descriptionTooLong);
+  const title = required(fields.title, TITLE);
+  const description = required(fields.description, DESCRIPTION);
   const tags = tagsOf(fields.tags);
   const license = parseLicense(fields.cc_license);
   if (license === null) throw invalid(M.invalidLicense);
@@ -71,9 +95,15 @@ export const parseUploadMetadata = (fields: Record<string, string>): UploadMetad
     const name = text(fields.new_category_name);
     if (name === null) throw invalid(M.categoryRequired);
     if (name.length > LIMITS.categoryName) throw invalid(M.categoryNameTooLong);
-    const categoryDescription = (text(fields.category_description) ?? '').slice(0, LIMITS.categoryDescription);
-    const categoryTags = parseTags((text(fields.category_tags) ?? '').slice(0, LIMITS.tags));
-    category = { kind: 'new', name: name.replace(/\s+/g, ' '), description: categoryDescription, tags: categoryTags };
+    if (!storableText(name)) throw invalid(M.categoryNameInvalidCharacters);
+    const categoryDescription = unixLines(text(fields.category_description) ?? '');
+    if (!storableText(categoryDescription)) throw invalid(M.categoryDescriptionInvalidCharacters);
+    const categoryTags = text(fields.category_tags) ?? '';
+    if (!storableText(categoryTags)) throw invalid(M.categoryTagsInvalidCharacters);
+    category = {
+      kind: 'new', name: name.replace(/\s+/g, ' '),
+      description: cut(categoryDescription, LIMITS.categoryDescription), tags: parseTags(cut(categoryTags, LIMITS.tags)),
+    };
   }
 
   let videoUrl: string | null = null;
@@ -110,19 +140,12 @@ export const parseChanges = (body: Record<string, unknown>): FileChanges => {
     if (typeof body.enabled !== 'boolean') throw invalid(M.enabledNotBoolean);
     changes.enabled = body.enabled;
   }
-  if (body.title !== undefined) changes.title = required(body.title, M.titleRequired, LIMITS.title, M.titleTooLong);
-  if (body.description !== undefined) {
-    changes.description = required(body.description, M.descriptionRequired, LIMITS.description, M.descriptionTooLong);
-  }
+  if (body.title !== undefined) changes.title = required(body.title, TITLE);
+  if (body.description !== undefined) changes.description = required(body.description, DESCRIPTION);
   if (body.tags !== undefined) changes.tags = tagsOf(body.tags);
   if (Object.keys(changes).length === 0) throw invalid(M.nothingToUpdate);
   return changes;
 };
 
 /** A comment's text (decisions §10). */
-export const parseComment = (value: unknown): string => {
-  const comment = text(value);
-  if (comment === null) throw invalid(M.commentRequired);
-  if (comment.length > LIMITS.comment) throw invalid(M.commentTooLong);
-  return comment;
-};
+export const parseComment = (value: unknown): string => required(value, COMMENT);
