@@ -65,6 +65,15 @@ export const nastyString = (): fc.Arbitrary<string> => fc.oneof(
       'javascript:alert(1)', 'http://', 'https://' + 'a'.repeat(2100) + '.com', 'fuzz', 'alpha,beta', ',,,', ' , ',
     ),
   },
+  // What a terminal acts on (issue 17): OSC title and clipboard writes, screen clears, C1 CSI,
+  // bidi overrides and isolates, line breaks a one-line field must not keep.
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      '\u001b]0;pwned\u0007', '\u001b]52;c;cm0gLXJmIH4=\u0007', '\u001b[2J\u001b[H', '\u001b[31mred\u001b[0m', '\u009b2J', '\u009d0;t\u009c',
+      'a\u0008\u0008b', '\u007f', 'x\u202ey', '\u2066a\u2069', '\u200f\u200e\u061c', 'two\nlines', 'tab\there', 'cr\rlf\r\n', '\u2028\u2029',
+    ),
+  },
   { weight: 1, arbitrary: fc.constantFrom(101, 256, 1001, 5001, 70_000, 300_000).map((n) => 'x'.repeat(n)) },
 );
 
