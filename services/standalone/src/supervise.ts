@@ -11,6 +11,7 @@
  * - SIGTERM or SIGINT stops it: the child gets SIGTERM (with Ctrl-C it got SIGINT from the
  *   terminal already, and a second SIGINT would find no handler left and kill it mid-drain), the
  *   supervisor waits for its graceful exit and exits with its code, never restarting meanwhile.
+ *   Under npm, a signal to npm's own pid stops it too (its parent shell dies of it: see below).
  * The child tells it is ready over the IPC channel (main.ts sends `{ type: 'ready' }`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -55,8 +56,8 @@ const supervised = supervise({
   onStart: (child) => logger.info({ component: 'supervisor', pid: child.pid }, `${NAME} started`),
 });
 
-const stop = (signal: NodeJS.Signals): void => {
-  logger.info({ component: 'supervisor', signal }, 'stopping');
+const stop = (reason: NodeJS.Signals | 'parent-exited'): void => {
+  logger.info({ component: 'supervisor', reason }, 'stopping');
   // The child's own graceful exit is bounded (15 s); this only guards against a stuck child.
   void supervised.stop('SIGTERM', 30_000);
 };
@@ -64,6 +65,27 @@ process.once('SIGTERM', () => stop('SIGTERM'));
 process.once('SIGINT', () => stop('SIGINT'));
 // A second Ctrl-C while draining must not kill the supervisor and orphan the child.
 process.on('SIGINT', () => undefined);
+
+/**
+ * Calls `onGone` once this process has a parent other than the one it started with (polled:
+ * Node has no parent-death signal; getppid is one cheap system call).
+ */
+const watchParent = (onGone: () => void, everyMs = 250): void => {
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    onGone();
+  }, everyMs);
+  timer.unref();
+};
+
+// `npm start` runs this file through `sh -c`, and npm forwards SIGTERM and SIGINT to that shell
+// only: dash dies of them without passing them on, and the supervisor lived on, reparented, with
+// the server and its port (a process manager signals the pid it started: npm's). So under npm
+// (npm_lifecycle_event set), losing the parent stops everything as SIGTERM would. Run directly
+// (setsid, nohup &) a parent that leaves is no reason to stop, so only under npm.
+if (process.env['npm_lifecycle_event'] !== undefined) watchParent(() => stop('parent-exited'));
 
 const end = await supervised.ended;
 process.exit(end.code ?? (end.signal === null ? 0 : 1));

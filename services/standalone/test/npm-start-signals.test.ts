@@ -1,0 +1,123 @@
+// `npm start` as users and process managers run it: a signal sent to the pid of npm
+// itself (not to the process group, not to the supervisor) stops every process it started and
+// frees the port. npm forwards the signal to the `sh -c` it runs the script with, and that shell
+// dies of it without passing it on; the supervisor used to live on with the server.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { freePort, REPO_ROOT } from '../../../tests/support/server.ts';
+import { eventually } from '../../../tests/support/wait.ts';
+
+const dirs: string[] = [];
+const groups = new Set<number>();
+after(async () => {
+  // npm runs detached, in a group of its own that every process it starts stays in.
+  for (const group of groups) {
+    try { process.kill(-group, 'SIGKILL'); } catch { /* gone */ }
+  }
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+/** Every live process whose ancestry leads to `root` (Linux's /proc), `root` excluded. */
+const descendants = async (root: number): Promise<number[]> => {
+  const parents = new Map<number, number>();
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    // pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (Number.isSafeInteger(ppid)) parents.set(Number(entry), ppid);
+  }
+  const found: number[] = [];
+  const walk = (pid: number): void => {
+    for (const [child, parent] of parents) {
+      if (parent === pid) {
+        found.push(child);
+        walk(child);
+      }
+    }
+  };
+  walk(root);
+  return found;
+};
+
+/** A process that runs (an exited one its parent has not reaped yet, a zombie, does not). */
+const running = async (pid: number): Promise<boolean> => {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+};
+
+/** True once nothing listens on the port any more (a listen of our own succeeds). */
+const portFree = (port: number): Promise<boolean> => new Promise((resolve) => {
+  const probe = createServer();
+  probe.once('error', () => resolve(false));
+  probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+});
+
+const healthy = async (baseUrl: string): Promise<boolean> => {
+  try {
+    const res = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) });
+    await res.arrayBuffer();
+    return res.status === 200;
+  } catch {
+    return false;
+  }
+};
+
+interface NpmStart { npm: ChildProcess; port: number; output(): string; exited: Promise<unknown> }
+
+/** `npm start` in the repository, as the README gives it, on a free port and a fresh DATA_DIR. */
+const npmStart = async (): Promise<NpmStart> => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'docshare-npm-start-'));
+  dirs.push(dataDir);
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir };
+  delete env['NODE_TEST_CONTEXT'];
+  const npm = spawn('npm', ['start'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  assert.ok(npm.pid !== undefined, 'npm was started');
+  groups.add(npm.pid);
+  let out = '';
+  npm.stdout.on('data', (chunk: Buffer) => { out = (out + chunk.toString()).slice(-64_000); });
+  npm.stderr.on('data', (chunk: Buffer) => { out = (out + chunk.toString()).slice(-64_000); });
+  const exited = new Promise((resolve) => npm.once('exit', resolve));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  await eventually(() => healthy(baseUrl), { timeoutMs: 60_000, intervalMs: 200 }).catch((err: unknown) => {
+    throw new Error(`npm start never answered /healthz; output:\n${out}`, { cause: err });
+  });
+  return { npm, port, output: () => out, exited };
+};
+
+describe('npm start stops on a signal to its own pid', () => {
+  // SIGINT to npm's pid is not here yet: dash, run with -c, catches SIGINT while it waits for the
+  // supervisor and neither dies nor passes it on, so nothing the supervisor can watch changes.
+  // It needs package.json's start script to `exec node ...` (npm then signals the supervisor).
+  for (const signal of ['SIGTERM'] as const) {
+    it(`kill -${signal.slice(3)} <pid of npm start> stops every process and frees the port`, { timeout: 240_000 }, async () => {
+      const started = await npmStart();
+      const npmPid = started.npm.pid as number;
+      const tree = await descendants(npmPid);
+      // npm -> sh -c -> supervisor -> server, at least (npm may run more than one level of shell).
+      assert.ok(tree.length >= 2, `npm start runs a supervisor and a server: ${tree.join(', ')}`);
+
+      process.kill(npmPid, signal);
+      await started.exited;
+      // Polled: the server drains gracefully (bounded by its grace period), so this takes a moment.
+      const stillRunning = async (): Promise<number[]> => {
+        const left: number[] = [];
+        for (const pid of tree) if (await running(pid)) left.push(pid);
+        return left;
+      };
+      await eventually(async () => (await stillRunning()).length === 0, { timeoutMs: 120_000, intervalMs: 200 }).catch(async (err: unknown) => {
+        throw new Error(`still running after ${signal} to npm (pid ${npmPid}): ${(await stillRunning()).join(', ')}\n${started.output()}`, { cause: err });
+      });
+      assert.ok(await portFree(started.port), `port ${started.port} is still bound`);
+      // Gracefully: the server said it stopped (no SIGKILL from the supervisor's guard).
+      assert.match(started.output(), /"msg":"stopped"/, started.output());
+      assert.doesNotMatch(started.output(), /did not stop in time/);
+    });
+  }
+});
