@@ -2,8 +2,10 @@
  * Text extraction from uploaded files (PDF, DOCX, ODT, PPTX, HTML, Markdown, plain text, CSV),
  * contained in child processes with time and memory budgets. See sandbox.ts.
  */
-export { makeExtractor, MAX_EXTRACT_CHARS } from './sandbox.ts';
+export { defaultConcurrency, makeExtractor, MAX_EXTRACT_CHARS } from './sandbox.ts';
 export type { Extractor, ExtractorOptions, ExtractorStats, ExtractOutcome, WorkerExit } from './sandbox.ts';
+export { makeFairQueue, nextOwner } from './fair-queue.ts';
+export type { FairQueue, FairQueueOptions, FairQueueStats, OwnerTurns } from './fair-queue.ts';
 export { detectFormat } from './formats.ts';
 export type { FormatHint } from './formats.ts';
 export { detectLanguage } from './extract.ts';

@@ -10,6 +10,7 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Socket } from 'node:net';
+import { availableParallelism, constants as osConstants, setPriority, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { ExtractFormat, ExtractionFailure } from '@docshare/contracts';
 import { EXTRACTION_FAILURES } from '@docshare/contracts';
@@ -30,7 +31,7 @@ export interface ExtractorOptions {
   maxChars: number;
   /** Files larger than this are refused (`too_large`) without starting anything. */
   maxBytes: number;
-  /** Children extracting at once (default 1); further files wait in a queue. */
+  /** Children extracting at once (default 1; defaultConcurrency() sizes it to the machine); further files wait in a queue. */
   concurrency?: number;
   /** Test hook: the child's entry module (a file path) instead of worker.ts. */
   workerModule?: string;
@@ -163,6 +164,22 @@ function childExecArgv(memoryMb: number): string[] {
   ];
 }
 
+/**
+ * The pool size that uses the machine: one child per core (os.availableParallelism()), but no more
+ * than half the memory (the container's limit where there is one, else the machine's) holds at the
+ * memory budget, and at least one. Children run at a lower scheduling priority (below), so a full
+ * pool slows extraction down, not the API beside it.
+ */
+export function defaultConcurrency(memoryMb: number, cores = availableParallelism(), memoryBytes = memoryAvailable()): number {
+  return Math.max(1, Math.min(cores, Math.floor(memoryBytes / 2 / (memoryMb * 1024 * 1024))));
+}
+
+/** The container's memory limit (cgroup) when it has one, else the machine's memory. */
+function memoryAvailable(): number {
+  const constrained = process.constrainedMemory();
+  return Math.min(constrained > 0 ? constrained : Infinity, totalmem());
+}
+
 /** Makes an Extractor: see the module comment. Children start on the first file, not here. */
 export function makeExtractor(options: ExtractorOptions): Extractor {
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? 1));
@@ -279,6 +296,12 @@ export function makeExtractor(options: ExtractorOptions): Extractor {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
     spawned += 1;
+    // Extraction is background work: under load, the process answering requests gets the CPU first.
+    try {
+      if (proc.pid !== undefined) setPriority(proc.pid, osConstants.priority.PRIORITY_BELOW_NORMAL);
+    } catch {
+      // Not permitted here (some containers): the child runs at the parent's priority.
+    }
     let resolveExit = (): void => {};
     const exited = new Promise<void>((resolve) => { resolveExit = resolve; });
     const child: Child = {

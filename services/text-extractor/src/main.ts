@@ -1,20 +1,23 @@
 /**
- * The text extractor as its own service (distributed mode): consumes the events topic as group
- * `text-extractor`, reads uploaded files from MinIO, extracts their text in child processes with
- * budgets, and records each outcome through docs-command's internal route (DOCS_COMMAND_URL).
- * Serves /healthz, /readyz and /metrics; no query API.
+ * The text extractor as its own service (distributed mode): consumes the events topic as two
+ * groups (extraction.ts: `text-extractor-intake` reads ahead into a fair queue, `text-extractor`
+ * moves only past recorded files), reads uploaded files from MinIO, extracts their text in a pool of
+ * child processes with budgets, and records each outcome through docs-command's internal route
+ * (DOCS_COMMAND_URL). Serves /healthz, /readyz and /metrics; no query API.
  */
 import express from 'express';
-import { M } from '@docshare/contracts';
+import { backoffMs, M } from '@docshare/contracts';
 import { makeMinioBlobStore } from '@docshare/blob-store/minio';
 import type { ExtractOutcome } from '@docshare/extract';
 import {
   configOrExit, HTTP_VARS, installLastResort, intVar, makeLogger, metricsListenOrExit, optionalVar, sendError, stringVar,
 } from '@docshare/http';
-import { makeMemoryCheckpoints, registerConsumerLag, startProjectorService } from '@docshare/projection';
+import {
+  deadLetterCounter, makeMemoryCheckpoints, registerConsumerLag, runProjector, startProjectorService, type RunningProjector,
+} from '@docshare/projection';
 import { ensureKafkaTopics, KAFKA_VARS, kafkaBus, kafkaConfig } from '@docshare/projection/distributed';
 import { makeHttpRecorder } from './http-recorder.ts';
-import { EXTRACT_VARS, makeExtraction, registerExtractionMetrics, textExtractor } from './module.ts';
+import { EXTRACT_VARS, intakeGroupOf, makeExtraction, registerExtractionMetrics, textExtractor } from './module.ts';
 
 const logger = makeLogger(textExtractor.name);
 installLastResort(logger);
@@ -50,15 +53,24 @@ let told: ((outcome: ExtractOutcome) => void) | undefined;
 const extraction = makeExtraction({ blobs, recorder, logger, settings: env, onOutcome: (outcome) => told?.(outcome) });
 const bus = kafkaBus(kafka, textExtractor.name, logger);
 const group = `${textExtractor.name}${kafka.groupSuffix}`;
+const intakeGroup = intakeGroupOf(group);
 
 const none = express();
 none.use((_req, res) => sendError(res, 404, M.notFound));
 
-await startProjectorService({
-  name: textExtractor.name, group, logger, port: env.PORT, host: env.HOST,
+// The service's own group is the intake (it reads ahead and never holds a batch long); the group
+// whose offsets say "recorded" joins beside it once the topics exist, and is stopped in `close`
+// before the files in hand are abandoned, so its batch in flight is not acknowledged.
+let settling: RunningProjector | undefined;
+let stopping = false;
+let wake: (() => void) | undefined;
+let deadLetters: ((group: string) => void) | undefined;
+
+const service = await startProjectorService({
+  name: textExtractor.name, group: intakeGroup, logger, port: env.PORT, host: env.HOST,
   consumer: bus.consumer,
   prepare: () => ensureKafkaTopics(kafka),
-  handle: extraction.apply,
+  handle: extraction.work.takeUp,
   // No read model: nothing reads its progress, so it is kept in memory (Kafka keeps the offsets).
   checkpoints: makeMemoryCheckpoints(), partitions: kafka.eventsPartitions,
   queryApp: none,
@@ -71,12 +83,42 @@ await startProjectorService({
     },
   },
   metrics: (ops) => {
-    registerConsumerLag(ops.registry, bus, [group]);
+    registerConsumerLag(ops.registry, bus, [group, intakeGroup]);
     told = registerExtractionMetrics(ops.registry);
+    const counter = deadLetterCounter(ops.registry);
+    deadLetters = (name) => counter.inc({ group: name });
   },
   metricsAt,
   close: async () => {
+    stopping = true;
+    wake?.();
+    await joining;
+    const stopped = settling?.stop();
+    await extraction.close();
+    await stopped;
     await bus.close();
-    await extraction.extractor.close();
   },
 });
+
+const joining = (async () => {
+  await service.consuming;
+  for (let attempt = 1; !stopping; attempt++) {
+    try {
+      settling = await runProjector(bus.consumer, group, (batch) => extraction.work.settle(batch.records), logger, () => deadLetters?.(group));
+      logger.info({ group }, 'text extractor settling');
+      return;
+    } catch (err) {
+      const delay = backoffMs(attempt, 200, 5_000);
+      logger.warn({ err, group, attempt, retryInMs: delay }, 'could not join the consumer group; retrying');
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, delay);
+        function done(): void {
+          clearTimeout(timer);
+          wake = undefined;
+          resolve();
+        }
+        wake = done;
+      });
+    }
+  }
+})();

@@ -1,11 +1,13 @@
 import { EXTRACT_FORMATS, EXTRACTION_FAILURES, type CloudEvent, type StoredEvent } from '@docshare/contracts';
-import { DEFAULT_EXTRACT_LIMITS, MAX_EXTRACT_CHARS, makeExtractor, type ExtractOutcome, type ExtractorOptions } from '@docshare/extract';
+import {
+  DEFAULT_EXTRACT_LIMITS, defaultConcurrency, MAX_EXTRACT_CHARS, makeExtractor, type ExtractOutcome, type ExtractorOptions,
+} from '@docshare/extract';
 import type { EventBatch, EventConsumer } from '@docshare/event-bus';
 import { intVar, type Logger } from '@docshare/http';
 import { runProjector } from '@docshare/projection';
 import type { Registry } from 'prom-client';
-import { Counter, Histogram } from 'prom-client';
-import { extractionHandler, type ExtractionDeps } from './extraction.ts';
+import { Counter, Gauge, Histogram } from 'prom-client';
+import { makeExtractionWork, type ExtractionDeps, type ExtractionWork, type ExtractionWorkStats } from './extraction.ts';
 
 /**
  * The text extractor, declared once for both modes (like the projectors' `projector.ts`): its
@@ -13,6 +15,9 @@ import { extractionHandler, type ExtractionDeps } from './extraction.ts';
  * `docs.file.uploaded.v1` and records each file's text (or why there is none) through docs-command.
  */
 export const textExtractor = { name: 'text-extractor', port: 8085 } as const;
+
+/** The intake group beside `group` (extraction.ts: it reads ahead; `group` itself settles). */
+export const intakeGroupOf = (group: string): string => `${group}-intake`;
 
 /** The extraction budgets, from the environment (README: configuration). */
 export const EXTRACT_VARS = {
@@ -24,20 +29,32 @@ export const EXTRACT_VARS = {
   EXTRACT_MAX_CHARS: intVar(DEFAULT_EXTRACT_LIMITS.maxChars, 1, MAX_EXTRACT_CHARS),
   /** Files larger than this are not read (`too_large`). */
   EXTRACT_MAX_BYTES: intVar(DEFAULT_EXTRACT_LIMITS.maxBytes, 1),
-  /** Extraction child processes, i.e. files read at once. */
-  EXTRACT_CONCURRENCY: intVar(1, 1),
+  /** Extraction child processes, i.e. files read at once; 0: one per core, as memory allows (defaultConcurrency). */
+  EXTRACT_CONCURRENCY: intVar(0, 0),
+  /** Most files of one owner taken up ahead of the settled position; the rest wait in the log, in order. */
+  EXTRACT_OWNER_BACKLOG: intVar(100, 1),
 };
 
 export interface ExtractSettings {
   EXTRACT_TIMEOUT_MS: number; EXTRACT_MEMORY_MB: number; EXTRACT_MAX_CHARS: number; EXTRACT_MAX_BYTES: number; EXTRACT_CONCURRENCY: number;
+  EXTRACT_OWNER_BACKLOG: number;
 }
 
 export const extractorOptionsOf = (v: ExtractSettings): ExtractorOptions => ({
   timeoutMs: v.EXTRACT_TIMEOUT_MS, memoryMb: v.EXTRACT_MEMORY_MB, maxChars: v.EXTRACT_MAX_CHARS, maxBytes: v.EXTRACT_MAX_BYTES,
-  concurrency: v.EXTRACT_CONCURRENCY,
+  concurrency: v.EXTRACT_CONCURRENCY > 0 ? v.EXTRACT_CONCURRENCY : defaultConcurrency(v.EXTRACT_MEMORY_MB),
 });
 
-/** docshare_extractions_total{format,outcome} and the duration histogram; returns what to tell of each outcome. */
+/**
+ * The extraction work of this process (one, in either mode), for the queue gauges: the metrics are
+ * registered before the extraction is made (embedded.ts, main.ts), so they find it here.
+ */
+const runningWorks = new Set<Pick<ExtractionWork, 'stats'>>();
+
+/**
+ * docshare_extractions_total{format,outcome}, the duration histogram and the fair queue's gauges
+ * (files waiting and running, owners demoted); returns what to tell of each outcome.
+ */
 export const registerExtractionMetrics = (registry: Registry): ((outcome: ExtractOutcome) => void) => {
   const total = new Counter({
     name: 'docshare_extractions_total', help: 'Files whose text extraction ended, by format and outcome (ok or the failure reason)',
@@ -49,6 +66,23 @@ export const registerExtractionMetrics = (registry: Registry): ((outcome: Extrac
   });
   // Every series exists from the start, so a dashboard's rate() sees the first failure.
   for (const format of [...EXTRACT_FORMATS, 'unknown']) for (const outcome of ['ok', ...EXTRACTION_FAILURES]) total.inc({ format, outcome }, 0);
+  const queueStats = (): ExtractionWorkStats[] => [...runningWorks].map((work) => work.stats());
+  new Gauge({
+    name: 'docshare_extraction_files', help: 'Files in the text extractor\'s fair queue, by state (waiting for a child, running)',
+    labelNames: ['state'], registers: [registry],
+    collect() {
+      const stats = queueStats();
+      this.set({ state: 'waiting' }, stats.reduce((sum, s) => sum + s.waiting, 0));
+      this.set({ state: 'running' }, stats.reduce((sum, s) => sum + s.running, 0));
+    },
+  });
+  new Gauge({
+    name: 'docshare_extraction_demoted_owners', help: 'Owners whose files hit the time or memory budget repeatedly: served last, one file at a time',
+    registers: [registry],
+    collect() {
+      this.set(queueStats().reduce((sum, s) => sum + s.demoted, 0));
+    },
+  });
   return (outcome) => {
     const format = outcome.format ?? 'unknown';
     total.inc({ format, outcome: outcome.ok ? 'ok' : outcome.reason });
@@ -61,27 +95,46 @@ export interface RunningExtraction {
 }
 
 /**
- * The extraction pipeline without its consumer: the sandboxed extractor and the batch handler.
- * `start` subscribes it as the consumer group (embedded mode); the distributed service hands
- * `apply` to its projector service instead.
+ * The extraction pipeline without its consumers: the sandboxed extractor (a pool of
+ * EXTRACT_CONCURRENCY children) and the work of extraction.ts, with its two handlers. `start`
+ * subscribes both groups (embedded mode: the log bus); the distributed service subscribes them
+ * itself (main.ts).
  */
 export const makeExtraction = (
-  deps: Omit<ExtractionDeps, 'extractor' | 'maxBytes' | 'concurrency'> & { settings: ExtractSettings },
+  deps: Omit<ExtractionDeps, 'extractor' | 'maxBytes' | 'concurrency' | 'ownerBacklog'> & { settings: ExtractSettings },
 ) => {
   const options = extractorOptionsOf(deps.settings);
   const extractor = makeExtractor(options);
-  const apply = extractionHandler({ ...deps, extractor, maxBytes: options.maxBytes, concurrency: options.concurrency });
-  const handle = async (batch: EventBatch): Promise<void> => apply(batch.records);
+  const work = makeExtractionWork({
+    ...deps, extractor, maxBytes: options.maxBytes, concurrency: options.concurrency, ownerBacklog: deps.settings.EXTRACT_OWNER_BACKLOG,
+  });
+  runningWorks.add(work);
+  /** Abandons the files in hand and kills the children (ExtractionWork.close); stop the subscriptions first. */
+  const close = async (): Promise<void> => {
+    runningWorks.delete(work);
+    await work.close();
+  };
   return {
     extractor,
-    apply,
-    /** Subscribes as consumer group `group` on `consumer` (embedded mode: the log bus). */
+    work,
+    close,
+    /**
+     * Subscribes `group` (settles: its position moves only past recorded files) and its intake
+     * group (reads ahead) on `consumer` (embedded mode: the log bus).
+     */
     async start(consumer: EventConsumer, group: string, logger: Logger, onDeadLetter?: (record: StoredEvent<CloudEvent>) => void): Promise<RunningExtraction> {
-      const running = await runProjector(consumer, group, handle, logger, onDeadLetter);
+      const settling = await runProjector(consumer, group, (batch: EventBatch) => work.settle(batch.records), logger, onDeadLetter);
+      const intake = await runProjector(consumer, intakeGroupOf(group), (batch: EventBatch) => work.takeUp(batch.records), logger, onDeadLetter)
+        .catch(async (error: unknown) => {
+          await settling.stop();
+          throw error;
+        });
       return {
         stop: async () => {
-          await running.stop();
-          await extractor.close();
+          // Both subscriptions stop first (their handlers failing from now on are not redelivered), then the files in hand are abandoned.
+          const stopping = Promise.all([intake.stop(), settling.stop()]);
+          await close();
+          await stopping;
         },
       };
     },

@@ -11,9 +11,12 @@ import { makeFsBlobStore } from '@docshare/blob-store';
 import { makeExtractor, type Extractor } from '@docshare/extract';
 import { makeHistory } from '@docshare/projection/testing';
 import { makeLogger } from '@docshare/http';
-import { extractionHandler, type ExtractionRecorder } from '../src/extraction.ts';
+import { makeExtractionWork, type ExtractionDeps, type ExtractionRecorder } from '../src/extraction.ts';
 
 const logger = makeLogger('test', 'silent');
+
+/** The settling handler: resolves once every upload of the records is done. */
+const settle = (deps: ExtractionDeps) => makeExtractionWork(deps).settle;
 
 interface Recorded { fileId: number; blobKey: string; report: ExtractionReport; cause: { eventId: string; correlationId: string } }
 
@@ -52,7 +55,7 @@ describe('text extractor: event handler', () => {
     h.upload(11, 1, 'page', { blobKey: 'f11', originalFileName: 'page.html', contentType: 'text/html', size: 40 });
     const blobs = await store({ f10: 'The zeppelin landed late', f11: '<p>A <b>bold</b> paragraph here</p>' });
     const { port, records } = recorder();
-    await extractionHandler({ blobs, extractor, recorder: port, logger, maxBytes: 1_000_000 })(h.records as StoredEvent[]);
+    await settle({ blobs, extractor, recorder: port, logger, maxBytes: 1_000_000 })(h.records as StoredEvent[]);
     assert.deepEqual(records.map((r) => [r.fileId, r.blobKey, r.report.ok, r.report.format]), [[10, 'f10', true, 'text'], [11, 'f11', true, 'html']]);
     const [first, second] = records;
     assert.equal(first?.report.ok && first.report.text, 'The zeppelin landed late');
@@ -66,7 +69,7 @@ describe('text extractor: event handler', () => {
     h.upload(20, 1, 'a', { blobKey: 'f20' }); h.upload(21, 1, 'b', { blobKey: 'f21' }); h.upload(22, 1, 'c', { blobKey: 'f22-missing' });
     const blobs = await store({ f20: 'done already', f21: 'deleted meanwhile' });
     const { port, records } = recorder((id) => (id === 20 ? 'done' : id === 21 ? 'gone' : 'pending'));
-    await extractionHandler({ blobs, extractor, recorder: port, logger, maxBytes: 1_000_000 })(h.records as StoredEvent[]);
+    await settle({ blobs, extractor, recorder: port, logger, maxBytes: 1_000_000 })(h.records as StoredEvent[]);
     assert.deepEqual(records, []);
   });
 
@@ -76,7 +79,7 @@ describe('text extractor: event handler', () => {
     h.upload(31, 1, 'bin', { blobKey: 'f31', size: 4, originalFileName: 'x.bin', contentType: 'application/octet-stream' });
     const blobs = await store({ f31: '\u0000\u0001\u0002\u0003' });
     const { port, records } = recorder();
-    await extractionHandler({ blobs, extractor, recorder: port, logger, maxBytes: 1_000 })(h.records as StoredEvent[]);
+    await settle({ blobs, extractor, recorder: port, logger, maxBytes: 1_000 })(h.records as StoredEvent[]);
     assert.deepEqual(records.map((r) => [r.fileId, r.report.ok ? 'ok' : r.report.reason]), [[30, 'too_large'], [31, 'unsupported_type']]);
   });
 
@@ -86,6 +89,6 @@ describe('text extractor: event handler', () => {
     const blobs = await store({ f40: 'hello' });
     const down = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
     const port: ExtractionRecorder = { status: async () => 'pending', record: async () => { throw down; } };
-    await assert.rejects(extractionHandler({ blobs, extractor, recorder: port, logger, maxBytes: 1_000 })(h.records as StoredEvent[]), down);
+    await assert.rejects(settle({ blobs, extractor, recorder: port, logger, maxBytes: 1_000 })(h.records as StoredEvent[]), down);
   });
 });
