@@ -55,12 +55,13 @@ export default tseslint.config(
     },
   },
   {
-    // One dependency across services, on purpose: the storage quota reads the stats read model
-    // (bytes_stored, bytes_at) through the stats projector's own queries (docs/architecture.md).
+    // Two dependencies across services, on purpose: the storage quota reads the stats read model
+    // (bytes_stored, bytes_at) through the stats projector's own queries, and api-purchases the
+    // files read model through the files projector's (it signs each link; docs/architecture.md).
     files: ['services/docs-command/src/**'],
     rules: {
       'no-restricted-imports': ['error', { patterns: [
-        { group: [...SERVICES, '!@docshare/stats-projector'], message: 'a service must not import another service (only services/standalone composes them).' },
+        { group: [...SERVICES, '!@docshare/stats-projector', '!@docshare/files-projector'], message: 'a service must not import another service (only services/standalone composes them).' },
         { group: ['../../*/src/**', '**/services/*/src/**'], message: 'a service imports other packages by name, never by path.' },
       ] }],
     },

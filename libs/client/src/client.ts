@@ -9,7 +9,7 @@ import { multipartBody, openFile, type FileSource } from './multipart.ts';
 import { request, resolveUrl, type Body, type FetchLike, type RawResponse } from './request.ts';
 import type {
   CategoriesResponse, CommentResponse, CommentsQuery, CommentsResponse, DeleteResponse, DownloadAuthorization,
-  FilesQuery, FilesResponse, License, LoginRequest, LoginResponse, PurchaseResponse, RegisterRequest,
+  FilesQuery, FilesResponse, License, LoginRequest, LoginResponse, PurchaseResponse, PurchasesQuery, PurchasesResponse, RegisterRequest,
   RegisterResponse, SearchOptions, SearchResponse, SearchResult, StatsResponse, UpdateRequest, UpdateResponse,
   UploadFields, UploadResponse,
 } from './types.ts';
@@ -317,9 +317,17 @@ export function createClient(options: ClientOptions) {
       return await call({ method: 'POST', path: '/api/V1/docs/api-update', auth: true, write: true, json: { ...changes, id: String(id) } }, opts);
     },
 
-    /** Records the purchase of a file that is for sale. */
+    /**
+     * Buys a file that is for sale: the sale and a signed `download_url` to its bytes. A buyer buys
+     * a file once: a repeat answers the first sale (message `File already purchased`).
+     */
     async purchase(fileId: Id, opts?: CallOptions): Promise<PurchaseResponse> {
       return await call({ method: 'POST', path: '/api/V1/docs/api-purchase', auth: true, write: true, json: { file_id: String(fileId) } }, opts);
+    },
+
+    /** Files you bought, newest purchase first, each with a fresh signed `download_url`. */
+    async purchases(q: PurchasesQuery = {}, opts?: CallOptions): Promise<PurchasesResponse> {
+      return await call({ method: 'GET', path: `/api/V1/users/api-purchases${query(q)}`, auth: true }, opts);
     },
 
     /** Lists categories. */

@@ -176,7 +176,7 @@ export interface paths {
         put?: never;
         /**
          * Record the purchase of a file that is for sale
-         * @description Records a sale of a file that is for sale (no payment is processed).
+         * @description Records a sale of a file that is for sale (no payment is processed), and answers a signed link to its bytes. A buyer buys a file once: a repeat answers the first sale (200), whatever the file's price or sale now. Owners cannot buy their own files.
          */
         post: operations["purchase"];
         delete?: never;
@@ -305,6 +305,30 @@ export interface paths {
          * @description A browser's preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.
          */
         options: operations["listCommentsPreflight"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/V1/users/api-purchases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Files you bought, each with a signed download_url
+         * @description The files you bought, newest purchase first, each with a fresh signed `download_url` (valid while the file is for sale; `api-download` still refuses files for sale). A file disabled by its owner leaves the list until enabled again; a deleted file is gone.
+         */
+        get: operations["listPurchases"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /**
+         * CORS preflight
+         * @description A browser's preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.
+         */
+        options: operations["listPurchasesPreflight"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -546,6 +570,32 @@ export interface components {
             status: "success";
             message: string;
             sale_id: number;
+            /**
+             * Format: uri
+             * @description Signed, expiring link to the bytes bought (GET /files/{fileId}/content?sale=…); needs no token, works while the file is for sale.
+             */
+            download_url: string;
+        };
+        Purchase: {
+            /** @description The file's id. */
+            id: number;
+            title: string;
+            sale_id: number;
+            /** Format: date-time */
+            purchased_at: string;
+            /**
+             * Format: uri
+             * @description Signed, expiring link to the bytes; a fresh one on every read.
+             */
+            download_url: string;
+        };
+        Purchases: {
+            /** @constant */
+            status: "success";
+            data: components["schemas"]["Purchase"][];
+            total: number;
+            page: number;
+            per_page: number;
         };
         Category: {
             id: number;
@@ -2571,6 +2621,27 @@ export interface operations {
             };
         };
         responses: {
+            /** @description File already purchased */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "X-Docshare-Consistency": components["headers"]["XDocshareConsistency"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Purchased"];
+                };
+            };
             /** @description Purchase recorded */
             201: {
                 headers: {
@@ -2613,6 +2684,25 @@ export interface operations {
             };
             /** @description No valid token */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -3667,6 +3757,169 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
         };
     };
+    listPurchases: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page number, from 1.
+                 * @example 1
+                 */
+                page?: components["parameters"]["page"];
+                /**
+                 * @description Items per page (1–100).
+                 * @example 20
+                 */
+                per_page?: number;
+            };
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /**
+                 * @description A write's `X-Docshare-Consistency` (e.g. another user's): the read waits (at most 5 s) until it shows that write. Your own writes are awaited without it.
+                 * @example 1287
+                 */
+                "X-Docshare-Consistency"?: components["parameters"]["XDocshareConsistency"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Purchases, newest first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Purchases"];
+                };
+            };
+            /** @description The request is invalid */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listPurchasesPreflight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @example https://app.example.com */
+                Origin?: string;
+                /** @example POST */
+                "Access-Control-Request-Method"?: string;
+                /** @example x-authorization, content-type, idempotency-key */
+                "Access-Control-Request-Headers"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Preflight answered (no body) */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
+                    "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
+                    "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["MethodNotAllowed"];
+        };
+    };
     viewPage: {
         parameters: {
             query?: never;
@@ -3844,10 +4097,15 @@ export interface operations {
                  */
                 expires: number;
                 /**
-                 * @description HMAC-SHA256 of the file id and the expiry (hex).
+                 * @description HMAC-SHA256 of the file id (and sale) and the expiry (hex).
                  * @example 3f1c0d6b8e2a4f7c9b5e1d3a6c8f0b2e4d7a9c1e3b5f7d9a2c4e6b8d0f1a3c5e
                  */
                 signature: string;
+                /**
+                 * @description A buyer's link (from api-purchase or api-purchases): the sale it was signed for. It opens the file while it is for sale.
+                 * @example 5
+                 */
+                sale?: string;
                 /**
                  * @description `inline` shows PDF, images and plain text in the browser; any other type stays an attachment.
                  * @example inline

@@ -41,6 +41,9 @@ export type CommentResponse = SuccessBody<'postComment'>;
 export type UpdateRequest = JsonRequest<'updateFile'>;
 export type UpdateResponse = SuccessBody<'updateFile'>;
 export type PurchaseResponse = SuccessBody<'purchase'>;
+export type PurchasesQuery = QueryOf<'listPurchases'>;
+export type PurchasesResponse = SuccessBody<'listPurchases'>;
+export type Purchase = PurchasesResponse['data'][number];
 export type CategoriesResponse = SuccessBody<'listCategories'>;
 export type Category = CategoriesResponse['data'][number];
 

@@ -7,6 +7,7 @@ import { RangeNotSatisfiable, type ByteRange } from '@docshare/blob-store';
 import {
   actorOf, bodyOf, errorHandler, failureMessage, jsonBody, metaOf, sendError, type Logger,
 } from '@docshare/http';
+import { pageOf } from '@docshare/http';
 import { CONTENT_CACHE_CONTROL, type DocsCommands } from './commands.ts';
 import type { CommandMeta } from './command-handler.ts';
 import { readUploadForm } from './upload-form.ts';
@@ -38,6 +39,11 @@ export interface DocsCommandAppOptions {
   internalToken?: string;
   /** Safe retries: writes with an Idempotency-Key (idempotency.ts); unset: the header is not honoured. */
   idempotency?: Idempotency;
+  /**
+   * Holds a read of api-purchases until the files read model has applied the caller's consistency
+   * token (the purchases it lists come from there); unset: answers at once.
+   */
+  purchasesConsistency?: RequestHandler;
 }
 
 /** The internal token header, compared in constant time (as digests, so lengths never leak). */
@@ -194,15 +200,32 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     res.json({ status: 'success', message: M.updated });
   }));
 
-  app.post('/api/V1/docs/api-purchase', jsonBody(), once(jsonRequest, async (req, res) => {
+  app.post('/api/V1/docs/api-purchase', jsonBody(), once({
+    ...jsonRequest,
+    // The link's signature is not kept (an expiring credential): a replay answers with a fresh one.
+    redact: (body) => ({ ...body, download_url: String(body.download_url).replace(/&expires=.*$/, '') }),
+    restore: (body) => {
+      const [, fileId, saleId] = /\/files\/(\d+)\/content\?sale=(\d+)$/.exec(String(body.download_url)) ?? [];
+      return fileId && saleId ? { ...body, download_url: commands.purchaseUrl(Number(fileId), Number(saleId)) } : body;
+    },
+  }, async (req, res) => {
     const actorId = actorOf(req);
     const fileId = parseFileId(bodyOf(req).file_id);
-    const { saleId } = await commands.purchase(actorId, fileId, commandMeta(req, res));
-    res.status(201).json({ status: 'success', message: M.purchased, sale_id: saleId });
+    const { saleId, created, downloadUrl } = await commands.purchase(actorId, fileId, commandMeta(req, res));
+    // A repeat is answered with the first sale (200): a buyer buys a file once.
+    res.status(created ? 201 : 200).json({ status: 'success', message: created ? M.purchased : M.alreadyPurchased, sale_id: saleId, download_url: downloadUrl });
   }));
 
   // Internal: the text extractor's reports. The gateway routes only the API's paths (routes.ts),
   // and each request must carry the internal token besides.
+  // The files the caller bought, each with a link to its bytes: from the files read model, signed here.
+  const purchasesConsistency: RequestHandler = options.purchasesConsistency ?? ((_req, _res, next) => next());
+  app.get('/api/V1/users/api-purchases', purchasesConsistency, async (req, res) => {
+    const buyerId = actorOf(req);
+    const page = pageOf(req.query as Record<string, unknown>);
+    res.json({ status: 'success', ...(await commands.purchases(buyerId, page)) });
+  });
+
   const internal = options.internalToken === undefined ? null : internalOnly(options.internalToken);
   if (internal) app.get('/internal/V1/files/:fileId/extraction', internal, async (req, res) => {
     const fileId = positiveId(req.params.fileId);
@@ -269,7 +292,7 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
           chosen.range = range;
           // Neither a 304 nor a HEAD needs the bytes.
           return chosen.notModified || req.method === 'HEAD' ? 'headers' : range;
-        });
+        }, req.query.sale);
     } catch (error) {
       if (error instanceof RangeNotSatisfiable) {
         res.set('Content-Range', `bytes */${error.size}`);

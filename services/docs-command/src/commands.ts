@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import {
-  partitionKeyOf, conflict, DocshareError, forbidden, notFound, unauthorized, M, streamIds, type CategoryCreated, type ExtractionReport, type FileChanges,
+  partitionKeyOf, conflict, DocshareError, forbidden, notFound, positiveId, unauthorized, M, streamIds, type CategoryCreated, type ExtractionReport, type FileChanges,
 } from '@docshare/contracts';
 import { VersionConflict, type EventStore } from '@docshare/event-store';
 import { RangeNotSatisfiable, type BlobStore, type BlobStream, type ByteRange } from '@docshare/blob-store';
@@ -10,7 +10,7 @@ import { hashPassword, verifyDecoy, verifyPassword, type Tokens, type UrlSigner 
 import type { Logger } from '@docshare/http';
 import { makeCommandHandler, type CommandMeta, type Decider, type Handled } from './command-handler.ts';
 import {
-  decideFile, evolveFile, initialFileState, type FileCommand, type FileEventBody, type FileFacts, type FileState,
+  decideFile, evolveFile, initialFileState, saleById, saleTo, type FileCommand, type FileEventBody, type FileFacts, type FileState,
 } from './domain/file.ts';
 import { decideUser, evolveUser, initialUserState, type UserCommand, type UserEventBody, type UserState } from './domain/user.ts';
 import {
@@ -87,7 +87,13 @@ export interface DocsCommandsDeps {
   storageUsedBy?: (userId: number) => Promise<{ bytes: number; through: number }>;
   /** Resolves once the stats read model has applied a consistency token, or after `timeoutMs` (storage-quota.ts). */
   storageApplied?: (token: number, timeoutMs: number) => Promise<unknown>;
+  /** The files a user bought, a page of them, from the files read model (read-only); absent: api-purchases answers 503. */
+  purchasesOf?: (buyerId: number, page: ListPage) => Promise<{ items: PurchaseListed[]; total: number }>;
 }
+
+export interface ListPage { page: number; perPage: number }
+/** A purchase as the files read model lists it (files-projector's queries). */
+export interface PurchaseListed { fileId: number; title: string; saleId: number; purchasedAt: string }
 
 /** The write side's use cases: each validates against the entity's folded state and records events. */
 export const makeDocsCommands = (deps: DocsCommandsDeps) => {
@@ -272,6 +278,17 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   };
 
   const contentPath = (fileId: number): string => `/files/${fileId}/content`;
+  /**
+   * What a buyer's link signs: the content path and the sale. A link signed for one sale opens
+   * nothing else, and the owner's kind of link (the path alone) cannot be turned into one.
+   */
+  const saleResource = (fileId: number, saleId: number): string => `${contentPath(fileId)}?sale=${saleId}`;
+
+  /** A signed, expiring link to the bytes a buyer bought (decisions §5's download_url, for sale `saleId`). */
+  const purchaseUrl = (fileId: number, saleId: number): string => {
+    const expiresAt = Math.floor(clock().getTime() / 1000) + deps.downloadUrlTtlSeconds;
+    return `${deps.publicBaseUrl}${saleResource(fileId, saleId)}&${signer.sign(saleResource(fileId, saleId), expiresAt)}`;
+  };
 
   const authorizeDownload = async (actorId: number, fileId: number, meta: CommandMeta) => {
     const now = clock();
@@ -301,13 +318,22 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   const openContent = async (
     fileId: number, expires: unknown, signature: unknown,
     rangeFor: (size: number, file: FileFacts) => ByteRange | 'unsatisfiable' | 'headers' | undefined,
+    sale?: unknown,
   ): Promise<OpenedContent | null> => {
     const nowSeconds = Math.floor(clock().getTime() / 1000);
-    if (!signer.verify(contentPath(fileId), expires, signature, nowSeconds)) return null;
+    // A buyer's link names its sale (`sale=`), signed with it; any other link the path alone.
+    const saleId = sale === undefined ? undefined : positiveId(sale);
+    if (saleId === null) return null;
+    const resource = saleId === undefined ? contentPath(fileId) : saleResource(fileId, saleId);
+    if (!signer.verify(resource, expires, signature, nowSeconds)) return null;
     const { state } = await handler.load(fileDecider, streamIds.file(fileId));
+    // A deleted file is gone for everyone, its buyers included.
     if (state.status !== 'active') throw notFound(M.fileNotFound);
-    // A link outlives the decision that signed it: the download rule holds when the bytes are fetched.
-    if (state.file.forSale || !state.file.enabled) throw forbidden(M.notDownloadable);
+    // A link outlives the decision that signed it: the download rule holds when the bytes are
+    // fetched. A buyer's link is exempt from the sale (that is what was bought, whatever the price
+    // is now), not from the owner disabling the file.
+    if (saleId !== undefined && !saleById(state.file, saleId)) return null;
+    if ((saleId === undefined && state.file.forSale) || !state.file.enabled) throw forbidden(M.notDownloadable);
     if (presignGet) {
       const redirect = await presignGet(state.file.blobKey, {
         // The store's URL expires with the link it stands for (verified: expires ≥ now).
@@ -337,13 +363,36 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     await onFile(fileId, { type: 'UpdateFile', fileId, actorId, changes, now: clock().toISOString() }, meta);
   };
 
+  /**
+   * Records a purchase, or finds the buyer's earlier one (a buyer buys a file once): `created`
+   * tells which. Either way the answer carries the sale and a fresh link to the bytes.
+   */
   const purchase = async (actorId: number, fileId: number, meta: CommandMeta) => {
+    const answer = (state: FileState, created: boolean) => {
+      const sale = state.status === 'active' ? saleTo(state.file, actorId) : undefined;
+      // The decider recorded or found the sale on an active file; anything else is a file gone meanwhile.
+      if (!sale) throw notFound(M.fileNotFound);
+      return { saleId: sale.saleId, created, purchasedAt: sale.purchasedAt, downloadUrl: purchaseUrl(fileId, sale.saleId) };
+    };
     const { state } = await handler.load(fileDecider, streamIds.file(fileId));
-    // Check before allocating a sale id, so refusals do not burn ids; the decider checks again.
-    decideFile({ type: 'PurchaseFile', fileId, actorId, saleId: 0, now: '' }, state);
+    // Check before allocating a sale id, so refusals and repeats do not burn ids; the decider
+    // decides again on the stream, at its version, which is what settles two purchases at once.
+    if (decideFile({ type: 'PurchaseFile', fileId, actorId, saleId: 0, now: '' }, state).length === 0) return answer(state, false);
     const saleId = await events.nextId('sale');
-    await onFile(fileId, { type: 'PurchaseFile', fileId, actorId, saleId, now: clock().toISOString() }, meta);
-    return { saleId };
+    const result = await onFile(fileId, { type: 'PurchaseFile', fileId, actorId, saleId, now: clock().toISOString() }, meta);
+    return answer(result.state, result.position !== null);
+  };
+
+  /** The files `buyerId` bought (enabled and not deleted), newest purchase first, each with a fresh signed link. */
+  const purchases = async (buyerId: number, page: ListPage) => {
+    if (!deps.purchasesOf) throw new DocshareError('unavailable', M.unavailable);
+    const { items, total } = await deps.purchasesOf(buyerId, page);
+    return {
+      data: items.map((p) => ({
+        id: p.fileId, title: p.title, sale_id: p.saleId, purchased_at: p.purchasedAt, download_url: purchaseUrl(p.fileId, p.saleId),
+      })),
+      total, page: page.page, per_page: page.perPage,
+    };
   };
 
   /** The file a public page would show, without counting a view (HEAD requests). */
@@ -380,7 +429,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   const issueToken = (userId: number): string => tokens.issue(userId);
 
   return {
-    register, login, issueToken, reserveStorage, uploadSink, upload, remove, authorizeDownload, openContent, comment, update, purchase, view, peek,
+    register, login, issueToken, reserveStorage, uploadSink, upload, remove, authorizeDownload, openContent, comment, update, purchase, purchaseUrl, purchases, view, peek,
     extractionStatus, recordExtraction,
   };
 };

@@ -10,10 +10,11 @@ import {
   metricsListenOrExit, optionalVar, requestLog, serveMetrics, stringVar,
 } from '@docshare/http';
 import { startOutboxRelay } from '@docshare/outbox';
-import { makeConsistencyGate, makeGenerationalReadStore, makeMongoCheckpoints } from '@docshare/projection';
+import { honourConsistency, makeConsistencyGate, makeGenerationalReadStore, makeMongoCheckpoints } from '@docshare/projection';
 import { COMMON_VARS, commonConfig, connectMongo, ensureKafkaTopics, instanceId, kafkaBus } from '@docshare/projection/distributed';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeStatsQueries } from '@docshare/stats-projector';
+import { makeFilesQueries } from '@docshare/files-projector';
 import { makeDocsCommands } from './commands.ts';
 import { makeDocsCommandApp } from './app.ts';
 import { fileStateFrom, startBlobSweeper } from './blob-sweeper.ts';
@@ -106,6 +107,10 @@ const statsApplied = makeConsistencyGate(makeMongoCheckpoints(readDb), `stats-pr
 // Read-only: the stats projector owns this read model (and its generations); only bytes_stored is read.
 const statsQueries = makeStatsQueries(makeGenerationalReadStore(readDb, 'stats', (prefix) => makeMongoReadStore(readDb, { prefix, indexes: {} })));
 const storageMetrics = makeStorageMetrics(ops.registry, { totalStored: statsQueries.totalBytesStored, logger });
+// Read-only too: api-purchases lists from the files read model (the files projector owns it), and
+// waits, like the files projector's own queries, for the caller's consistency token.
+const filesQueries = makeFilesQueries(makeGenerationalReadStore(readDb, 'files', (prefix) => makeMongoReadStore(readDb, { prefix, indexes: {} })), config.publicBaseUrl);
+const filesApplied = makeConsistencyGate(makeMongoCheckpoints(readDb), `files-projector${config.groupSuffix}`, config.eventsPartitions);
 
 const commands = makeDocsCommands({
   events, claims, blobs, logger,
@@ -118,6 +123,7 @@ const commands = makeDocsCommands({
   storageApplied: (token, timeoutMs) => statsApplied.wait(token, timeoutMs),
   afterCommit: () => relay.notify(),
   onStored: storageMetrics.recorded,
+  purchasesOf: filesQueries.purchasesOf,
 });
 // /metrics on the metrics listener when METRICS_PORT is set, else on this internal port.
 const metricsAt = metricsListenOrExit(process.env, port, (message) => logger.fatal(message));
@@ -132,6 +138,7 @@ app.use(makeDocsCommandApp({
   commands, logger, publicBaseUrl: config.publicBaseUrl,
   maxUploadBytes: env.MAX_UPLOAD_BYTES,
   idempotency: { store: idempotencyKeys, secret: jwtSecret, logger },
+  purchasesConsistency: honourConsistency(filesApplied, config.consistencyWaitMs),
   ...(env.INTERNAL_TOKEN === undefined ? {} : { internalToken: env.INTERNAL_TOKEN }),
 }));
 const swept = counter(ops.registry, 'docshare_blobs_swept_total', 'Unreferenced blobs removed by the blob sweeper');

@@ -6,6 +6,18 @@ export const USERS = 'users';
 export const FILES = 'files';
 export const COMMENTS = 'comments';
 export const CATEGORIES = 'categories';
+/** A buyer's purchase of a file, `<fileId>-<buyerId>`: what api-purchases lists. */
+export const PURCHASES = 'purchases';
+/**
+ * How many live files one owner has in one category, `<categoryId>-<ownerId>`, and whether that is
+ * more than none (`live`): api-categories lists a category while some owner's count is. Per owner,
+ * not per category, because a document is written from one bus partition only (the owner's, for
+ * file events), and a category's files come from every owner's.
+ */
+export const CATEGORY_USE = 'category_use';
+
+const purchaseId = (fileId: number, buyerId: number): string => `${fileId}-${buyerId}`;
+const categoryUseId = (categoryId: number, ownerId: number): string => `${categoryId}-${ownerId}`;
 
 /** Users, files, comments and categories as the list endpoints show them (decisions §9–§11). */
 export const filesProjection = (event: DocshareEvent): ReadOp[] => {
@@ -26,9 +38,12 @@ export const filesProjection = (event: DocshareEvent): ReadOp[] => {
         update: {
           set: {
             file_id: f.fileId, owner_id: f.ownerId, title: f.title, description: f.description, uploaded_at: f.uploadedAt,
-            enabled: true, for_sale: false, deleted: false,
+            category_id: f.categoryId, enabled: true, for_sale: false, deleted: false,
           },
         },
+      }, {
+        collection: CATEGORY_USE, id: categoryUseId(f.categoryId, f.ownerId),
+        update: { set: { category_id: f.categoryId, owner_id: f.ownerId, live: true }, inc: { files: 1 } },
       }];
     }
     case 'docs.file.updated.v1': {
@@ -42,6 +57,17 @@ export const filesProjection = (event: DocshareEvent): ReadOp[] => {
     }
     case 'docs.file.deleted.v1':
       return [{ collection: FILES, id: String(event.data.fileId), update: { set: { deleted: true } } }];
+    case 'docs.file.purchased.v1': {
+      const p = event.data;
+      return [{
+        collection: PURCHASES, id: purchaseId(p.fileId, p.buyerId),
+        update: {
+          // The first sale stands (a stream recorded before "a buyer buys a file once" may repeat one).
+          setOnInsert: { sale_id: p.saleId, purchased_at: p.purchasedAt },
+          set: { file_id: p.fileId, buyer_id: p.buyerId, file_owner_id: p.ownerId, listed: true },
+        },
+      }];
+    }
     case 'docs.comment.posted.v1': {
       const c = event.data;
       return [{
@@ -74,21 +100,57 @@ const hideCommentsOfDeletedFile = async (store: ReadStore, event: DocshareEvent)
 };
 
 /**
+ * A file's buyers list it while it is enabled and not deleted: an enabling or disabling update and
+ * a deletion set `listed` on each purchase of the file, found in the read model (every purchase of
+ * the file is in its stream before), under the event's own guard, as for comments.
+ */
+const listPurchasesOfFile = async (store: ReadStore, event: DocshareEvent): Promise<ReadOp[]> => {
+  const listed = event.type === 'docs.file.deleted.v1' ? false
+    : event.type === 'docs.file.updated.v1' ? event.data.changes.enabled
+    : undefined;
+  if (listed === undefined || !('fileId' in event.data)) return [];
+  const purchases = await store.find(PURCHASES, { file_id: event.data.fileId });
+  return purchases.map((p) => ({ collection: PURCHASES, id: p._id, update: { set: { listed } } }));
+};
+
+/**
+ * A deletion takes one file from its owner's count in its category (the category recorded on the
+ * file at upload); the category is no longer `live` for that owner when none is left. Read before
+ * written, under the deletion's guard: a redelivered deletion is not newer than the count.
+ */
+const uncountDeletedFile = async (store: ReadStore, event: DocshareEvent): Promise<ReadOp[]> => {
+  if (event.type !== 'docs.file.deleted.v1') return [];
+  const file = await store.get(FILES, String(event.data.fileId));
+  if (typeof file?.category_id !== 'number') return [];
+  const id = categoryUseId(file.category_id, event.data.ownerId);
+  const use = await store.get(CATEGORY_USE, id);
+  const files = typeof use?.files === 'number' ? use.files : 0;
+  return [{ collection: CATEGORY_USE, id, update: { inc: { files: -1 }, set: { live: files - 1 > 0 } } }];
+};
+
+/** The events whose ops need documents the event cannot name, read from the store first. */
+const readsFirst = (event: DocshareEvent): boolean =>
+  event.type === 'docs.file.deleted.v1' || (event.type === 'docs.file.updated.v1' && event.data.changes.enabled !== undefined);
+
+/**
  * Applies the files projection to a batch of events in bulk writes, each document guarded by the
  * position of the last event it applied: the pure projection's ops, plus what a deletion implies
- * for the file's comments. A deletion looks its comments up in the store, so what the batch holds
- * before it is written first. The handler every runner of this read model uses (projector,
- * embedded mode, rebuild).
+ * for the file's comments, purchases and category count, and an enabling or disabling update for
+ * its purchases. Those look documents up in the store, so what the batch holds before them is
+ * written first. The handler every runner of this read model uses (projector, embedded mode,
+ * rebuild).
  */
 export const filesHandler = (store: ReadStore) => async (records: readonly StoredEvent<CloudEvent>[]): Promise<void> => {
   let updates: GuardedUpdate[] = [];
   for (const record of records) {
     const event = known(record.event);
     if (!event) continue;
-    if (event.type === 'docs.file.deleted.v1') {
+    if (readsFirst(event)) {
       await store.applyBatch(updates);
       updates = [];
       updates.push(...guarded(record, await hideCommentsOfDeletedFile(store, event)));
+      updates.push(...guarded(record, await listPurchasesOfFile(store, event)));
+      updates.push(...guarded(record, await uncountDeletedFile(store, event)));
     }
     updates.push(...guarded(record, filesProjection(event)));
   }

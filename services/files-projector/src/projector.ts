@@ -24,6 +24,14 @@ export const FILES_INDEXES: Readonly<Record<string, readonly ModelIndex[]>> = {
     { name: 'file_id', key: [['file_id', 1]] },
   ],
   categories: [{ name: 'category_id', key: [['category_id', 1]] }],
+  // A buyer's purchases still listed, newest first; a file's purchases, which its updates and
+  // deletion mark (projection.ts).
+  purchases: [
+    { name: 'buyer_listing', key: [['buyer_id', 1], ['listed', 1], ['purchased_at', -1], ['file_id', -1]] },
+    { name: 'file_id', key: [['file_id', 1]] },
+  ],
+  // The categories in use (api-categories).
+  category_use: [{ name: 'live', key: [['live', 1], ['category_id', 1]] }],
 };
 
 /** The files projector: users, files, comments and categories as the list endpoints show them. */

@@ -1,8 +1,11 @@
 import { notFound, joinTags, M, utcDate, viewUrl } from '@docshare/contracts';
 import type { Doc, Filter, ReadStore } from '@docshare/read-store';
-import { CATEGORIES, COMMENTS, FILES, USERS } from './projection.ts';
+import { CATEGORIES, CATEGORY_USE, COMMENTS, FILES, PURCHASES, USERS } from './projection.ts';
 
 export interface Page { page: number; perPage: number }
+
+/** A file a user bought, as the read model keeps it (docs-command adds the signed link). */
+export interface PurchaseListed { fileId: number; title: string; saleId: number; purchasedAt: string }
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const num = (v: unknown): number => (typeof v === 'number' ? v : 0);
@@ -82,11 +85,19 @@ export const makeFilesQueries = (store: ReadStore, publicBaseUrl: string) => {
     };
   };
 
-  /** Every category by id, one page of them. */
+  /**
+   * Categories in use, by id, one page of them: a category is listed while at least one file that
+   * is not deleted is in it (enabled or not), so categories emptied by deletions, or created by an
+   * upload that was then refused, leave the list (and come back with their next file). Costs one
+   * read of the live (category, owner) counts, then a page of categories among them.
+   */
   const categories = async (page: Page) => {
-    const [total, docs] = await Promise.all([
-      store.count(CATEGORIES, {}),
-      store.find(CATEGORIES, {}, { sort: [['category_id', 1]], skip: (page.page - 1) * page.perPage, limit: page.perPage }),
+    const used = await store.find(CATEGORY_USE, { live: true });
+    const ids = [...new Set(used.map((u) => num(u.category_id)))];
+    const filter: Filter = { category_id: { in: ids } };
+    const [total, docs] = ids.length === 0 ? [0, []] : await Promise.all([
+      store.count(CATEGORIES, filter),
+      store.find(CATEGORIES, filter, { sort: [['category_id', 1]], skip: (page.page - 1) * page.perPage, limit: page.perPage }),
     ]);
     return {
       data: docs.map((c) => ({
@@ -97,5 +108,28 @@ export const makeFilesQueries = (store: ReadStore, publicBaseUrl: string) => {
     };
   };
 
-  return { filesOf, commentsReceivedBy, categories };
+  /**
+   * Files `buyerId` bought, newest purchase first, one page of them, titled with the file's current
+   * title: only files still enabled and not deleted (`listed`, see filesHandler).
+   */
+  const purchasesOf = async (buyerId: number, page: Page): Promise<{ items: PurchaseListed[]; total: number }> => {
+    const filter: Filter = { buyer_id: buyerId, listed: true };
+    const [total, purchases] = await Promise.all([
+      store.count(PURCHASES, filter),
+      store.find(PURCHASES, filter, {
+        sort: [['purchased_at', -1], ['file_id', -1]], skip: (page.page - 1) * page.perPage, limit: page.perPage,
+      }),
+    ]);
+    const fileIds = purchases.map((p) => num(p.file_id));
+    const files = fileIds.length === 0 ? [] : await store.find(FILES, { file_id: { in: fileIds } });
+    const titles = new Map(files.map((f) => [num(f.file_id), str(f.title)]));
+    return {
+      items: purchases.map((p) => ({
+        fileId: num(p.file_id), title: titles.get(num(p.file_id)) ?? '', saleId: num(p.sale_id), purchasedAt: str(p.purchased_at),
+      })),
+      total: totalOf(total, page, purchases.length),
+    };
+  };
+
+  return { filesOf, commentsReceivedBy, categories, purchasesOf };
 };

@@ -86,6 +86,8 @@ describe('files projection', () => {
     h.user(1, 'Ada'); h.user(2, 'Bob');
     for (let c = 1; c <= 3; c += 1) h.category(c, `Cat${c}`);
     h.upload(10, 1, 'kept'); h.upload(11, 1, 'gone');
+    // A category is listed while a file is in it.
+    h.upload(20, 2, 'in 2', { categoryId: 2 }); h.upload(30, 2, 'in 3', { categoryId: 3 });
     for (let id = 1; id <= 7; id += 1) h.comment(id, id % 2 === 0 ? 11 : 10, 1, 2, `c${id}`, 'x');
     h.remove(11, 1);
     for (const records of [h.records, deliveredTwice(h.records)]) {
@@ -119,6 +121,102 @@ describe('files projection', () => {
     ];
     const once = await state(await project(records));
     for (const size of [2, 3, 7, records.length]) {
+      assert.deepEqual(await state(await project(records, inBatches(records, size))), once, `batches of ${size}`);
+      assert.deepEqual(await state(await project(records, redeliveredBatches(records, size))), once, `redelivered batches of ${size}`);
+    }
+  });
+});
+
+describe('categories in use', () => {
+  /** Categories 1–4; files of two owners in them, some deleted; 4 never had a file. */
+  const used = () => {
+    const h = makeHistory();
+    h.user(1, 'Ada'); h.user(2, 'Bob');
+    for (let c = 1; c <= 4; c += 1) h.category(c, `Cat${c}`);
+    h.upload(10, 1, 'a', { categoryId: 1 }); h.upload(11, 2, 'b', { categoryId: 1 });
+    h.upload(20, 1, 'c', { categoryId: 2 }); h.upload(21, 1, 'd', { categoryId: 2 });
+    h.upload(30, 2, 'e', { categoryId: 3 });
+    h.update(30, 2, { enabled: false });
+    h.remove(10, 1); // category 1 keeps Bob's file
+    h.remove(20, 1); h.remove(21, 1); // category 2 is empty
+    return h;
+  };
+  const ids = async (q: Awaited<ReturnType<typeof project>>) => (await q.categories(whole)).data.map((c) => c.id);
+
+  it('lists a category while a file not deleted (enabled or not) is in it', async () => {
+    const q = await project(used().records);
+    assert.deepEqual(await ids(q), [1, 3]);
+    assert.equal((await q.categories(whole)).total, 2);
+    assert.deepEqual((await q.categories({ page: 2, perPage: 1 })).data.map((c) => c.id), [3]);
+  });
+
+  it('50 files uploaded and deleted, each in a new category, leave none listed; a new file brings one back', async () => {
+    const h = makeHistory();
+    h.user(1, 'Ada');
+    for (let i = 1; i <= 50; i += 1) {
+      h.category(i, `Empty${i}`);
+      h.upload(100 + i, 1, `zero ${i}`, { categoryId: i, size: 0 });
+      h.remove(100 + i, 1);
+    }
+    const q = await project(h.records);
+    assert.deepEqual(await q.categories(whole), { data: [], total: 0, page: 1, per_page: 100 });
+    h.upload(200, 1, 'back', { categoryId: 7 });
+    assert.deepEqual(await ids(await project(h.records)), [7]);
+  });
+
+  it('ends in the same state delivered twice, in batches, and redelivered overlapping', async () => {
+    const records = used().records;
+    const state = (q: Awaited<ReturnType<typeof project>>) => q.categories(whole);
+    const once = await state(await project(records));
+    assert.deepEqual(await state(await project(deliveredTwice(records))), once);
+    for (const size of [2, 3, 5]) {
+      assert.deepEqual(await state(await project(records, inBatches(records, size))), once, `batches of ${size}`);
+      assert.deepEqual(await state(await project(records, redeliveredBatches(records, size))), once, `redelivered batches of ${size}`);
+    }
+  });
+});
+
+describe('purchases', () => {
+  const bought = () => {
+    const h = makeHistory();
+    h.user(1, 'Ada'); h.user(2, 'Bob'); h.user(3, 'Cy');
+    h.upload(10, 1, 'ten'); h.upload(11, 1, 'eleven'); h.upload(12, 1, 'twelve'); h.upload(13, 3, 'thirteen');
+    for (const f of [10, 11, 12]) h.update(f, 1, { forSale: true, price: 2 });
+    h.purchase(10, 1, 100, 2); h.purchase(11, 1, 101, 2); h.purchase(12, 1, 102, 2); h.purchase(10, 1, 103, 3);
+    // Recorded before "a buyer buys a file once": the first sale stands.
+    h.purchase(11, 1, 104, 2);
+    h.update(10, 1, { title: 'ten, renamed', price: 9 });
+    h.update(11, 1, { enabled: false });
+    h.remove(12, 1);
+    return h;
+  };
+
+  it('lists what a buyer bought: enabled files not deleted, current title, first sale', async () => {
+    const q = await project(bought().records);
+    assert.deepEqual(await q.purchasesOf(2, page), {
+      items: [{ fileId: 10, title: 'ten, renamed', saleId: 100, purchasedAt: '2026-11-20T10:33:00.000Z' }], total: 1,
+    });
+    assert.deepEqual((await q.purchasesOf(3, page)).items.map((p) => p.saleId), [103]);
+    assert.deepEqual(await q.purchasesOf(1, page), { items: [], total: 0 });
+  });
+
+  it('a file enabled again is listed again, with its first sale', async () => {
+    const h = bought();
+    h.update(11, 1, { enabled: true });
+    const q = await project(h.records);
+    const items = (await q.purchasesOf(2, page)).items;
+    assert.deepEqual(items.map((p) => [p.fileId, p.saleId]), [[11, 101], [10, 100]]);
+    assert.deepEqual((await q.purchasesOf(2, { page: 2, perPage: 1 })).items.map((p) => p.fileId), [10]);
+  });
+
+  it('ends in the same state delivered twice, in batches, and redelivered overlapping', async () => {
+    const h = bought();
+    h.update(11, 1, { enabled: true });
+    const records = h.records;
+    const state = async (q: Awaited<ReturnType<typeof project>>) => [await q.purchasesOf(2, page), await q.purchasesOf(3, page)];
+    const once = await state(await project(records));
+    assert.deepEqual(await state(await project(deliveredTwice(records))), once);
+    for (const size of [2, 3, 7]) {
       assert.deepEqual(await state(await project(records, inBatches(records, size))), once, `batches of ${size}`);
       assert.deepEqual(await state(await project(records, redeliveredBatches(records, size))), once, `redelivered batches of ${size}`);
     }

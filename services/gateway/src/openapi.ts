@@ -187,7 +187,16 @@ const SCHEMAS: Record<string, Obj> = {
     }, ['id']),
     description: 'The file\'s id and at least one change.',
   },
-  Purchased: success({ message: str, sale_id: int }),
+  Purchased: success({
+    message: str, sale_id: int,
+    download_url: { ...uri, description: 'Signed, expiring link to the bytes bought (GET /files/{fileId}/content?sale=…); needs no token, works while the file is for sale.' },
+  }),
+  Purchase: obj({
+    id: { ...int, description: 'The file\'s id.' }, title: str, sale_id: int,
+    purchased_at: { type: 'string', format: 'date-time' },
+    download_url: { ...uri, description: 'Signed, expiring link to the bytes; a fresh one on every read.' },
+  }),
+  Purchases: success({ data: { type: 'array', items: schema('Purchase') }, total: int, page: int, per_page: int }),
   Category: obj({ id: int, name: str, description: str, tags: { type: 'string', description: 'Comma-separated.' } }),
   Categories: success({ data: { type: 'array', items: schema('Category') }, total: int, page: int, per_page: int }),
   SearchRequest: obj({
@@ -400,10 +409,33 @@ const operations = (base: string): Record<string, OperationSpec> => {
     },
     purchase: {
       tag: 'Files', body: 'json', write: true,
-      description: 'Records a sale of a file that is for sale (no payment is processed).',
+      description: 'Records a sale of a file that is for sale (no payment is processed), and answers a signed link to its bytes. A buyer buys a file once: a repeat answers the first sale (200), whatever the file\'s price or sale now. Owners cannot buy their own files.',
       requestBody: jsonBody('FileIdRequest', one('A file id', { file_id: '42' })),
-      answers: { 201: jsonAnswer(M.purchased, 'Purchased', { status: 'success', message: M.purchased, sale_id: 5 }, WRITE_HEADERS) },
-      errors: { 400: [M.fileIdRequired], 404: [M.fileNotFound], 409: [M.notForSale] },
+      answers: {
+        201: jsonAnswer(M.purchased, 'Purchased', {
+          status: 'success', message: M.purchased, sale_id: 5, download_url: `${base}/files/42/content?sale=5&expires=${EXPIRES}&signature=${SIGNATURE}`,
+        }, WRITE_HEADERS),
+        200: jsonAnswer(M.alreadyPurchased, 'Purchased', {
+          status: 'success', message: M.alreadyPurchased, sale_id: 5, download_url: `${base}/files/42/content?sale=5&expires=${EXPIRES}&signature=${SIGNATURE}`,
+        }, WRITE_HEADERS),
+      },
+      errors: { 400: [M.fileIdRequired], 403: [M.ownFilePurchase], 404: [M.fileNotFound], 409: [M.notForSale] },
+    },
+    listPurchases: {
+      tag: 'Files', read: true,
+      description: 'The files you bought, newest purchase first, each with a fresh signed `download_url` (valid while the file is for sale; `api-download` still refuses files for sale). A file disabled by its owner leaves the list until enabled again; a deleted file is gone.',
+      parameters: [param('page'), perPage(LIMITS.perPageDefault)],
+      answers: {
+        200: jsonAnswer('Purchases, newest first', 'Purchases', {
+          status: 'success',
+          data: [{
+            id: 42, title: 'Analytical Engine notes', sale_id: 5, purchased_at: '2025-11-23T14:06:27.000Z',
+            download_url: `${base}/files/42/content?sale=5&expires=${EXPIRES}&signature=${SIGNATURE}`,
+          }],
+          total: 1, page: 1, per_page: 20,
+        }),
+      },
+      errors: { 400: [M.invalidPage, M.invalidPerPage] },
     },
     listCategories: {
       tag: 'Files', read: true,
@@ -513,7 +545,8 @@ const operations = (base: string): Record<string, OperationSpec> => {
       parameters: [
         param('fileIdPath'),
         { name: 'expires', in: 'query', required: true, description: 'Unix time the link expires.', schema: int, example: EXPIRES },
-        { name: 'signature', in: 'query', required: true, description: 'HMAC-SHA256 of the file id and the expiry (hex).', schema: str, example: SIGNATURE },
+        { name: 'signature', in: 'query', required: true, description: 'HMAC-SHA256 of the file id (and sale) and the expiry (hex).', schema: str, example: SIGNATURE },
+        { name: 'sale', in: 'query', required: false, description: 'A buyer\'s link (from api-purchase or api-purchases): the sale it was signed for. It opens the file while it is for sale.', schema: str, example: '5' },
         { name: 'disposition', in: 'query', required: false, description: '`inline` shows PDF, images and plain text in the browser; any other type stays an attachment.', schema: { type: 'string', enum: ['inline'] }, example: 'inline' },
         param('Range'), param('IfRange'), param('IfNoneMatch'), param('IfModifiedSince'),
       ],

@@ -35,6 +35,8 @@ export const ROUTES: readonly Route[] = [
   { method: 'post', path: '/api/V1/stats/api-stats', upstream: 'stats', auth: true, operationId: 'stats', summary: "The authenticated user's statistics", failure: M.statsFailed },
   { method: 'get', path: '/api/V1/users/api-files', upstream: 'files', auth: true, operationId: 'listFiles', summary: 'Files of a user' },
   { method: 'post', path: '/api/V1/users/api-comments', upstream: 'files', auth: true, operationId: 'listComments', summary: 'Comments received on your files' },
+  // docs-command answers it (from the files read model) because it signs the links.
+  { method: 'get', path: '/api/V1/users/api-purchases', upstream: 'docs', auth: true, operationId: 'listPurchases', summary: 'Files you bought, each with a signed download_url' },
   { method: 'get', path: '/docs/:fileId', upstream: 'docs', auth: false, operationId: 'viewPage', summary: 'Public HTML page of a file; counts a view' },
   { method: 'get', path: '/files/:fileId/content', upstream: 'docs', auth: false, operationId: 'fileContent', summary: 'File bytes behind a signed, expiring link (Range supported)' },
 ];

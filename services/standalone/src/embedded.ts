@@ -17,7 +17,7 @@ import type { RequestHandler } from 'express';
 import { makeMemoryReadStore } from '@docshare/read-store';
 import { makeMemorySearchIndex } from '@docshare/search-index';
 import { fileStateFrom, makeDocsCommandApp, makeDocsCommands, makeStorageMetrics, startBlobSweeper } from '@docshare/docs-command';
-import { filesProjector } from '@docshare/files-projector';
+import { filesProjector, makeFilesQueries } from '@docshare/files-projector';
 import { searchProjector } from '@docshare/search-projector';
 import { makeStatsQueries, statsProjector } from '@docshare/stats-projector';
 import { makeGateway } from '@docshare/gateway';
@@ -67,13 +67,15 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   const deadLetters = deadLetterCounter(ops.registry);
   const checkpoints = makeMemoryCheckpoints();
   const statsStore = makeMemoryReadStore();
+  // Read by docs-command too: api-purchases lists from it.
+  const filesStore = makeMemoryReadStore();
   const readModels = new Map<string, { close(): Promise<void> }>();
   const queryApps: Partial<Record<ProjectorModule['upstream'], RequestHandler>> = {};
   const context = { publicBaseUrl: config.publicBaseUrl, logger };
   const projectors: RunningProjector[] = await Promise.all([statsProjector, filesProjector, searchProjector].map((module) => {
     const built = module.kind === 'documents'
       ? (() => {
-        const store = module === statsProjector ? statsStore : makeMemoryReadStore();
+        const store = module === statsProjector ? statsStore : module === filesProjector ? filesStore : makeMemoryReadStore();
         return { model: store, apply: module.handler(store), app: module.queryApp(store, context) };
       })()
       : (() => {
@@ -108,6 +110,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     storageUsedBy: makeStatsQueries(statsStore).storageOf,
     storageApplied: (token, timeoutMs) => statsApplied.wait(token, timeoutMs),
     onStored: storageMetrics.recorded,
+    purchasesOf: makeFilesQueries(filesStore, config.publicBaseUrl).purchasesOf,
   });
 
   // The text extractor, after the replay: its group must not hold up the start (a new process
@@ -142,6 +145,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
       docs: makeDocsCommandApp({
         commands, logger, maxUploadBytes: config.maxUploadBytes, publicBaseUrl: config.publicBaseUrl,
         idempotency: { store: idempotencyKeys, secret: jwtSecret, logger },
+        purchasesConsistency: honourConsistency(makeConsistencyGate(checkpoints, filesProjector.name, 1), CONSISTENCY_WAIT_MS),
       }),
       stats: queryApp('stats'),
       files: queryApp('files'),

@@ -32,6 +32,8 @@ export interface FileFacts extends FileUploaded {
   price: number;
   /** Absent while the text extractor has not reported on the file. */
   extraction?: ExtractionFacts;
+  /** The file's sales, newest first (absent: none); see `saleTo`. */
+  sales?: SaleRecord;
   /**
    * When what the file's public page shows last changed (its upload, an update, the extraction's
    * report): the page's Last-Modified. Absent: `uploadedAt`.
@@ -39,6 +41,26 @@ export interface FileFacts extends FileUploaded {
   changedAt?: string;
 }
 
+
+/**
+ * One sale of a file, linked to the one before it: a purchase adds a record in O(1) without
+ * copying the others (a copied map would make folding a file with n sales O(n²)); looking a buyer
+ * up walks the list, O(sales of this file), once per purchase command.
+ */
+export interface SaleRecord { saleId: number; buyerId: number; purchasedAt: string; previous?: SaleRecord }
+
+/** The first sale of `file` to `buyerId` (a buyer buys a file once; streams recorded before that rule may hold repeats). */
+export const saleTo = (file: FileFacts, buyerId: number): SaleRecord | undefined => {
+  let first: SaleRecord | undefined;
+  for (let sale = file.sales; sale; sale = sale.previous) if (sale.buyerId === buyerId) first = sale;
+  return first;
+};
+
+/** The sale `saleId` of `file`, if it is one. */
+export const saleById = (file: FileFacts, saleId: number): SaleRecord | undefined => {
+  for (let sale = file.sales; sale; sale = sale.previous) if (sale.saleId === saleId) return sale;
+  return undefined;
+};
 
 export type FileState =
   | { status: 'none' }
@@ -66,6 +88,12 @@ export const evolveFile = (state: FileState, event: FileEventBody): FileState =>
     }
     case 'docs.file.deleted.v1':
       return state.status === 'active' ? { status: 'deleted', file: state.file } : state;
+    case 'docs.file.purchased.v1': {
+      if (state.status !== 'active') return state;
+      const { saleId, buyerId, purchasedAt } = event.data;
+      const sales: SaleRecord = { saleId, buyerId, purchasedAt, ...(state.file.sales ? { previous: state.file.sales } : {}) };
+      return { status: 'active', file: { ...state.file, sales } };
+    }
     case 'docs.file.content-extracted.v1': {
       if (state.status !== 'active') return state;
       const { format, extractor, characters, truncated, language, text, extractedAt } = event.data;
@@ -155,6 +183,11 @@ export const decideFile = (command: FileCommand, state: FileState): FileEventBod
     }
     case 'PurchaseFile': {
       const file = visibleTo(state, command.actorId);
+      if (file.ownerId === command.actorId) throw forbidden(M.ownFilePurchase);
+      // A buyer buys a file once: a repeat records nothing, and is answered with the first sale
+      // (saleTo), even once the file is no longer for sale. Decided on the stream at its version,
+      // so two purchases at once (any replica) make one sale.
+      if (saleTo(file, command.actorId)) return [];
       if (!file.forSale) throw conflict(M.notForSale);
       return [{
         type: 'docs.file.purchased.v1',
