@@ -182,7 +182,9 @@ export const makeExtractionWork = (deps: ExtractionDeps) => {
   const takeAll = async (uploads: readonly Upload[], admit: (upload: Upload) => boolean): Promise<Taken[]> => {
     const all: Taken[] = [];
     for (let i = 0; i < uploads.length; i += STATUS_WIDTH) {
-      const some = uploads.slice(i, i + STATUS_WIDTH).filter(admit).map(take);
+      const some: Taken[] = [];
+      // One at a time: each take counts towards the bounds the next admit reads.
+      for (const upload of uploads.slice(i, i + STATUS_WIDTH)) if (admit(upload)) some.push(take(upload));
       all.push(...some);
       await Promise.all(some.map((entry) => entry.queued));
     }

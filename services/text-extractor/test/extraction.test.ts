@@ -8,10 +8,10 @@ import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import type { ExtractionReport, StoredEvent } from '@docshare/contracts';
 import { makeFsBlobStore } from '@docshare/blob-store';
-import { makeExtractor, type Extractor } from '@docshare/extract';
+import { makeExtractor, type Extractor, type ExtractOutcome } from '@docshare/extract';
 import { makeHistory } from '@docshare/projection/testing';
 import { makeLogger } from '@docshare/http';
-import { makeExtractionWork, type ExtractionDeps, type ExtractionRecorder } from '../src/extraction.ts';
+import { ExtractionStopped, makeExtractionWork, type ExtractionDeps, type ExtractionRecorder } from '../src/extraction.ts';
 
 const logger = makeLogger('test', 'silent');
 
@@ -90,5 +90,141 @@ describe('text extractor: event handler', () => {
     const down = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
     const port: ExtractionRecorder = { status: async () => 'pending', record: async () => { throw down; } };
     await assert.rejects(settle({ blobs, extractor, recorder: port, logger, maxBytes: 1_000 })(h.records as StoredEvent[]), down);
+  });
+});
+
+/**
+ * An extractor whose files end when the test says so (`finish(name)`, the file's text being its
+ * name): the two groups' handlers are checked on what they start and record, with no time involved.
+ */
+const heldExtractor = () => {
+  const running = new Map<string, (outcome: ExtractOutcome) => void>();
+  let closed = false;
+  const extractor: Extractor = {
+    extract: (bytes) => new Promise<ExtractOutcome>((resolve) => {
+      const name = Buffer.from(bytes).toString();
+      if (closed) resolve({ ok: false, format: 'text', reason: 'error', detail: 'extractor closed', durationMs: 0 });
+      else running.set(name, resolve);
+    }),
+    close: async () => {
+      closed = true;
+      for (const resolve of running.values()) resolve({ ok: false, format: 'text', reason: 'error', detail: 'extractor closed', durationMs: 0 });
+      running.clear();
+    },
+    stats: () => ({ children: running.size, busy: running.size, queued: 0, settled: 0, spawned: 0, peakChildRssBytes: 0 }),
+  };
+  const finish = (name: string, outcome: 'ok' | 'timeout' = 'ok'): void => {
+    const resolve = running.get(name);
+    assert.ok(resolve, `${name} is not being extracted (running: ${[...running.keys()].join(', ')})`);
+    running.delete(name);
+    resolve(outcome === 'ok'
+      ? { ok: true, format: 'text', extractor: 'held@1', text: name, characters: name.length, truncated: false, language: null, durationMs: 1 }
+      : { ok: false, format: 'text', reason: 'timeout', detail: 'no text within the budget', durationMs: 1 });
+  };
+  return { extractor, finish, running: () => [...running.keys()].sort() };
+};
+
+/** Polls until `condition` holds (bounded by the test's timeout). */
+const until = async (condition: () => boolean): Promise<void> => {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5));
+};
+
+describe('text extractor: the intake and the settling group', { timeout: 30_000 }, () => {
+  let dir: string;
+  let blobs: Awaited<ReturnType<typeof makeFsBlobStore>>;
+  const h = makeHistory();
+  // A (owner 1) uploads five files, then B (owner 2) one.
+  const names: Record<number, string> = { 50: 'a1', 51: 'a2', 52: 'a3', 53: 'a4', 54: 'a5', 60: 'b1' };
+  for (const [fileId, name] of Object.entries(names)) h.upload(Number(fileId), Number(fileId) < 60 ? 1 : 2, name, { blobKey: name, size: name.length });
+  const records = h.records as StoredEvent[];
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'docshare-intake-'));
+    blobs = await makeFsBlobStore(dir);
+    for (const name of Object.values(names)) await blobs.put(name, Readable.from([Buffer.from(name)]), name.length, 'text/plain');
+  });
+  after(async () => rm(dir, { recursive: true, force: true }));
+
+  const recorded = (port: { records: Recorded[] }): string[] => port.records.map((r) => (r.report.ok ? r.report.text : `${r.fileId}:${r.report.ok}`));
+
+  it('the intake takes up at most ownerBacklog files of an owner and resolves without waiting; the rest are left for the settling group, in order', async () => {
+    const held = heldExtractor();
+    const done = new Set<number>();
+    const port = recorder((id) => (done.has(id) ? 'done' : 'pending'));
+    const record = port.port.record;
+    port.port.record = async (fileId, ...rest) => {
+      done.add(fileId);
+      await record(fileId, ...rest);
+    };
+    const work = makeExtractionWork({ blobs, extractor: held.extractor, recorder: port.port, logger, maxBytes: 1_000, concurrency: 1, ownerBacklog: 2 });
+    await work.takeUp(records);
+    assert.equal(work.stats().taken, 3, 'two of A\'s files and B\'s');
+    await until(() => held.running().length === 1);
+    assert.deepEqual(held.running(), ['a1']);
+    held.finish('a1');
+    await until(() => held.running().length === 1);
+    assert.deepEqual(held.running(), ['b1'], 'B\'s file comes before A\'s second');
+    held.finish('b1');
+    await until(() => held.running()[0] === 'a2');
+    held.finish('a2');
+    await until(() => work.stats().taken === 0);
+    assert.deepEqual(recorded(port), ['a1', 'b1', 'a2'], 'a3..a5 were over A\'s backlog: not taken up, not failed');
+
+    // The settling group reaches them: each is done once, the ones done before skipped by their status.
+    const settling = work.settle(records);
+    for (const name of ['a3', 'a4', 'a5']) {
+      await until(() => held.running()[0] === name);
+      held.finish(name);
+    }
+    await settling;
+    assert.deepEqual(recorded(port), ['a1', 'b1', 'a2', 'a3', 'a4', 'a5']);
+  });
+
+  it('a file both groups see is extracted once; the settling group waits for the intake\'s work', async () => {
+    const held = heldExtractor();
+    const port = recorder();
+    const work = makeExtractionWork({ blobs, extractor: held.extractor, recorder: port.port, logger, maxBytes: 1_000, concurrency: 2 });
+    const [first] = records;
+    await work.takeUp([first!]);
+    await until(() => held.running().length === 1);
+    let settled = false;
+    const settling = work.settle([first!]).then(() => { settled = true; });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(settled, false, 'the settling group does not acknowledge a file still being read');
+    assert.deepEqual(held.running(), ['a1'], 'not started twice');
+    held.finish('a1');
+    await settling;
+    assert.deepEqual(recorded(port), ['a1']);
+  });
+
+  it('a repeat offender is demoted: after two files over budget, another owner\'s files go first', async () => {
+    const held = heldExtractor();
+    const port = recorder();
+    const work = makeExtractionWork({ blobs, extractor: held.extractor, recorder: port.port, logger, maxBytes: 1_000, concurrency: 1 });
+    await work.takeUp(records.slice(0, 3));
+    await until(() => held.running()[0] === 'a1');
+    held.finish('a1', 'timeout');
+    await until(() => held.running()[0] === 'a2');
+    await work.takeUp(records.slice(5));
+    held.finish('a2', 'timeout');
+    await until(() => held.running().length === 1);
+    assert.deepEqual(held.running(), ['b1']);
+    assert.equal(work.stats().demoted, 1);
+    held.finish('b1');
+    await until(() => held.running()[0] === 'a3');
+    held.finish('a3');
+    await until(() => work.stats().taken === 0);
+  });
+
+  it('close abandons the files in hand: nothing is recorded for them and the settling group\'s batch fails (not acknowledged)', async () => {
+    const held = heldExtractor();
+    const port = recorder();
+    const work = makeExtractionWork({ blobs, extractor: held.extractor, recorder: port.port, logger, maxBytes: 1_000, concurrency: 1 });
+    const settling = work.settle(records);
+    await until(() => held.running().length === 1);
+    await work.close();
+    await assert.rejects(settling, (error: Error) => error instanceof ExtractionStopped);
+    assert.deepEqual(port.records, [], 'neither the file being read ("extractor closed") nor those waiting were recorded');
+    await assert.rejects(work.settle(records), (error: Error) => error instanceof ExtractionStopped);
   });
 });
