@@ -56,6 +56,18 @@ describe('chaos checker', () => {
     assert.match(checkRecord([later, again], [{ ...put, causationid: later.id }], [{ from: 8900, to: 9500, label: 'gateway' }]).violations.join('\n'), /LOST: acknowledged sell/);
   });
 
+  it('accepts a repeat purchase that recorded nothing only when it names the buyer\'s earlier sale', () => {
+    const purchase = (status: number, at: number, saleId: number, userId = 2): Rec => ({
+      ...json(status, { status: 'success', message: status === 201 ? 'Purchase recorded' : 'File already purchased', sale_id: saleId }),
+      op: 'purchase', path: '/api/V1/docs/api-purchase', fileId: '7', userId, at,
+    });
+    const first = purchase(201, 1000, 5);
+    const sold = event('docs.file.purchased.v1', first.id, { fileId: 7, buyerId: 2, saleId: 5 });
+    assert.deepEqual(checkRecord([first, purchase(200, 5000, 5)], [sold], []).violations, []);
+    assert.match(checkRecord([first, purchase(200, 5000, 6)], [sold], []).violations.join('\n'), /LOST: acknowledged purchase/);
+    assert.match(checkRecord([first, purchase(200, 5000, 5, 3)], [sold], []).violations.join('\n'), /LOST: acknowledged purchase/);
+  });
+
   it('finds a write recorded twice, even one that was not acknowledged', () => {
     const a = upload('1');
     const b: Rec = { ...upload('', 0), status: 0, error: 'TimeoutError', timedOut: true, contentType: undefined, json: undefined, body: undefined };

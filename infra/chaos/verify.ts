@@ -37,6 +37,9 @@ export const WRITES: Record<string, { type: string; key?: (e: Event) => unknown;
 const ALREADY_IN_EFFECT: Record<string, (r: Rec, earlier: readonly Event[]) => boolean> = {
   sell: (r, earlier) => earlier.some((e) => e.type === 'docs.file.updated.v1' && String(e.data.fileId) === r.fileId
     && (e.data.changes as { forSale?: boolean } | undefined)?.forSale === true),
+  // A buyer buys a file once: a repeat is answered with the earlier sale, which its answer names.
+  purchase: (r, earlier) => earlier.some((e) => e.type === 'docs.file.purchased.v1' && String(e.data.fileId) === r.fileId
+    && Number(e.data.buyerId) === r.userId && String(e.data.saleId) === String(r.json?.sale_id)),
 };
 /** Events a write may record besides its own (an upload that creates its category). */
 const COMPANIONS: Record<string, string[]> = { upload: ['docs.category.created.v1'] };

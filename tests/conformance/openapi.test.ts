@@ -98,6 +98,8 @@ describe('the OpenAPI document, over HTTP', () => {
   let password = '';
   let fileId = '';
   let pdfId = '';
+  /** A user who bought the PDF (the purchase examples). */
+  let buyerToken = '';
   let categoryId = '';
   let downloadUrl = '';
   let title = '';
@@ -240,7 +242,8 @@ describe('the OpenAPI document, over HTTP', () => {
     conforms(await fx.c.json('POST', comment, token, { file_id: fileId }), comment, 'post');
 
     const purchase = '/api/V1/docs/api-purchase';
-    const notForSale = await fx.c.json('POST', purchase, token, { ...requestExample(purchase, 'post'), file_id: pdfId });
+    buyerToken = (await fx.c.register()).token;
+    const notForSale = await fx.c.json('POST', purchase, buyerToken, { ...requestExample(purchase, 'post'), file_id: pdfId });
     conforms(notForSale, purchase, 'post');
     assert.equal(notForSale.status, 409);
 
@@ -252,9 +255,18 @@ describe('the OpenAPI document, over HTTP', () => {
     }
     conforms(await fx.c.json('POST', update, token, { id: pdfId }), update, 'post');
 
-    const bought = await fx.c.json('POST', purchase, token, { ...requestExample(purchase, 'post'), file_id: pdfId });
+    // The owner cannot buy their own file; another user buys it once, then is answered the first sale.
+    const own = await fx.c.json('POST', purchase, token, { ...requestExample(purchase, 'post'), file_id: pdfId });
+    conforms(own, purchase, 'post');
+    assert.equal(own.status, 403);
+    const bought = await fx.c.json('POST', purchase, buyerToken, { ...requestExample(purchase, 'post'), file_id: pdfId });
     conforms(bought, purchase, 'post');
     assert.equal(bought.status, 201);
+    const again = await fx.c.json('POST', purchase, buyerToken, { ...requestExample(purchase, 'post'), file_id: pdfId });
+    conforms(again, purchase, 'post');
+    assert.equal(again.status, 200);
+    // The buyer's link opens the bytes of a file for sale (a content answer as documented).
+    conforms(await fx.c.raw('GET', bought.body.download_url as string), '/files/{fileId}/content', 'get');
     // For sale: not downloadable.
     conforms(await fx.c.raw('GET', `/api/V1/docs/api-download?file_id=${pdfId}`, { headers: auth(token) }), '/api/V1/docs/api-download', 'get');
   });
@@ -289,6 +301,12 @@ describe('the OpenAPI document, over HTTP', () => {
     const userId = String(mine.body.user.id);
     conforms(await fx.c.raw('GET', `${files}?user_id=${userId}&page=1&per_page=20`, { headers: auth(token) }), files, 'get');
     conforms(await fx.c.raw('GET', `${files}?user_id=999999999`, { headers: auth(token) }), files, 'get');
+
+    const purchases = '/api/V1/users/api-purchases';
+    const bought = await fx.c.raw('GET', `${purchases}?page=${String(page)}&per_page=${String(parameterExample(purchases, 'get', 'per_page'))}`, { headers: auth(buyerToken) });
+    conforms(bought, purchases, 'get');
+    assert.equal((bought.body.data as unknown[]).length, 1);
+    conforms(await fx.c.raw('GET', `${purchases}?per_page=0`, { headers: auth(buyerToken) }), purchases, 'get');
 
     const comments = '/api/V1/users/api-comments';
     const received = await fx.c.json('POST', comments, token, requestExample(comments, 'post'));
