@@ -34,6 +34,15 @@ export const closeEarly = (res: ServerResponse): void => {
   if (!res.headersSent) res.setHeader('Connection', 'close');
   const socket = res.socket;
   if (socket === null) return;
+  // Once answered, the request is no longer Node's to abort when its socket closes: whatever still
+  // waits for the rest of its body (a form being read, an upload's spool file, a proxied request)
+  // would wait for ever, holding its descriptors. It learns here that the body will never come.
+  const req = res.req as ServerResponse['req'] | undefined;
+  if (req !== undefined) {
+    socket.once('close', () => {
+      if (!req.complete && !req.destroyed) req.destroy();
+    });
+  }
   // Node calls destroySoon once the last answer is written (res._last).
   socket.destroySoon = (): void => {
     socket.pause();
@@ -92,7 +101,12 @@ const TRANSIENT_NAMES = new Set([
   // Another docshare service answered 5xx or 429 (text-extractor → docs-command).
   'ServiceUnavailableError',
 ]);
-const TRANSIENT_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ESOCKETTIMEDOUT', 'ECONNABORTED']);
+const TRANSIENT_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ESOCKETTIMEDOUT', 'ECONNABORTED',
+  // Out of descriptors (this process's, or the system's): they come back as transfers end. The
+  // request that meets it, often not the one that used them up, is told to retry, never a 500.
+  'EMFILE', 'ENFILE',
+]);
 
 /**
  * True for failures of a dependency that pass (a server restarting, a network blip, an overloaded

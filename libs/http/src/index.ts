@@ -6,3 +6,4 @@ export * from './serve.ts';
 export * from './last-resort.ts';
 export * from './config.ts';
 export * from './metrics-server.ts';
+export * from './transfers.ts';

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { M } from '@docshare/contracts';
 import { clientErrorMessage, closeEarly } from './errors.ts';
 import { ConfigError, intVar, readConfig, stringVar } from './config.ts';
+import { attachUploadSlots, defaultTransferLimits, makeUploadSlots, stopWithServer, watchBodies, type TransferLimits } from './transfers.ts';
 
 /**
  * How long and how many connections a server keeps (each `HTTP_*` variable of the README). A public
@@ -24,11 +25,14 @@ export interface HttpLimits {
   keepAliveTimeoutMs: number;
   /** Open connections beyond which new ones are refused (kept below the process's file descriptor limit). */
   maxConnections: number;
+  /** Pace and deadline of request bodies, caps on uploads in flight (default: `defaultTransferLimits`). */
+  transfers?: TransferLimits;
 }
 
 /** Descriptors kept for everything else a process opens (log, spool and data files, database and broker clients). */
 const RESERVED_DESCRIPTORS = 256;
 const MAX_CONNECTIONS_CAP = 10_000;
+const DESCRIPTORS_PER_CONNECTION = 2;
 
 /** The soft limit of open files of this process (Linux), if it can be read. */
 const openFileLimit = (): number | undefined => {
@@ -40,9 +44,15 @@ const openFileLimit = (): number | undefined => {
   }
 };
 
-/** 10,000 connections, or fewer when the descriptor limit would run out first (which locks out every client). */
+/**
+ * 10,000 connections, or fewer when the descriptor limit would run out first (which locks out every
+ * client). Each connection is budgeted two descriptors: its socket, and what a request on it may
+ * hold while the client goes at its own pace (an upload's spool file, a file being served, the
+ * gateway's connection to a service).
+ */
 export const defaultMaxConnections = (fileLimit = openFileLimit()): number =>
-  fileLimit === undefined ? MAX_CONNECTIONS_CAP : Math.max(16, Math.min(MAX_CONNECTIONS_CAP, fileLimit - RESERVED_DESCRIPTORS));
+  fileLimit === undefined ? MAX_CONNECTIONS_CAP
+    : Math.max(16, Math.min(MAX_CONNECTIONS_CAP, Math.floor((fileLimit - RESERVED_DESCRIPTORS) / DESCRIPTORS_PER_CONNECTION)));
 
 /** The defaults, with the reason for each in the README's configuration table. */
 export const DEFAULT_HTTP_LIMITS: Omit<HttpLimits, 'maxConnections'> = {
@@ -61,6 +71,17 @@ const optionalPortVar = () => z.string().optional().transform((raw, ctx) => {
   return z.NEVER;
 });
 
+/** An integer from `min` that may be absent (empty counts as absent): its default then depends on another value. */
+const optionalIntVar = (min: number) => z.string().optional().transform((raw, ctx) => {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const value = Number(raw);
+  if (Number.isSafeInteger(value) && value >= min) return value;
+  ctx.addIssue({ code: 'custom', message: `must be an integer >= ${min}, got "${raw}"` });
+  return z.NEVER;
+});
+
+const TRANSFER_DEFAULTS = defaultTransferLimits(MAX_CONNECTIONS_CAP);
+
 /** The HTTP limits every service reads, and where it serves its metrics (README: configuration). */
 export const HTTP_VARS = {
   HTTP_HEADERS_TIMEOUT_MS: intVar(DEFAULT_HTTP_LIMITS.headersTimeoutMs, 1),
@@ -68,6 +89,13 @@ export const HTTP_VARS = {
   HTTP_REQUEST_TIMEOUT_MS: intVar(DEFAULT_HTTP_LIMITS.requestTimeoutMs, 1),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: intVar(DEFAULT_HTTP_LIMITS.keepAliveTimeoutMs, 1),
   HTTP_MAX_CONNECTIONS: intVar(defaultMaxConnections(), 1),
+  HTTP_BODY_MIN_BYTES_PER_SECOND: intVar(TRANSFER_DEFAULTS.minBytesPerSecond, 0),
+  HTTP_BODY_RATE_GRACE_MS: intVar(TRANSFER_DEFAULTS.graceMs, 1),
+  HTTP_BODY_RATE_WINDOW_MS: intVar(TRANSFER_DEFAULTS.windowMs, 1),
+  HTTP_BODY_DEADLINE_MS: intVar(TRANSFER_DEFAULTS.deadlineMs, 1),
+  /** Default: half of HTTP_MAX_CONNECTIONS. */
+  HTTP_MAX_UPLOADS: optionalIntVar(0),
+  HTTP_MAX_UPLOADS_PER_USER: intVar(TRANSFER_DEFAULTS.maxUploadsPerUser, 0),
   /**
    * The internal port of `GET /metrics` (and /healthz, /readyz): set, the service serves its
    * metrics there and never on its main port; unset, the gateway and `npm start` serve none, and
@@ -106,6 +134,14 @@ export const httpLimitsOf = (env: NodeJS.ProcessEnv): HttpLimits => {
     requestTimeoutMs: read.HTTP_REQUEST_TIMEOUT_MS,
     keepAliveTimeoutMs: read.HTTP_KEEP_ALIVE_TIMEOUT_MS,
     maxConnections: read.HTTP_MAX_CONNECTIONS,
+    transfers: {
+      minBytesPerSecond: read.HTTP_BODY_MIN_BYTES_PER_SECOND,
+      graceMs: read.HTTP_BODY_RATE_GRACE_MS,
+      windowMs: read.HTTP_BODY_RATE_WINDOW_MS,
+      deadlineMs: read.HTTP_BODY_DEADLINE_MS,
+      maxUploads: read.HTTP_MAX_UPLOADS ?? defaultTransferLimits(read.HTTP_MAX_CONNECTIONS).maxUploads,
+      maxUploadsPerUser: read.HTTP_MAX_UPLOADS_PER_USER,
+    },
   };
 };
 
@@ -137,6 +173,9 @@ const onClientError = (logger: Logger | undefined) => (error: NodeJS.ErrnoExcept
   writeRawError(socket, status, clientErrorMessage(status));
 };
 
+/** On every answer of every listener: content is never sniffed into another type (a JSON answer into HTML). */
+export const NOSNIFF = ['X-Content-Type-Options', 'nosniff'] as const;
+
 /** Writes an error envelope straight to a socket no request owns, then closes it. */
 const writeRawError = (socket: Socket, status: number, message: string, extraHeaders: string[] = []): void => {
   const body = JSON.stringify({ status: 'error', message });
@@ -144,6 +183,7 @@ const writeRawError = (socket: Socket, status: number, message: string, extraHea
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Bad Request'}`,
     'Content-Type: application/json; charset=utf-8',
     'Cache-Control: no-store',
+    `${NOSNIFF[0]}: ${NOSNIFF[1]}`,
     `Content-Length: ${Buffer.byteLength(body)}`,
     `X-Request-Id: ${randomUUID()}`,
     ...extraHeaders,
@@ -162,6 +202,12 @@ const writeRawError = (socket: Socket, status: number, message: string, extraHea
 export const listen = async (
   handler: RequestListener, port: number, host: string, limits: HttpLimits = httpLimitsOf(process.env), logger?: Logger,
 ): Promise<{ server: Server; port: number }> => {
+  const transfers = limits.transfers ?? defaultTransferLimits(limits.maxConnections);
+  const bodies = watchBodies(transfers, (res) => {
+    closeEarly(res);
+    answerRaw(res, 408);
+  }, logger);
+  const uploads = makeUploadSlots(transfers);
   const server = createServer({
     // Node would answer a request without Host itself, with an empty 400: answered in the envelope below.
     requireHostHeader: false,
@@ -171,6 +217,11 @@ export const listen = async (
     connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
     keepAliveTimeout: limits.keepAliveTimeoutMs,
   }, (req, res) => {
+    // Every answer of every route, whoever makes it (an error, a 304, a preflight, a proxied
+    // service's answer, a static file): a browser never guesses a type the server did not send.
+    res.setHeader(...NOSNIFF);
+    bodies.watch(req, res);
+    attachUploadSlots(req, uploads);
     if (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.headers.host === undefined) {
       // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400.
       return answerRaw(res, 400);
@@ -184,6 +235,7 @@ export const listen = async (
   server.on('clientError', onClientError(logger));
   server.on('timeout', onIdle);
   server.on('connect', onConnect);
+  stopWithServer(server, bodies);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());
@@ -197,6 +249,7 @@ const answerRaw = (res: ServerResponse, status: number): void => {
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Cache-Control', 'no-store');
+  res.setHeader(...NOSNIFF);
   if (!res.hasHeader('X-Request-Id')) res.setHeader('X-Request-Id', randomUUID());
   res.setHeader('Connection', 'close');
   res.end(JSON.stringify({ status: 'error', message: clientErrorMessage(status) }));

@@ -10,7 +10,12 @@ describe('httpLimitsOf', () => {
     assert.deepEqual(httpLimitsOf({
       HTTP_HEADERS_TIMEOUT_MS: '1', HTTP_BODY_IDLE_TIMEOUT_MS: '2', HTTP_REQUEST_TIMEOUT_MS: '3',
       HTTP_KEEP_ALIVE_TIMEOUT_MS: '4', HTTP_MAX_CONNECTIONS: '5',
-    }), { headersTimeoutMs: 1, idleTimeoutMs: 2, requestTimeoutMs: 3, keepAliveTimeoutMs: 4, maxConnections: 5 });
+      HTTP_BODY_MIN_BYTES_PER_SECOND: '6', HTTP_BODY_RATE_GRACE_MS: '7', HTTP_BODY_RATE_WINDOW_MS: '8', HTTP_BODY_DEADLINE_MS: '9',
+      HTTP_MAX_UPLOADS: '10', HTTP_MAX_UPLOADS_PER_USER: '11',
+    }), {
+      headersTimeoutMs: 1, idleTimeoutMs: 2, requestTimeoutMs: 3, keepAliveTimeoutMs: 4, maxConnections: 5,
+      transfers: { minBytesPerSecond: 6, graceMs: 7, windowMs: 8, deadlineMs: 9, maxUploads: 10, maxUploadsPerUser: 11 },
+    });
     const defaults = httpLimitsOf({});
     assert.equal(defaults.headersTimeoutMs, DEFAULT_HTTP_LIMITS.headersTimeoutMs);
     assert.equal(defaults.requestTimeoutMs, 30_000);
@@ -23,9 +28,9 @@ describe('httpLimitsOf', () => {
   });
 
   it('keeps the default connection limit below the descriptor limit', () => {
-    assert.equal(defaultMaxConnections(undefined), 10_000);
     assert.equal(defaultMaxConnections(1_048_576), 10_000);
-    assert.equal(defaultMaxConnections(1024), 768);
+    // Two descriptors per connection (its socket, and a spool file or an upstream socket).
+    assert.equal(defaultMaxConnections(1024), 384);
     assert.equal(defaultMaxConnections(100), 16);
   });
 });

@@ -5,7 +5,7 @@ import {
 } from '@docshare/contracts';
 import { RangeNotSatisfiable, type ByteRange } from '@docshare/blob-store';
 import {
-  actorOf, bodyOf, errorHandler, failureMessage, jsonBody, metaOf, sendError, type Logger,
+  actorOf, bodyOf, errorHandler, failureMessage, IDENTITY_HEADER, jsonBody, metaOf, sendError, uploadSlot, type Logger,
 } from '@docshare/http';
 import { pageOf } from '@docshare/http';
 import { CONTENT_CACHE_CONTROL, type DocsCommands } from './commands.ts';
@@ -129,7 +129,9 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     res.json({ status: 'success', message: M.loggedIn, user_id: userId, token });
   });
 
-  app.post('/api/V1/docs/api-upload', once({
+  // Behind a gateway, its caps again per docs-command process (several gateways may feed one);
+  // in one process the gateway's count stands.
+  app.post('/api/V1/docs/api-upload', uploadSlot((req) => req.get(IDENTITY_HEADER)), once({
     deferred: true,
     // A replay's form is read only to compare it (its bytes hashed, not stored).
     requestOf: async (req) => uploadRequestOf(await readUploadForm(req, hashOnlySink, options.maxUploadBytes)),

@@ -4,7 +4,7 @@ import { M } from '@docshare/contracts';
 import { tokenFrom, type Tokens } from '@docshare/auth';
 import {
   CORRELATION_HEADER, DEFAULT_HTTP_LIMITS, IDENTITY_HEADER, PROBE_PATHS, REQUEST_ID_HEADER, counter, errorHandler, requestDeadline,
-  requestId, requestLog, sendError, type Logger, type Ops,
+  requestId, requestLog, sendError, uploadSlot, type Logger, type Ops,
 } from '@docshare/http';
 import { ROUTES, type Upstream } from './routes.ts';
 import { rateLimit } from './rate-limit.ts';
@@ -15,6 +15,9 @@ import { cors, routeMatcher, type CorsOrigins } from './cors.ts';
 
 /** How the caller authenticated: decided once per request, before rate limiting and routing. */
 type Auth = { state: 'missing' } | { state: 'invalid' } | { state: 'valid'; userId: number };
+
+/** The key of an authenticated caller's budgets (rate limit, uploads in flight). */
+const authKey = (auth: Auth): string | undefined => (auth.state === 'valid' ? `user:${auth.userId}` : undefined);
 
 export interface GatewayOptions {
   tokens: Pick<Tokens, 'verify'>;
@@ -97,10 +100,7 @@ export const makeGateway = (options: GatewayOptions): Express => {
     limiter: options.limiter,
     points: options.rateLimitPoints,
     windowSeconds: options.rateLimitWindowSeconds,
-    keyOf: (res, ip) => {
-      const auth = res.locals.auth as Auth;
-      return auth.state === 'valid' ? `user:${auth.userId}` : `ip:${ip}`;
-    },
+    keyOf: (res, ip) => authKey(res.locals.auth as Auth) ?? `ip:${ip}`,
     peekOnly: (req) => PROBE_PATHS.has(req.path),
     onLimited: (key) => rateLimited.inc({ by: key.startsWith('user:') ? 'user' : 'ip' }),
   }));
@@ -139,6 +139,8 @@ export const makeGateway = (options: GatewayOptions): Express => {
       next();
     }];
     if (route.auth) handlers.push(requireAuth);
+    // Uploads in flight are capped per process and per user (HTTP_MAX_UPLOADS*, docs/ops.md).
+    if (route.operationId === 'upload') handlers.push(uploadSlot((_req, res) => authKey(res.locals.auth as Auth)));
     handlers.push(upstream);
     app[route.method](route.path, ...handlers);
   }
