@@ -20,7 +20,9 @@
  * generation. Writes are never held; reads that wait for a consistency token wait that long.
  *
  * Env: MONGO_URL, MONGO_COMMAND_DB (docshare), MONGO_READ_DB (docshare_read), ELASTICSEARCH_URL,
- * ELASTICSEARCH_ALIAS (docshare-files), REBUILD_SWITCH_MAX_MS (30000).
+ * ELASTICSEARCH_ALIAS (docshare-files), REBUILD_SWITCH_MAX_MS (30000). A server variable left
+ * unset is taken from the servers `npm run stack` started, `DATA_DIR/infra/stack.env` (DATA_DIR:
+ * ./data), so beside `npm run stack` the command works as the README types it.
  */
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
 import type { EventStore } from '@docshare/event-store';
@@ -33,6 +35,8 @@ import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsear
 import { filesProjector } from '@docshare/files-projector';
 import { statsProjector } from '@docshare/stats-projector';
 import { searchProjector } from '@docshare/search-projector';
+import { resolve, join } from 'node:path';
+import { parseEnvFile } from './stack/services.ts';
 
 /** Every projector's read model, by its name (what the command line names). */
 const PROJECTORS: readonly ProjectorModule[] = [statsProjector, filesProjector, searchProjector];
@@ -55,6 +59,8 @@ const replay = async (
   }
 };
 
+// What `npm run stack` wrote for its services, under the variables this process was not given.
+const stackEnv = await parseEnvFile(join(resolve(process.env['DATA_DIR'] ?? './data'), 'infra', 'stack.env')).catch(() => ({}));
 const env = configOrExit({
   MONGO_URL: stringVar(),
   MONGO_USERNAME: optionalVar(),
@@ -64,7 +70,7 @@ const env = configOrExit({
   ELASTICSEARCH_URL: optionalVar(),
   ELASTICSEARCH_ALIAS: stringVar('docshare-files'),
   REBUILD_SWITCH_MAX_MS: intVar(30_000, 1_000),
-}, process.env);
+}, { ...stackEnv, ...process.env });
 const which = process.argv[2] ?? '';
 const chosen = which === 'all' ? PROJECTORS : PROJECTORS.filter((p) => p.model === which);
 if (chosen.length === 0) {

@@ -15,20 +15,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { REPO_ROOT } from '../support/server.ts';
 import { waitFor } from '../support/wait.ts';
-
-const README = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
-
-/** The fenced block of `lang` that follows `marker` in the README. */
-export const blockAfter = (text: string, marker: string, lang: string): string => {
-  const at = text.indexOf(marker);
-  assert.ok(at >= 0, `README.md has no "${marker}"`);
-  const fence = text.indexOf('```' + lang + '\n', at);
-  assert.ok(fence >= 0, `README.md has no ${lang} block after "${marker}"`);
-  const start = fence + lang.length + 4;
-  return text.slice(start, text.indexOf('\n```', start) + 1);
-};
+import { afterInstall, blockAfter, README, REPO_ROOT } from './readme.ts';
 
 const quickStart = blockAfter(README, '## Quick start', 'sh');
 const startLine = quickStart.split('\n').find((line) => line.startsWith('npm ci && npm start'));
@@ -61,7 +49,7 @@ describe('README: quick start and "Try it", as written', { timeout: 600_000 }, (
     home = await mkdtemp(join(tmpdir(), 'docshare-readme-home-'));
     assert.ok(startLine, 'README quick start shows `npm ci && npm start`');
     // `npm ci` has run (this test runs from the installed tree); the rest of the line is typed as is.
-    const command = startLine.split('#')[0]!.trim().replace(/^npm ci && /, '');
+    const command = afterInstall(startLine);
     assert.equal(command, 'npm start');
     // Its own process group, so everything it started is stopped at the end whatever npm does with signals.
     server = spawn('bash', ['-c', command], { cwd: REPO_ROOT, env: { ...process.env, HOME: home }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -63,7 +63,7 @@ export const DEFAULT_UPLOAD: Record<string, string> = {
   video: '',
 };
 
-export function api(server: Server) {
+export function api(server: Pick<Server, 'baseUrl'>) {
   const base = server.baseUrl;
 
   async function request(method: string, path: string, token?: string, body?: unknown, opts: RequestOptions = {}): Promise<Res> {
