@@ -10,7 +10,7 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Socket } from 'node:net';
-import { availableParallelism, constants as osConstants, setPriority, totalmem } from 'node:os';
+import { availableParallelism, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { ExtractFormat, ExtractionFailure } from '@docshare/contracts';
 import { EXTRACTION_FAILURES } from '@docshare/contracts';
@@ -167,8 +167,8 @@ function childExecArgv(memoryMb: number): string[] {
 /**
  * The pool size that uses the machine: one child per core (os.availableParallelism()), but no more
  * than half the memory (the container's limit where there is one, else the machine's) holds at the
- * memory budget, and at least one. Children run at a lower scheduling priority (below), so a full
- * pool slows extraction down, not the API beside it.
+ * memory budget, and at least one. (Not at a lower CPU priority: the budgets are wall-clock time, so
+ * on a busy machine a niced child runs out of time on files it would read, and its owner is demoted.)
  */
 export function defaultConcurrency(memoryMb: number, cores = availableParallelism(), memoryBytes = memoryAvailable()): number {
   return Math.max(1, Math.min(cores, Math.floor(memoryBytes / 2 / (memoryMb * 1024 * 1024))));
@@ -296,12 +296,6 @@ export function makeExtractor(options: ExtractorOptions): Extractor {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
     spawned += 1;
-    // Extraction is background work: under load, the process answering requests gets the CPU first.
-    try {
-      if (proc.pid !== undefined) setPriority(proc.pid, osConstants.priority.PRIORITY_BELOW_NORMAL);
-    } catch {
-      // Not permitted here (some containers): the child runs at the parent's priority.
-    }
     let resolveExit = (): void => {};
     const exited = new Promise<void>((resolve) => { resolveExit = resolve; });
     const child: Child = {

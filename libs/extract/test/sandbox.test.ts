@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import type { ExtractionFailure } from '@docshare/contracts';
-import { exitReason } from '../src/sandbox.ts';
+import { defaultConcurrency, exitReason } from '../src/sandbox.ts';
 import { makeExtractor } from '../src/index.ts';
 import type { ExtractorOptions, ExtractOutcome, WorkerExit } from '../src/index.ts';
 
@@ -140,6 +140,17 @@ describe('containment', { timeout: 60_000 }, () => {
     } finally {
       await extractor.close();
     }
+  });
+});
+
+describe('the pool', () => {
+  it('its default size is one child per core, as far as half the memory holds at the budget, at least one', () => {
+    const GiB = 1024 ** 3;
+    assert.equal(defaultConcurrency(512, 8, 64 * GiB), 8);
+    assert.equal(defaultConcurrency(512, 8, 2 * GiB), 2);
+    assert.equal(defaultConcurrency(512, 2, 1 * GiB), 1);
+    assert.equal(defaultConcurrency(1024, 4, 1 * GiB), 1);
+    assert.ok(defaultConcurrency(512) >= 1);
   });
 });
 
