@@ -53,7 +53,7 @@ let told: ((outcome: ExtractOutcome) => void) | undefined;
 const extraction = makeExtraction({ blobs, recorder, logger, settings: env, onOutcome: (outcome) => told?.(outcome) });
 const bus = kafkaBus(kafka, textExtractor.name, logger);
 const group = `${textExtractor.name}${kafka.groupSuffix}`;
-const intakeGroup = intakeGroupOf(group);
+const intakeGroup = `${intakeGroupOf(textExtractor.name)}${kafka.groupSuffix}`;
 
 const none = express();
 none.use((_req, res) => sendError(res, 404, M.notFound));
