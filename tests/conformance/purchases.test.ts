@@ -178,6 +178,22 @@ describe('a buyer\'s link expires (DOWNLOAD_URL_TTL_SECONDS)', { skip: localOnly
     // Fetched at once after it was signed (2 s of validity); a slow machine may take longer: retried with a fresh one.
     await eventually(async () => assert.equal((await c.bytes((await purchases(c, me)).data[0].download_url)).status, 200), { timeoutMs: 120_000 });
   });
+
+  it('a purchase replayed by its Idempotency-Key after its link expired answers the same sale with a fresh link', async () => {
+    const seller = await c.register();
+    const me = await c.register();
+    const fileId = await forSale(c, seller);
+    const keyed = { headers: { 'Idempotency-Key': `purchase-${randomWord(12)}` } };
+    const first = expectSuccess(await c.json('POST', '/api/V1/docs/api-purchase', me.token, { file_id: fileId }, keyed), 201);
+    await eventually(async () => expectError(await c.raw('GET', first.download_url), 403, 'Invalid or expired download link'), { timeoutMs: 120_000, intervalMs: 250 });
+    await eventually(async () => {
+      const replay = await c.json('POST', '/api/V1/docs/api-purchase', me.token, { file_id: fileId }, keyed);
+      assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+      expectSuccess(replay, 201);
+      assert.deepEqual([replay.body.message, replay.body.sale_id], ['Purchase recorded', first.sale_id]);
+      assert.equal((await c.bytes(replay.body.download_url)).status, 200);
+    }, { timeoutMs: 120_000 });
+  });
 });
 
 describe('categories left empty', () => {

@@ -204,8 +204,7 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
 
   app.post('/api/V1/docs/api-purchase', jsonBody(), once({
     ...jsonRequest,
-    // The link's signature is not kept (an expiring credential): a replay answers with a fresh one.
-    redact: (body) => ({ ...body, download_url: String(body.download_url).replace(/&expires=.*$/, '') }),
+    // A replay answers the link it kept while that is valid (the same body), a fresh one after.
     restore: (body) => {
       const [, fileId, saleId] = /\/files\/(\d+)\/content\?sale=(\d+)$/.exec(String(body.download_url)) ?? [];
       return fileId && saleId ? { ...body, download_url: commands.purchaseUrl(Number(fileId), Number(saleId)) } : body;
