@@ -206,8 +206,9 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     ...jsonRequest,
     // A replay answers the link it kept while that is valid (the same body), a fresh one after.
     restore: (body) => {
-      const [, fileId, saleId] = /\/files\/(\d+)\/content\?sale=(\d+)$/.exec(String(body.download_url)) ?? [];
-      return fileId && saleId ? { ...body, download_url: commands.purchaseUrl(Number(fileId), Number(saleId)) } : body;
+      const [, fileId, saleId, expires] = /\/files\/(\d+)\/content\?sale=(\d+)&expires=(\d+)&/.exec(String(body.download_url)) ?? [];
+      if (!fileId || !saleId || Number(expires) > Date.now() / 1000) return body;
+      return { ...body, download_url: commands.purchaseUrl(Number(fileId), Number(saleId)) };
     },
   }, async (req, res) => {
     const actorId = actorOf(req);
