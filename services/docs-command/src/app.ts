@@ -218,8 +218,6 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     res.status(created ? 201 : 200).json({ status: 'success', message: created ? M.purchased : M.alreadyPurchased, sale_id: saleId, download_url: downloadUrl });
   }));
 
-  // Internal: the text extractor's reports. The gateway routes only the API's paths (routes.ts),
-  // and each request must carry the internal token besides.
   // The files the caller bought, each with a link to its bytes: from the files read model, signed here.
   const purchasesConsistency: RequestHandler = options.purchasesConsistency ?? ((_req, _res, next) => next());
   app.get('/api/V1/users/api-purchases', purchasesConsistency, async (req, res) => {
@@ -228,6 +226,8 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     res.json({ status: 'success', ...(await commands.purchases(buyerId, page)) });
   });
 
+  // Internal: the text extractor's reports. The gateway routes only the API's paths (routes.ts),
+  // and each request must carry the internal token besides.
   const internal = options.internalToken === undefined ? null : internalOnly(options.internalToken);
   if (internal) app.get('/internal/V1/files/:fileId/extraction', internal, async (req, res) => {
     const fileId = positiveId(req.params.fileId);
