@@ -9,8 +9,10 @@ import type { Begun, CompletedKey, IdempotencyStore } from './port.ts';
  * of lines `<crc32 as 8 hex digits> <json>\n` (json: {k, f, a, x}: key, fingerprint, answer,
  * expiresAt), each appended and fsynced before `complete` resolves, so an answer a client may have
  * seen survives a crash. Keys in flight live in memory only: they belong to this process, and a
- * restart ends every request that held one. Opening drops expired keys and rewrites the file when
- * most of it is dead, so the file stays about as large as one day of keyed writes.
+ * restart ends every request that held one. Opening, and a compaction every `compactEveryMs`
+ * while it runs (as the MongoDB store sweeps), drop expired keys from memory and rewrite the file
+ * once at least half of it is dead (a new file, fsynced, renamed over the old one, its directory
+ * fsynced), so memory and disk stay about one day of keyed writes, however long the process runs.
  *
  * A torn last line (a crash mid-append, never acknowledged) is dropped; damage anywhere else
  * refuses to open, as the claim store does.
@@ -39,16 +41,43 @@ const decode = (text: string): Line | null => {
 
 const openPaths = new Set<string>();
 
+/** How often a running store drops expired keys (the MongoDB store's sweep interval). */
+export const COMPACT_EVERY_MS = 10 * 60_000;
+
+export interface FileIdempotencyOptions {
+  now?: () => number;
+  /** Time between compactions while the store is open (default COMPACT_EVERY_MS). */
+  compactEveryMs?: number;
+}
+
+/** The embedded store, with what its compaction works on in view. */
+export interface FileIdempotencyStore extends IdempotencyStore {
+  /** Drops expired keys from memory and, once at least half the file is dead, from disk. */
+  compact(): Promise<void>;
+  /** Keys held in memory (answers kept, requests in flight) and lines in the file. */
+  size(): { keys: number; lines: number };
+}
+
+/** The file's lines worth keeping: one per answer not yet expired. */
+const liveLines = (slots: Map<string, Slot>): Buffer[] =>
+  [...slots].flatMap(([k, s]) => (s.state === 'done' ? [encode({ k, f: s.fingerprint, a: s.answer, x: s.expiresAt })] : []));
+
+/** A rewrite is worth it once at least half the file is dead (and always when only dead lines are left). */
+const worthRewriting = (lines: number, live: number): boolean => lines > live && lines - live >= live;
+
 /** Opens (creating if needed) the durable embedded IdempotencyStore under `dir`. */
-export async function openFileIdempotencyStore(dir: string, now: () => number = Date.now): Promise<IdempotencyStore> {
+export async function openFileIdempotencyStore(dir: string, options: FileIdempotencyOptions = {}): Promise<FileIdempotencyStore> {
+  const now = options.now ?? Date.now;
   const path = resolve(dir, FILE);
   if (openPaths.has(path)) throw new Error(`idempotency store ${path} is already open in this process`);
   openPaths.add(path);
   const slots = new Map<string, Slot>();
   let handle: FileHandle;
+  /** Lines in the file (each a kept answer, live or not). */
+  let lines: number;
   try {
     await mkdir(dir, { recursive: true });
-    handle = await load(dir, path, slots, now());
+    ({ handle, lines } = await load(dir, path, slots, now()));
   } catch (error) {
     openPaths.delete(path);
     throw error;
@@ -75,6 +104,33 @@ export async function openFileIdempotencyStore(dir: string, now: () => number = 
   const assertOpen = (): void => {
     if (closed) throw new Error('idempotency store is closed');
   };
+
+  /** Runs in turn with the appends, so no answer is written to a file being replaced. */
+  const compact = async (): Promise<void> => {
+    const run = tail.then(async () => {
+      if (broken !== null || closed) return;
+      const at = now();
+      for (const key of [...slots.keys()]) live(key, at);
+      const kept = liveLines(slots);
+      if (!worthRewriting(lines, kept.length)) return;
+      await rewrite(dir, path, kept);
+      // The old handle writes to a file no longer there: until the new one is open, nothing may append.
+      try {
+        const fresh = await open(path, 'a');
+        await handle.close().catch(() => {});
+        handle = fresh;
+        lines = kept.length;
+      } catch (error) {
+        broken = error;
+        throw error;
+      }
+    });
+    tail = run.catch(() => {});
+    await run;
+  };
+  // A compaction that fails (a full disk) leaves the old file in place and is tried again next time.
+  const compacting = setInterval(() => void compact().catch(() => {}), options.compactEveryMs ?? COMPACT_EVERY_MS);
+  compacting.unref();
 
   return {
     async begin(key, at, leaseMs): Promise<Begun> {
@@ -109,12 +165,14 @@ export async function openFileIdempotencyStore(dir: string, now: () => number = 
           broken = error;
           throw error;
         }
+        lines++;
+        // The owner may have lost the key while the line was written only if it was abandoned by
+        // itself, which it does not do while completing. Set here, in turn, so that a compaction
+        // queued behind this append finds the answer it must keep.
+        slots.set(key, { state: 'done', ...completed });
       });
       tail = write.catch(() => {});
       await write;
-      // The owner may have lost the key while the line was written only if it was abandoned by
-      // itself, which it does not do while completing; set the answer now that it is durable.
-      slots.set(key, { state: 'done', ...completed });
       return true;
     },
 
@@ -122,9 +180,14 @@ export async function openFileIdempotencyStore(dir: string, now: () => number = 
       if (owned(key, token)) slots.delete(key);
     },
 
+    compact,
+
+    size: () => ({ keys: slots.size, lines }),
+
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
+      clearInterval(compacting);
       await tail;
       try {
         await handle.close();
@@ -144,8 +207,26 @@ async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
-/** Reads the log into `slots` (unexpired keys only), compacting it when most lines are dead; returns an append handle. */
-async function load(dir: string, path: string, slots: Map<string, Slot>, at: number): Promise<FileHandle> {
+/** Replaces the file at `path` by `kept`, crash-safely: a new file, fsynced, renamed over it, the directory fsynced. */
+async function rewrite(dir: string, path: string, kept: Buffer[]): Promise<void> {
+  const fresh = `${path}.${process.pid}.tmp`;
+  try {
+    const out = await open(fresh, 'w');
+    try {
+      await out.writeFile(Buffer.concat(kept));
+      await out.sync();
+    } finally {
+      await out.close();
+    }
+    await rename(fresh, path);
+    await fsyncDir(dir);
+  } finally {
+    await rm(fresh, { force: true });
+  }
+}
+
+/** Reads the log into `slots` (unexpired keys only), compacting it when most lines are dead; returns an append handle and its line count. */
+async function load(dir: string, path: string, slots: Map<string, Slot>, at: number): Promise<{ handle: FileHandle; lines: number }> {
   await (await open(path, 'a+')).close();
   const text = await (async () => {
     const reader = await open(path, 'r');
@@ -170,20 +251,9 @@ async function load(dir: string, path: string, slots: Map<string, Slot>, at: num
     else slots.delete(line.k);
   }
   const damagedTail = torn !== '' || (lines.length > 0 && decode(lines[lines.length - 1] ?? '') === null);
-  if (damagedTail || (total > 64 && slots.size * 2 < total)) {
-    // Rewrite with the live keys only: a new file, fsynced, renamed over the old one.
-    const fresh = `${path}.${process.pid}.tmp`;
-    const out = await open(fresh, 'w');
-    try {
-      const body = [...slots].map(([k, s]) => (s.state === 'done' ? encode({ k, f: s.fingerprint, a: s.answer, x: s.expiresAt }) : Buffer.alloc(0)));
-      await out.writeFile(Buffer.concat(body));
-      await out.sync();
-    } finally {
-      await out.close();
-    }
-    await rename(fresh, path);
-    await fsyncDir(dir);
-    await rm(fresh, { force: true });
+  if (damagedTail || worthRewriting(total, slots.size)) {
+    await rewrite(dir, path, liveLines(slots));
+    total = slots.size;
   }
-  return open(path, 'a');
+  return { handle: await open(path, 'a'), lines: total };
 }

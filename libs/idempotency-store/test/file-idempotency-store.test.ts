@@ -48,7 +48,7 @@ describe('file idempotency store', () => {
   it('compacts expired keys away when it opens', async () => {
     const dir = await freshDir();
     let now = 1_000_000;
-    const store = await openFileIdempotencyStore(dir, () => now);
+    const store = await openFileIdempotencyStore(dir, { now: () => now });
     for (let i = 0; i < 100; i++) {
       const begun = await store.begin(`k${i}`, now, 60_000);
       if (begun.state !== 'started') return assert.fail('not started');
@@ -56,11 +56,74 @@ describe('file idempotency store', () => {
     }
     await store.close();
     now += 1_000;
-    const reopened = await openFileIdempotencyStore(dir, () => now);
+    const reopened = await openFileIdempotencyStore(dir, { now: () => now });
     const lines = (await readFile(join(dir, 'idempotency.log'), 'utf8')).trim().split('\n');
     assert.equal(lines.length, 10);
     assert.equal((await reopened.begin('k95', now, 60_000)).state, 'done');
     assert.equal((await reopened.begin('k5', now, 60_000)).state, 'started');
+    await reopened.close();
+  });
+
+  /** Completes `key` with an answer that expires at `expiresAt`. */
+  const keep = async (store: Awaited<ReturnType<typeof openFileIdempotencyStore>>, key: string, at: number, expiresAt: number): Promise<void> => {
+    const begun = await store.begin(key, at, 60_000);
+    if (begun.state !== 'started') return assert.fail(`${key} not started`);
+    assert.equal(await store.complete(key, begun.token, { fingerprint: `f-${key}`, answer, expiresAt }), true);
+  };
+  const lineCount = async (dir: string): Promise<number> =>
+    (await readFile(join(dir, 'idempotency.log'), 'utf8')).split('\n').filter((line) => line !== '').length;
+
+  it('while running, expired keys leave memory and disk; live keys still replay, after compaction and after a restart', async () => {
+    const dir = await freshDir();
+    let now = 1_000_000;
+    const store = await openFileIdempotencyStore(dir, { now: () => now, compactEveryMs: 3_600_000 });
+    for (let i = 0; i < 40; i++) await keep(store, `old${i}`, now, now + 1_000);
+    for (let i = 0; i < 5; i++) await keep(store, `live${i}`, now, now + 86_400_000);
+    // A request in flight whose process stalled past its lease is dropped too; one within it is not.
+    await store.begin('lapsed', now, 500);
+    await store.begin('flying', now, 60_000);
+    assert.deepEqual(store.size(), { keys: 47, lines: 45 });
+    assert.equal(await lineCount(dir), 45);
+
+    now += 2_000;
+    await store.compact();
+    assert.deepEqual(store.size(), { keys: 6, lines: 5 }, 'the 40 expired answers and the lapsed lease are gone from memory');
+    assert.equal(await lineCount(dir), 5, 'and the expired answers from the file');
+    for (let i = 0; i < 5; i++) {
+      const seen = await store.begin(`live${i}`, now, 60_000);
+      assert.equal(seen.state === 'done' && seen.fingerprint, `f-live${i}`);
+    }
+    assert.equal((await store.begin('old3', now, 60_000)).state, 'started', 'an expired key is a new key');
+    assert.equal((await store.begin('flying', now, 60_000)).state, 'in_flight');
+
+    // Appends go on into the new file, and everything kept survives a restart.
+    await keep(store, 'after', now, now + 86_400_000);
+    assert.equal(await lineCount(dir), 6);
+    await store.close();
+    const reopened = await openFileIdempotencyStore(dir, { now: () => now });
+    for (const key of ['live0', 'live4', 'after']) {
+      const seen = await reopened.begin(key, now, 60_000);
+      assert.equal(seen.state === 'done' && seen.fingerprint, `f-${key}`);
+    }
+    assert.equal((await reopened.begin('old7', now, 60_000)).state, 'started');
+    await reopened.close();
+  });
+
+  it('compacts on its own, every compactEveryMs, while appends go on', async () => {
+    const dir = await freshDir();
+    let now = 1_000_000;
+    const store = await openFileIdempotencyStore(dir, { now: () => now, compactEveryMs: 20 });
+    for (let i = 0; i < 30; i++) await keep(store, `old${i}`, now, now + 1_000);
+    now += 2_000;
+    // Appends racing the timer's compactions: each one kept, none written to a replaced file.
+    for (let i = 0; i < 30; i++) await keep(store, `new${i}`, now, now + 86_400_000);
+    // Polled until the timer has run (bounded by the test's own timeout, never by a wall-time assertion).
+    while (store.size().lines > 30) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.deepEqual(store.size(), { keys: 30, lines: 30 });
+    await store.close();
+    assert.equal(await lineCount(dir), 30);
+    const reopened = await openFileIdempotencyStore(dir, { now: () => now });
+    for (let i = 0; i < 30; i++) assert.equal((await reopened.begin(`new${i}`, now, 60_000)).state, 'done');
     await reopened.close();
   });
 

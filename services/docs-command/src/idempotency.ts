@@ -14,9 +14,12 @@ import type { FileSink, StoredBytes, UploadForm } from './upload-form.ts';
  * and user: the same key with the same request replays the first answer (`Idempotent-Replayed:
  * true`) without doing the work again, whatever happened to the first answer on its way back (a
  * dropped connection, a restart of any service); the same key with another request is 422; a
- * request still working on the key makes a second one 409. Only successful answers are kept: an
- * error answer recorded nothing, so the key is released and a retry does the work afresh (that is
- * also what an upload cut off mid-body gets). Keys live 24 hours after their answer.
+ * request still working on the key makes a second one 409. Only answers that recorded something
+ * are kept: an error answer, or a success that changed nothing (an update to the values the file
+ * already has, a repeated purchase answered with the first sale), releases the key, and a retry
+ * does the work afresh (that is also what an upload cut off mid-body gets): what it finds then is
+ * what the first would have found, and a stream of no-op retries costs no memory or disk. Keys
+ * live 24 hours after their answer.
  */
 
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
@@ -160,7 +163,8 @@ export const idempotent = (options: Idempotency, route: IdempotentRoute, handler
     res.json = (body: unknown) => {
       res.json = send;
       const status = res.statusCode;
-      if (status < 200 || status >= 300) return send(body);
+      // A write that recorded nothing carries no consistency token: nothing to replay.
+      if (status < 200 || status >= 300 || res.getHeader(CONSISTENCY_HEADER) === undefined) return send(body);
       // The answer is kept before it is sent: a client that sees it can always have it again.
       kept = (async () => {
         try {
