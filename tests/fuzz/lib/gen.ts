@@ -232,6 +232,7 @@ const ENDPOINTS: Endpoint[] = [
   { name: 'update', method: 'POST', path: '/api/V1/docs/api-update', kind: 'json', fields: ['id', 'for_sale', 'price', 'enabled', 'title', 'description', 'tags'] },
   { name: 'purchase', method: 'POST', path: '/api/V1/docs/api-purchase', kind: 'json', fields: ['file_id'] },
   { name: 'categories', method: 'GET', path: '/api/V1/docs/api-categories', kind: 'query', fields: ['page', 'per_page'] },
+  { name: 'purchases', method: 'GET', path: '/api/V1/users/api-purchases', kind: 'query', fields: ['page', 'per_page'] },
   { name: 'openapi', method: 'GET', path: '/api/V1/openapi.json', kind: 'none', fields: [] },
 ];
 
