@@ -232,23 +232,25 @@ describe('search: facets, filters and cursors', () => {
     expectError(await fx.c.search(reader.token, { search: randomWord(12), cursor: first.next_cursor }), 400, 'Invalid or expired cursor');
   });
 
-  it('a cursor walk stays stable while files are uploaded and deleted', async () => {
+  it('a cursor walk keeps to the files of its first page, and leaves out at once a file deleted or disabled meanwhile', async () => {
     const { c } = fx;
     const { word, files } = await corpus();
     const first = await searchBody(reader.token, { search: word, per_page: 2 });
     const firstIds = (first.results as Item[]).map((r) => r.id);
-    // A new file matching better than any, and a file of a later page deleted, after the first page.
+    // After the first page: a new file matching better than any; a file of a later page deleted, another disabled.
     await c.uploadOk(owner.token, { title: `${word} ${word} ${word}`, description: word, tags: word });
-    const later = files.map((f) => f.fileId).find((id) => !firstIds.includes(id))!;
-    expectSuccess(await c.del(owner.token, later), 200);
-    await eventually(async () => assert.equal((await searchBody(reader.token, { search: word })).total, 5));
+    const [deleted, disabled] = files.map((f) => f.fileId).filter((id) => !firstIds.includes(id)) as [string, string];
+    expectSuccess(await c.del(owner.token, deleted), 200);
+    expectSuccess(await c.update(owner.token, { id: disabled, enabled: false }), 200);
+    await eventually(async () => assert.equal((await searchBody(reader.token, { search: word })).total, 4));
     const seen = [...firstIds];
     let body = first;
     while (body.next_cursor !== undefined) {
       body = await searchBody(reader.token, { search: word, per_page: 2, cursor: body.next_cursor });
+      assert.equal(body.total, 5, 'the total as of the first page');
       seen.push(...(body.results as Item[]).map((r) => r.id));
     }
-    // Exactly the files as of the first page: the snapshot it was taken from.
-    assert.deepEqual([...seen].sort(), files.map((f) => f.fileId).sort());
+    // The files of the first page's snapshot, without the two nobody may see any more (nor their title or text).
+    assert.deepEqual([...seen].sort(), files.map((f) => f.fileId).filter((id) => id !== deleted && id !== disabled).sort());
   });
 });

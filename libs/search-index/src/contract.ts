@@ -1,12 +1,15 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import { FACET_SIZE, InvalidCursor } from './port.ts';
+import { FACET_SIZE, HIT_CONTENT_LENGTH, InvalidCursor } from './port.ts';
 import type { SearchDoc, SearchFacets, SearchIndex, SearchOptions, SearchPage, SearchResult } from './port.ts';
+import type { CursorOptions } from './cursor.ts';
 
 export interface SearchIndexContractOptions {
   /** Called after writes, before searching: Elasticsearch refreshes the index here; memory needs nothing. */
   settle?: () => Promise<void>;
+  /** Another index of the adapter with these cursor options, for the cursors' maximum age (the caller closes it). */
+  makeWith: (options: CursorOptions) => Promise<SearchIndex>;
 }
 
 /**
@@ -18,7 +21,7 @@ export interface SearchIndexContractOptions {
 export function searchIndexContract(
   name: string,
   make: () => Promise<SearchIndex>,
-  options: SearchIndexContractOptions = {},
+  options: SearchIndexContractOptions,
 ): void {
   describe(`SearchIndex contract: ${name}`, () => {
     let index: SearchIndex;
@@ -322,6 +325,21 @@ export function searchIndexContract(
       assert.equal((await index.getMany([doc.id])).get(doc.id)?.doc.content, content);
     });
 
+    it(`returns the first ${HIT_CONTENT_LENGTH} characters of a longer content in search hits, all of it from get and getMany`, async () => {
+      const w = word();
+      // An astral letter across the cut: never half of it.
+      const content = `${w} ${'x'.repeat(HIT_CONTENT_LENGTH - w.length - 2)}\u{1D518}${'y'.repeat(50_000)}`;
+      const doc = file({ content });
+      await put(doc);
+      const hit = (await all(w)).hits[0];
+      assert.equal(hit?.id, doc.id);
+      assert.equal(hit?.content, content.slice(0, HIT_CONTENT_LENGTH - 1));
+      assert.equal((await index.get(doc.id))?.doc.content.length, content.length);
+      assert.equal((await index.getMany([doc.id])).get(doc.id)?.doc.content, content);
+      const cursorPage = await search(w, { from: 0, size: 1 });
+      assert.equal(cursorPage.hits[0]?.content.length, HIT_CONTENT_LENGTH - 1);
+    });
+
     it('ranks a match in the description above a match only in the content', async () => {
       const w = word();
       const inContent = file({ description: 'Numbers and summary for the team', content: `Numbers and ${w} for the team` });
@@ -494,34 +512,88 @@ export function searchIndexContract(
       assert.equal((await search(w, { from: 0, size: 0 }, { cursor: first.nextCursor as string })).nextCursor, undefined);
     });
 
-    it('walks the matches as of the first page, whatever is written meanwhile', async () => {
+    it('walks the matches as of the first page, each as it is now: files hidden since are left out at once', async () => {
       const w = word();
       const docs = many(w, 25);
       await put(...docs);
       const first = await search(w, { from: 0, size: 4 }, { facets: true });
       assert.equal(first.total, 25);
-      const seen = new Set(ids(first));
-      const later = docs.filter((doc) => !seen.has(doc.id));
-      const [deleted, updated] = later as [SearchDoc, SearchDoc];
-      // New, highly relevant matches; one match not yet returned deleted, another changed.
+      // Ranked 6th and 10th: after the first page, before the last one.
+      const ranked = ids(await all(w));
+      const [hidden, updated] = [ranked[5], ranked[9]].map((id) => docs.find((doc) => doc.id === id)) as [SearchDoc, SearchDoc];
+      // New, highly relevant matches; one match not yet returned hidden (deleted or disabled), another changed.
       const fresh = [file({ title: `${w} ${w} ${w}`, tags: [w], category: w }), file({ title: `${w} ${w}`, description: w })];
       for (const doc of fresh) assert.equal(await index.upsert(doc, 1), true);
-      assert.equal(await index.upsert({ ...deleted, visible: false }, 2), true);
-      assert.equal(await index.upsert({ ...updated, title: `Changed ${w} ${w} ${w}`, tags: [w] }, 2), true);
+      assert.equal(await index.upsert({ ...hidden, visible: false }, 2), true);
+      const changed = { ...updated, title: `Changed ${w} ${w} ${w}`, description: 'New words', tags: [w] };
+      assert.equal(await index.upsert(changed, 2), true);
       await settle();
       assert.equal((await all(w)).total, 26, 'the live index has changed');
 
       const pages = await walk(w, first, () => 4, { facets: true });
       const walked = pages.flatMap((page) => page.hits);
-      assert.equal(walked.length, 25);
-      assert.deepEqual(walked.map((hit) => hit.id).sort(), docs.map((doc) => doc.id).sort());
+      // The snapshot's matches, in its order, without the hidden one; no new file.
+      assert.deepEqual(walked.map((hit) => hit.id).sort(), docs.filter((doc) => doc !== hidden).map((doc) => doc.id).sort());
+      assert.deepEqual(pages.map((page) => page.hits.length), [4, 4, 4, 4, 4, 4], 'pages refill past the hidden file');
       for (const page of pages) {
-        assert.equal(page.total, 25);
+        assert.equal(page.total, 25, 'the total as of the first page');
         assert.deepEqual(page.facets, first.facets, 'facets of the same snapshot');
       }
-      // The documents as they were at the first page.
-      assert.deepEqual(walked.find((hit) => hit.id === deleted.id), deleted);
-      assert.deepEqual(walked.find((hit) => hit.id === updated.id), updated);
+      // The changed file as it is now.
+      assert.deepEqual(walked.find((hit) => hit.id === updated.id), changed);
+    });
+
+    it('leaves out of every later page a file deleted or disabled after the cursor was given, even one the cursor stands before', async () => {
+      const w = word();
+      const docs = many(w, 12);
+      await put(...docs);
+      const first = await search(w, { from: 0, size: 2 });
+      let cursor = first.nextCursor as string;
+      const second = await search(w, { from: 0, size: 3 }, { cursor });
+      cursor = second.nextCursor as string;
+      assert.equal(typeof cursor, 'string');
+      // Most of what follows, hidden after the cursor was taken: deleted ones and a disabled one.
+      const shown = new Set([...ids(first), ...ids(second)]);
+      const rest = docs.filter((doc) => !shown.has(doc.id));
+      const gone = rest.slice(0, 5);
+      for (const doc of gone) assert.equal(await index.upsert({ ...doc, visible: false }, 2), true);
+      await settle();
+      const pages = await walk(w, { ...second, nextCursor: cursor }, () => 2);
+      const walked = pages.slice(1).flatMap(ids);
+      assert.deepEqual(walked.sort(), rest.slice(5).map((doc) => doc.id).sort());
+      assert.equal(pages[pages.length - 1]?.nextCursor, undefined);
+      // Enabled again: shown again by cursors still walking.
+      const back = gone[0] as SearchDoc;
+      assert.equal(await index.upsert(back, 3), true);
+      await settle();
+      assert.ok((await walk(w, { ...second, nextCursor: cursor }, () => 2)).flatMap(ids).includes(back.id));
+    });
+
+    it('refuses a cursor past its maximum age, however recently it was used', { timeout: 60_000 }, async () => {
+      // A long TTL: only the maximum age can end this walk while it keeps being used.
+      const short = await options.makeWith({ cursorTtlSeconds: 600, cursorMaxAgeSeconds: 1 });
+      const w = word();
+      const docs = many(w, 3);
+      for (const doc of docs) assert.equal(await short.upsert(doc, 1), true);
+      await short.refresh();
+      await settle();
+      const first = await short.search(w, { from: 0, size: 1 });
+      const cursor = first.nextCursor as string;
+      assert.equal(typeof cursor, 'string');
+      // Used again and again, with the same cursor: refused once the second is over, whatever the machine's speed.
+      for (let uses = 0; ; uses++) {
+        try {
+          const page = await short.search(w, { from: 0, size: 1 }, { cursor });
+          assert.equal(page.hits.length, 1);
+        } catch (error) {
+          assert.ok(error instanceof InvalidCursor, String(error));
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      // A fresh search gives a fresh cursor.
+      const again = await short.search(w, { from: 0, size: 1 });
+      assert.equal((await short.search(w, { from: 0, size: 1 }, { cursor: again.nextCursor as string })).from, 1);
     });
 
     it('refuses a cursor of another text or other filters, and a garbage or altered one, with InvalidCursor', async () => {

@@ -110,13 +110,27 @@ export const byCountThenName = (a: CategoryFacet, b: CategoryFacet): number =>
 
 /** Cursor options shared by both adapters. */
 export interface CursorOptions {
-  /** How long a cursor stays usable after the page that gave it (each use extends it); default 300 s. */
+  /** How long a cursor stays usable after the page that gave it (each use extends it, up to its maximum age); default 300 s. */
   cursorTtlSeconds?: number;
+  /** How long a cursor stays usable at most, from its first page, however often it is used; default 900 s. */
+  cursorMaxAgeSeconds?: number;
 }
 
 export const DEFAULT_CURSOR_TTL_SECONDS = 300;
+export const DEFAULT_CURSOR_MAX_AGE_SECONDS = 900;
 
-export function checkTtl(seconds: number): number {
-  if (!(Number.isFinite(seconds) && seconds > 0)) throw new Error(`cursorTtlSeconds must be a positive number, got ${seconds}`);
+/**
+ * The deadline a cursor carries (`e`, epoch milliseconds: its first page plus the maximum age);
+ * InvalidCursor once it has passed, however recently the cursor was used.
+ */
+export function deadlineOf(payload: Record<string, unknown>, now = Date.now()): number {
+  const deadline = payload.e;
+  if (!(typeof deadline === 'number' && Number.isSafeInteger(deadline))) throw new InvalidCursor('malformed cursor');
+  if (deadline <= now) throw new InvalidCursor('expired cursor: past its maximum age');
+  return deadline;
+}
+
+export function checkTtl(seconds: number, name = 'cursorTtlSeconds'): number {
+  if (!(Number.isFinite(seconds) && seconds > 0)) throw new Error(`${name} must be a positive number, got ${seconds}`);
   return seconds;
 }

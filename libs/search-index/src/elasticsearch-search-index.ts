@@ -1,6 +1,6 @@
 import { Client, errors } from '@elastic/elasticsearch';
 import type { DiagnosticResult, estypes } from '@elastic/elasticsearch';
-import { FACET_SIZE, InvalidCursor } from './port.ts';
+import { contentHead, FACET_SIZE, InvalidCursor } from './port.ts';
 import type { SearchDoc, SearchFacets, SearchIndex, SearchOptions, SearchPage, SearchResult, VersionedDoc } from './port.ts';
 import { latestPerId, tokenize } from './memory-search-index.ts';
 import {
@@ -9,8 +9,8 @@ import {
 } from './elasticsearch-mapping.ts';
 import type { SearchIndexSettingsOptions } from './elasticsearch-mapping.ts';
 import {
-  byCountThenName, byCountThenValue, checkKey, checkTtl, decodeCursor, DEFAULT_CURSOR_TTL_SECONDS, encodeCursor, normalFilters,
-  offsetOf, queryKey, tagKeysOf,
+  byCountThenName, byCountThenValue, checkKey, checkTtl, deadlineOf, decodeCursor, DEFAULT_CURSOR_MAX_AGE_SECONDS,
+  DEFAULT_CURSOR_TTL_SECONDS, encodeCursor, normalFilters, offsetOf, queryKey, tagKeysOf,
 } from './cursor.ts';
 import type { CursorOptions, NormalFilters } from './cursor.ts';
 
@@ -80,8 +80,16 @@ export interface Source {
   categoryName?: string;
   license?: string;
   tagKeys?: string[];
-  /** categoryId, license and content are absent from documents written before schema 2 (until a rebuild). */
-  original: { title: string; description: string; tags: string[]; category: string; categoryId?: number; license?: string; content?: string };
+  /**
+   * categoryId, license and content are absent from documents written before schema 2 (until a
+   * rebuild). `content` holds the text's first HIT_CONTENT_LENGTH characters and `contentRest` the
+   * others (absent when none), so that searches fetch only the start (documents written before
+   * hold all of it in `content`).
+   */
+  original: {
+    title: string; description: string; tags: string[]; category: string; categoryId?: number; license?: string;
+    content?: string; contentRest?: string;
+  };
 }
 
 /** The analysed form of a text: the words the memory index would see, joined by spaces. */
@@ -89,6 +97,7 @@ const analyse = (text: string): string => tokenize(text).join(' ');
 
 /** The `_source` of a document as the adapter writes it (exported for test/bulk-bench.ts's raw `_bulk`). */
 export function toSource(doc: SearchDoc): Source {
+  const head = contentHead(doc.content);
   const source: Source = {
     id: doc.id,
     ownerId: doc.ownerId,
@@ -96,7 +105,8 @@ export function toSource(doc: SearchDoc): Source {
     uploadedAt: doc.uploadedAt,
     original: {
       title: doc.title, description: doc.description, tags: [...doc.tags], category: doc.category,
-      categoryId: doc.categoryId, license: doc.license, content: doc.content,
+      categoryId: doc.categoryId, license: doc.license, content: head,
+      ...(head.length < doc.content.length ? { contentRest: doc.content.slice(head.length) } : {}),
     },
   };
   // Invisible files are never returned: their words stay out of the index and out of its statistics.
@@ -114,8 +124,10 @@ export function toSource(doc: SearchDoc): Source {
   return source;
 }
 
-function fromSource(source: Source): SearchDoc {
+/** The document a `_source` holds; as a search hit (`hit`), with the start of its content only. */
+function fromSource(source: Source, hit = false): SearchDoc {
   const { original } = source;
+  const content = (original.content ?? '') + (original.contentRest ?? '');
   return {
     id: source.id,
     title: original.title,
@@ -124,7 +136,7 @@ function fromSource(source: Source): SearchDoc {
     category: original.category,
     categoryId: original.categoryId ?? 0,
     license: original.license ?? '',
-    content: original.content ?? '',
+    content: hit ? contentHead(content) : content,
     ownerId: source.ownerId,
     visible: source.visible,
     uploadedAt: source.uploadedAt,
@@ -133,6 +145,16 @@ function fromSource(source: Source): SearchDoc {
 
 /** Only what fromSource reads: the analysed words need not travel back. */
 const SOURCE_FIELDS = ['id', 'ownerId', 'visible', 'uploadedAt', 'original'];
+
+/** What a search hit reads: the content's start only (HIT_CONTENT_LENGTH), not up to 100,000 characters per hit. */
+const HIT_SOURCE: estypes.SearchSourceFilter = { includes: SOURCE_FIELDS, excludes: ['original.contentRest'] };
+
+/**
+ * Rounds of one cursor page: when files of its snapshot were deleted or disabled since, the page
+ * is refilled from further on, this many times at most (then it holds fewer hits, and its cursor
+ * goes on from there).
+ */
+const MAX_CURSOR_ROUNDS = 3;
 
 function checkPage(page: SearchPage): void {
   for (const [name, value] of Object.entries(page)) {
@@ -274,6 +296,9 @@ function checkTarget(target: Target): void {
 interface CursorConfig {
   /** keep_alive of the points in time, e.g. "300s". */
   keepAlive: string;
+  ttlSeconds: number;
+  /** A cursor is refused this long after the opening of its point in time, however often used. */
+  maxAgeMs: number;
   secret: string;
   reuseMs: number;
   /** `from + size` cap (the index's max_result_window). */
@@ -342,22 +367,99 @@ function operations(client: Client, target: Target, cursors: CursorConfig): Oper
   }
 
   type Body = Omit<estypes.SearchRequest, 'index' | 'pit'>;
-  const onPit = (pit: string, body: Body) => client.search<Source>({
+  const onPit = (pit: string, body: Body, keepAlive = cursors.keepAlive) => client.search<Source>({
     ...body,
-    pit: { id: pit, keep_alive: cursors.keepAlive },
+    pit: { id: pit, keep_alive: keepAlive },
     // A shard whose context is gone must fail the search, not answer part of the matches.
     allow_partial_search_results: false,
   });
 
-  function page(response: estypes.SearchResponse<Source>, from: number, size: number, key: string, pit: string | undefined, facets: boolean): SearchResult {
+  /** Cursors on a point in time end with it: its opening plus the maximum age. */
+  const deadlineOfPit = (pit: Pit): number => pit.sentAt + cursors.maxAgeMs;
+
+  /** A point in time kept for another TTL, never much past the deadline of the cursor using it. */
+  const keepAliveUntil = (deadline: number): string =>
+    `${Math.max(1, Math.min(cursors.ttlSeconds, Math.ceil((deadline - Date.now()) / 1000)))}s`;
+
+  function page(response: estypes.SearchResponse<Source>, from: number, size: number, key: string, pit: Pit | undefined, facets: boolean): SearchResult {
     const total = totalOf(response);
     const hits = response.hits.hits;
-    const result: SearchResult = { total, hits: hits.flatMap((hit) => (hit._source ? [fromSource(hit._source)] : [])), from };
+    const result: SearchResult = { total, hits: hits.flatMap((hit) => (hit._source ? [fromSource(hit._source, true)] : [])), from };
     if (facets) result.facets = facetsFrom(response.aggregations as Record<string, unknown> | undefined);
     const next = from + hits.length;
     const last = hits[hits.length - 1];
     if (pit !== undefined && size > 0 && last?.sort && next < total) {
-      result.nextCursor = encodeCursor({ p: response.pit_id ?? pit, a: last.sort, o: next, q: key }, cursors.secret);
+      result.nextCursor = encodeCursor({ p: response.pit_id ?? pit.id, a: last.sort, o: next, q: key, e: deadlineOfPit(pit) }, cursors.secret);
+    }
+    return result;
+  }
+
+  /** The stored documents of these ids (real-time reads), whole or as search hits; one `_mget`. */
+  async function read(ids: readonly string[], hit: boolean): Promise<Map<string, VersionedDoc>> {
+    checkTarget(target);
+    const found = new Map<string, VersionedDoc>();
+    const unique = [...new Set(ids)];
+    if (unique.length === 0) return found;
+    // Real-time, like get: a write is read back before any refresh.
+    const response = await client.mget<Source>({
+      index: target.name, ids: unique, _source_includes: SOURCE_FIELDS, ...(hit ? { _source_excludes: HIT_SOURCE.excludes } : {}),
+    }, { meta: true });
+    for (const item of response.body.docs) {
+      if ('error' in item) {
+        // A missing index (or alias) or an unavailable shard: what get would have thrown, not "absent".
+        const { type, reason } = item.error;
+        throw new Error(`Elasticsearch _mget from ${target.name}: ${item._id}: ${type}: ${reason ?? ''}`, {
+          cause: itemError(response, mgetItemStatus(type), item.error),
+        });
+      }
+      if (item.found && item._source && item._version !== undefined) {
+        found.set(item._id, { doc: fromSource(item._source, hit), version: item._version });
+      }
+    }
+    return found;
+  }
+
+  /**
+   * The page after a cursor: its point in time gives the order (and the total and facets, as of
+   * the first page); the documents are read as they are now, so a file deleted or disabled since
+   * is left out at once, and a changed one shows its current version. Pages refill from further
+   * on when files were left out (MAX_CURSOR_ROUNDS).
+   */
+  async function resume(pit: string, after: estypes.SortResults, base: Body, from: number, size: number, key: string, facets: boolean, deadline: number): Promise<SearchResult> {
+    const keepAlive = keepAliveUntil(deadline);
+    const hits: SearchDoc[] = [];
+    let total = 0;
+    let facetCounts: SearchFacets | undefined;
+    let consumed = 0;
+    let last = after;
+    let pitId = pit;
+    let more = true;
+    for (let round = 0; round < MAX_CURSOR_ROUNDS && (round === 0 || hits.length < size) && more; round++) {
+      const want = size - hits.length;
+      const response = await onPit(pitId, {
+        ...base, _source: false, size: want, search_after: last, ...(round === 0 ? {} : { aggs: undefined, track_total_hits: false }),
+      }, keepAlive);
+      if (round === 0) {
+        total = totalOf(response);
+        if (facets) facetCounts = facetsFrom(response.aggregations as Record<string, unknown> | undefined);
+      }
+      pitId = response.pit_id ?? pitId;
+      const found = response.hits.hits;
+      more = found.length === want && want > 0;
+      const now = await read(found.map((hit) => hit._id as string), true);
+      for (const hit of found) {
+        if (hits.length === size || !hit.sort) break;
+        consumed++;
+        last = hit.sort;
+        const current = now.get(hit._id as string)?.doc;
+        if (current?.visible) hits.push(current);
+      }
+    }
+    const result: SearchResult = { total, hits, from };
+    if (facetCounts) result.facets = facetCounts;
+    const next = from + consumed;
+    if (size > 0 && consumed > 0 && next < total) {
+      result.nextCursor = encodeCursor({ p: pitId, a: last, o: next, q: key, e: deadline }, cursors.secret);
     }
     return result;
   }
@@ -398,27 +500,7 @@ function operations(client: Client, target: Target, cursors: CursorConfig): Oper
       }
     },
 
-    async getMany(ids: readonly string[]): Promise<Map<string, VersionedDoc>> {
-      checkTarget(target);
-      const found = new Map<string, VersionedDoc>();
-      const unique = [...new Set(ids)];
-      if (unique.length === 0) return found;
-      // Real-time, like get: a write is read back before any refresh.
-      const response = await client.mget<Source>({ index: target.name, ids: unique, _source_includes: SOURCE_FIELDS }, { meta: true });
-      for (const item of response.body.docs) {
-        if ('error' in item) {
-          // A missing index (or alias) or an unavailable shard: what get would have thrown, not "absent".
-          const { type, reason } = item.error;
-          throw new Error(`Elasticsearch _mget from ${target.name}: ${item._id}: ${type}: ${reason ?? ''}`, {
-            cause: itemError(response, mgetItemStatus(type), item.error),
-          });
-        }
-        if (item.found && item._source && item._version !== undefined) {
-          found.set(item._id, { doc: fromSource(item._source), version: item._version });
-        }
-      }
-      return found;
-    },
+    getMany: (ids: readonly string[]): Promise<Map<string, VersionedDoc>> => read(ids, false),
 
     async upsertMany(entries: readonly VersionedDoc[]): Promise<number> {
       checkTarget(target);
@@ -486,7 +568,7 @@ function operations(client: Client, target: Target, cursors: CursorConfig): Oper
         query: searchQuery(words, filters),
         sort: SEARCH_SORT,
         track_total_hits: true,
-        _source: SOURCE_FIELDS,
+        _source: HIT_SOURCE,
         ...(facets ? { aggs: FACET_AGGREGATIONS } : {}),
       };
 
@@ -494,13 +576,13 @@ function operations(client: Client, target: Target, cursors: CursorConfig): Oper
         // The page after the cursor, on its point in time: no from, so no max_result_window.
         const payload = decodeCursor(options.cursor, cursors.secret);
         checkKey(payload, key);
+        const deadline = deadlineOf(payload);
         const from = offsetOf(payload);
         const pit = payload.p;
         if (typeof pit !== 'string' || pit === '') throw new InvalidCursor('malformed cursor');
         const size = Math.min(requested.size, cursors.window);
         try {
-          const response = await onPit(pit, { ...base, size, search_after: searchAfterOf(payload) });
-          return page(response, from, size, key, pit, facets);
+          return await resume(pit, searchAfterOf(payload), base, from, size, key, facets, deadline);
         } catch (error) {
           if (cursorRefused(error)) throw new InvalidCursor('expired cursor', { cause: error });
           throw error;
@@ -529,7 +611,9 @@ function operations(client: Client, target: Target, cursors: CursorConfig): Oper
           if (sameFirstPage(check, live)) {
             const boundary = check.hits.hits[check.hits.hits.length - 1]?.sort;
             if (boundary) {
-              result.nextCursor = encodeCursor({ p: check.pit_id ?? candidate.id, a: boundary, o: requested.from + check.hits.hits.length, q: key }, cursors.secret);
+              result.nextCursor = encodeCursor({
+                p: check.pit_id ?? candidate.id, a: boundary, o: requested.from + check.hits.hits.length, q: key, e: deadlineOfPit(candidate),
+              }, cursors.secret);
               return result;
             }
           }
@@ -547,7 +631,7 @@ function operations(client: Client, target: Target, cursors: CursorConfig): Oper
         // (Elasticsearch down already failed the live search above).
         return result;
       }
-      return page(await onPit(pit.id, body), requested.from, size, key, pit.id, facets);
+      return page(await onPit(pit.id, body), requested.from, size, key, pit, facets);
     },
 
     forgetPit(): void {
@@ -578,8 +662,11 @@ export async function makeElasticsearchSearchIndex(options: ElasticsearchSearchI
   if (!(Number.isSafeInteger(settings.maxResultWindow) && settings.maxResultWindow > 0)) {
     throw new Error(`maxResultWindow must be a positive integer, got ${settings.maxResultWindow}`);
   }
+  const ttlSeconds = Math.max(1, Math.round(checkTtl(options.cursorTtlSeconds ?? DEFAULT_CURSOR_TTL_SECONDS)));
   const cursors: CursorConfig = {
-    keepAlive: `${Math.max(1, Math.round(checkTtl(options.cursorTtlSeconds ?? DEFAULT_CURSOR_TTL_SECONDS)))}s`,
+    keepAlive: `${ttlSeconds}s`,
+    ttlSeconds,
+    maxAgeMs: checkTtl(options.cursorMaxAgeSeconds ?? DEFAULT_CURSOR_MAX_AGE_SECONDS, 'cursorMaxAgeSeconds') * 1000,
     secret: options.cursorSecret ?? 'docshare-search-cursor-v1',
     reuseMs: options.pitReuseMs ?? 1000,
     window: settings.maxResultWindow,

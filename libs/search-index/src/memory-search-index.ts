@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { FACET_SIZE, InvalidCursor } from './port.ts';
+import { contentHead, FACET_SIZE, InvalidCursor } from './port.ts';
 import type {
   CategoryFacet, FacetCount, SearchDoc, SearchFacets, SearchIndex, SearchOptions, SearchPage, SearchResult, VersionedDoc,
 } from './port.ts';
 import { MAX_QUERY_WORDS } from './elasticsearch-mapping.ts';
 import {
-  byCountThenName, byCountThenValue, checkKey, checkTtl, decodeCursor, DEFAULT_CURSOR_TTL_SECONDS, encodeCursor,
-  normalFilters, offsetOf, queryKey, tagKeysOf,
+  byCountThenName, byCountThenValue, checkKey, checkTtl, deadlineOf, decodeCursor, DEFAULT_CURSOR_MAX_AGE_SECONDS,
+  DEFAULT_CURSOR_TTL_SECONDS, encodeCursor, normalFilters, offsetOf, queryKey, tagKeysOf,
 } from './cursor.ts';
 import type { CursorOptions, NormalFilters } from './cursor.ts';
 
@@ -16,6 +16,17 @@ const B = 0.75;
 
 /** Like Elasticsearch's fuzzy `max_expansions`: a typo'd term expands to at most this many vocabulary terms. */
 const MAX_EXPANSIONS = 50;
+
+/**
+ * Work one search may spend finding the vocabulary terms within its words' typo distance, shared
+ * evenly by the words that allow typos: a term looked at costs 1 (its letter filter), an
+ * edit-distance table twice its cells. About 10 ms on one core. Three ordinary words over a
+ * vocabulary of a few hundred thousand terms stay within it (the letter filter spares nearly all
+ * tables); 28 words of six letters over "abcdef" against a vocabulary holding nearly all 46,656
+ * such words needed 1.3 million tables, held the process for a second or more, and now each look
+ * at the terms of the nearest lengths until their share is spent.
+ */
+export const FUZZY_WORK_PER_SEARCH = 1_000_000;
 
 /** The indexed fields, with the boosts of the Elasticsearch multi_match; arrays per field follow this order. */
 const FIELDS: { boost: number; text: (doc: SearchDoc) => string }[] = [
@@ -53,6 +64,18 @@ export function latestPerId(entries: readonly VersionedDoc[]): VersionedDoc[] {
 function copyDoc(doc: SearchDoc): SearchDoc {
   return { ...doc, tags: [...doc.tags] };
 }
+
+/** A document as a search hit carries it: a copy with the start of its content. */
+function hitOf(doc: SearchDoc): SearchDoc {
+  return { ...doc, tags: [...doc.tags], content: contentHead(doc.content) };
+}
+
+/**
+ * Most entries of a snapshot one cursor page passes over because their file is gone or hidden
+ * since: many deletions cannot make one page read a whole snapshot (the page then holds fewer
+ * hits, and its cursor goes on from there).
+ */
+const MAX_SKIPPED_PER_PAGE = 1000;
 
 interface Entry {
   doc: SearchDoc;
@@ -163,6 +186,13 @@ export function boundedDistance(a: number[], b: number[], max: number): number {
   return distance > max ? max + 1 : distance;
 }
 
+/** Term lengths within `max` edits of `length`, nearest first: the likeliest typos are looked at first. */
+function lengthsAround(length: number, max: number): number[] {
+  const lengths = [length];
+  for (let d = 1; d <= max; d++) lengths.push(length - d, length + d);
+  return lengths.filter((candidate) => candidate > 0);
+}
+
 function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
@@ -243,7 +273,10 @@ interface Snapshot {
   entries: Entry[];
   /** Scores by position in `entries` while not yet sorted (the entries' own score is scratch of later searches). */
   scores: Float64Array | undefined;
+  /** TTL after the last use, never past the deadline. */
   expires: number;
+  /** Its first page plus the maximum age: no use extends it. */
+  deadline: number;
 }
 
 export interface MemorySearchIndexOptions extends CursorOptions {
@@ -254,6 +287,7 @@ export interface MemorySearchIndexOptions extends CursorOptions {
 /** The embedded full-text index: BM25 per field with boosts and AUTO fuzziness, mirroring the Elasticsearch adapter. */
 export function makeMemorySearchIndex(options: MemorySearchIndexOptions = {}): SearchIndex {
   const ttlMs = checkTtl(options.cursorTtlSeconds ?? DEFAULT_CURSOR_TTL_SECONDS) * 1000;
+  const maxAgeMs = checkTtl(options.cursorMaxAgeSeconds ?? DEFAULT_CURSOR_MAX_AGE_SECONDS, 'cursorMaxAgeSeconds') * 1000;
   const maxSnapshotEntries = options.maxSnapshotEntries ?? 1_000_000;
   /** Cursors live in this process only: a key of its own signs them. */
   const secret = randomBytes(32);
@@ -365,8 +399,12 @@ export function makeMemorySearchIndex(options: MemorySearchIndexOptions = {}): S
     return { entry, frequencies };
   }
 
-  /** Vocabulary terms `query` matches, with a weight: 1 when exact, less the more edits it takes. */
-  function expand(query: string): { term: Term; weight: number }[] {
+  /**
+   * Vocabulary terms `query` matches, with a weight: 1 when exact, less the more edits it takes.
+   * The typo scan spends at most `budget` (FUZZY_WORK_PER_SEARCH's units), nearest lengths first;
+   * the exact term is always found.
+   */
+  function expand(query: string, budget: number): { term: Term; weight: number }[] {
     const codes = codesOf(query);
     const max = allowedEdits(codes.length);
     if (max === 0) {
@@ -375,10 +413,16 @@ export function makeMemorySearchIndex(options: MemorySearchIndexOptions = {}): S
     }
     const letters = lettersOf(codes);
     const found: { term: Term; distance: number; weight: number }[] = [];
-    for (let length = codes.length - max; length <= codes.length + max; length++) {
+    const exact = vocabulary.get(query);
+    if (exact) found.push({ term: exact, distance: 0, weight: 1 });
+    let work = 0;
+    scan: for (const length of lengthsAround(codes.length, max)) {
       for (const term of byLength.get(length) ?? []) {
+        if (++work > budget) break scan;
+        if (term === exact) continue;
         // Each letter one word has and the other lacks costs at least one edit.
         if (bitCount(letters & ~term.letters) > max || bitCount(term.letters & ~letters) > max) continue;
+        work += 2 * codes.length * length;
         const distance = boundedDistance(codes, term.codes, max);
         if (distance > max) continue;
         // Lucene's FuzzyQuery weighs a term 1 - edits / (length of the shorter of the two).
@@ -400,8 +444,10 @@ export function makeMemorySearchIndex(options: MemorySearchIndexOptions = {}): S
   function match(words: string[]): Entry[] {
     const queryRound = ++round;
     const matched: Entry[] = [];
+    const fuzzyWords = words.filter((query) => allowedEdits(codesOf(query).length) > 0).length;
+    const budget = Math.floor(FUZZY_WORK_PER_SEARCH / Math.max(1, fuzzyWords));
     for (const query of words) {
-      const expansions = expand(query);
+      const expansions = expand(query, budget);
       // multi_match best_fields: a query term scores by its best field (and best expansion); terms add up.
       const termRound = ++round;
       const touched: Entry[] = [];
@@ -475,26 +521,37 @@ export function makeMemorySearchIndex(options: MemorySearchIndexOptions = {}): S
     snapshot.scores = undefined;
   }
 
-  /** The page after a cursor, from its snapshot. */
+  /**
+   * The page after a cursor: the snapshot's order and total, each file as it is now. A file deleted
+   * or disabled since the snapshot is left out at once (its title, description and text are no
+   * longer shown); a changed one shows its current version.
+   */
   function resume(cursor: string, key: string, size: number, facets: boolean): SearchResult {
     const payload = decodeCursor(cursor, secret);
     checkKey(payload, key);
+    const deadline = deadlineOf(payload);
     const from = offsetOf(payload);
     const id = payload.m;
+    const now = Date.now();
     const snapshot = typeof id === 'string' ? snapshots.get(id) : undefined;
-    if (!snapshot || snapshot.expires <= Date.now()) throw new InvalidCursor('expired cursor');
+    if (!snapshot || snapshot.expires <= now) throw new InvalidCursor('expired cursor');
     if (snapshot.key !== key) throw new InvalidCursor('cursor of another search: its text or filters differ');
-    // Used again: lives another TTL, and is the newest for eviction.
-    snapshot.expires = Date.now() + ttlMs;
+    // Used again: lives another TTL (never past its deadline), and is the newest for eviction.
+    snapshot.expires = Math.min(now + ttlMs, snapshot.deadline);
     snapshots.delete(id as string);
     snapshots.set(id as string, snapshot);
     sortSnapshot(snapshot);
     const { entries: ranked } = snapshot;
-    const hits = ranked.slice(from, from + size);
-    const result: SearchResult = { total: ranked.length, hits: hits.map((entry) => copyDoc(entry.doc)), from };
+    const hits: SearchDoc[] = [];
+    let next = from;
+    for (let skipped = 0; next < ranked.length && hits.length < size && skipped <= MAX_SKIPPED_PER_PAGE; next++) {
+      const current = entries.get((ranked[next] as Entry).doc.id);
+      if (current?.doc.visible) hits.push(hitOf(current.doc));
+      else skipped++;
+    }
+    const result: SearchResult = { total: ranked.length, hits, from };
     if (facets) result.facets = facetsOf(ranked.map((entry) => entry.doc));
-    const next = from + hits.length;
-    if (size > 0 && next < ranked.length) result.nextCursor = encodeCursor({ m: id, o: next, q: key }, secret);
+    if (size > 0 && next < ranked.length) result.nextCursor = encodeCursor({ m: id, o: next, q: key, e: deadline }, secret);
     return result;
   }
 
@@ -552,23 +609,28 @@ export function makeMemorySearchIndex(options: MemorySearchIndexOptions = {}): S
       const partial = end <= TOP_LIMIT && end * 8 < matched.length;
       const ranked = partial ? firstRanked(matched, end) : matched.sort(rank);
       const hits = ranked.slice(page.from, end);
-      const result: SearchResult = { total: matched.length, hits: hits.map((entry) => copyDoc(entry.doc)), from: page.from };
+      const result: SearchResult = { total: matched.length, hits: hits.map((entry) => hitOf(entry.doc)), from: page.from };
       if (options.facets === true) result.facets = facetsOf(matched.map((entry) => entry.doc));
       const next = page.from + hits.length;
       if (page.size > 0 && next < matched.length) {
+        const now = Date.now();
+        const deadline = now + maxAgeMs;
         const snapshot: Snapshot = {
           key,
           entries: matched,
           scores: partial ? Float64Array.from(matched, (entry) => entry.score) : undefined,
-          expires: Date.now() + ttlMs,
+          expires: Math.min(now + ttlMs, deadline),
+          deadline,
         };
-        result.nextCursor = encodeCursor({ m: keep(snapshot), o: next, q: key }, secret);
+        result.nextCursor = encodeCursor({ m: keep(snapshot), o: next, q: key, e: deadline }, secret);
       }
       return result;
     },
 
     async clear(): Promise<void> {
-      // Snapshots keep their entries: cursors taken before go on over the documents as they were.
+      // Cursors end with the index they walked, as the Elasticsearch adapter's do.
+      snapshots.clear();
+      snapshotEntries = 0;
       reset();
     },
 

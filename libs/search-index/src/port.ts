@@ -15,6 +15,20 @@ export interface SearchDoc {
   uploadedAt: string;
 }
 
+/**
+ * Search hits carry at most this many characters of `content`, its start: what a snippet reads
+ * (`get` and `getMany` carry all of it). A page of 100 hits of 100,000 characters each would
+ * otherwise move and parse 10 MB per search.
+ */
+export const HIT_CONTENT_LENGTH = 10_000;
+
+/** The start of `text`, at most `length` characters, never half of a surrogate pair. */
+export function contentHead(text: string, length = HIT_CONTENT_LENGTH): string {
+  if (text.length <= length) return text;
+  const last = text.charCodeAt(length - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? length - 1 : length);
+}
+
 export interface SearchPage { from: number; size: number }
 
 /** Narrows a search: every given filter must hold. */
@@ -44,6 +58,7 @@ export interface SearchFacets { category: CategoryFacet[]; license: FacetCount[]
 
 export interface SearchResult {
   total: number;
+  /** The page's documents, each with `content` cut to its head (contentHead). */
   hits: SearchDoc[];
   /** Matches ranked before the first hit: `page.from`, or where the cursor left off. */
   from?: number;

@@ -10,7 +10,14 @@
  * then the earliest), widened to `maxLength` on word boundaries, HTML-escaped, every matching word
  * in `<mark>`, `…` where the text is cut. Without any match (a hit by its category or tags): the
  * start of the description, else of the title.
+ *
+ * The work is bounded per hit and per page, whatever the documents and the query: the content is
+ * read up to its first SNIPPET_CONTENT_LENGTH characters (title and description are short), and
+ * the snippets of one page (`makeSnippets`) share their matches and at most
+ * SNIPPET_FUZZY_WORK_PER_PAGE cells of edit-distance tables; once spent, the remaining words of
+ * the page are matched exactly only (exact matches never need a table).
  */
+import { contentHead, HIT_CONTENT_LENGTH } from './port.ts';
 import type { SearchDoc } from './port.ts';
 import { allowedEdits, bitCount, boundedDistance, codesOf, lettersOf, tokenize } from './memory-search-index.ts';
 import { MAX_QUERY_WORDS } from './elasticsearch-mapping.ts';
@@ -18,13 +25,43 @@ import { MAX_QUERY_WORDS } from './elasticsearch-mapping.ts';
 export interface SnippetOptions {
   /** Longest excerpt, in characters of text (marks and escapes not counted, `…` counted); default 160. */
   maxLength?: number;
+  /** Characters of the content read, from its start; default SNIPPET_CONTENT_LENGTH. */
+  contentLength?: number;
+  /** Cells of edit-distance tables the snippets of one `makeSnippets` may fill; default SNIPPET_FUZZY_WORK_PER_PAGE. */
+  fuzzyWork?: number;
 }
 
 export const DEFAULT_SNIPPET_LENGTH = 160;
 
+/** The content a snippet reads: what a search hit carries (HIT_CONTENT_LENGTH). */
+export const SNIPPET_CONTENT_LENGTH = HIT_CONTENT_LENGTH;
+
+/**
+ * Cells of edit-distance tables one page's snippets may fill (a six-letter word against another
+ * is 36): a few milliseconds. Ordinary words rarely need a table (the letter filter and the
+ * shared matches spare them); 28 words of six letters over "abcdef" need one for nearly every
+ * word of the text, and filled 1.3 million tables for one page before this bound.
+ */
+export const SNIPPET_FUZZY_WORK_PER_PAGE = 250_000;
+
+/** Work done by the snippets of one page, for tests and measurements. */
+export interface SnippetWork {
+  /** Characters of title, description and content read. */
+  characters: number;
+  /** Cells of edit-distance tables filled (at most the budget, plus the one table that crossed it). */
+  fuzzyWork: number;
+}
+
+/** Builds the snippets of one page of hits for one query; see the module comment. Never throws. */
+export interface Snippets {
+  (doc: SearchDoc): string;
+  readonly work: SnippetWork;
+}
+
 const ELLIPSIS = '…';
 const WORD_RUN = /[\p{L}\p{N}\p{M}]+/gu;
 const WORD_CHAR = /[\p{L}\p{N}\p{M}]/u;
+const ASCII_WORD = /^[A-Za-z0-9]+$/;
 
 interface QueryWord { text: string; codes: number[]; letters: number; max: number }
 /** How a document word matches: the query word (index) it stands for, and whether exactly. */
@@ -41,8 +78,11 @@ function isWordChar(text: string, at: number): boolean {
   return WORD_CHAR.test(text[at] as string);
 }
 
-/** Matches tokens against the query words; each distinct token is compared once. */
-function matcher(words: QueryWord[]): (word: string) => Match | undefined {
+/**
+ * Matches tokens against the query words; each distinct token is compared once, and the tables of
+ * fuzzy comparisons fill at most `budget` cells (`work.fuzzyWork` counts them).
+ */
+function matcher(words: QueryWord[], budget: number, work: SnippetWork): (word: string) => Match | undefined {
   const exact = new Map(words.map((word, q) => [word.text, q]));
   const tokens = new Map<string, Match | null>();
   const words_ = new Map<string, Match | null>();
@@ -54,13 +94,16 @@ function matcher(words: QueryWord[]): (word: string) => Match | undefined {
     const q = exact.get(token);
     if (q !== undefined) {
       found = { q, exact: true };
-    } else {
+    } else if (work.fuzzyWork < budget) {
       const codes = codesOf(token);
       const letters = lettersOf(codes);
       for (let i = 0; i < words.length; i++) {
         const word = words[i] as QueryWord;
         if (word.max === 0 || Math.abs(codes.length - word.codes.length) > word.max) continue;
         if (bitCount(letters & ~word.letters) > word.max || bitCount(word.letters & ~letters) > word.max) continue;
+        // Spent: from here on, words are matched exactly only.
+        if (work.fuzzyWork >= budget) return null;
+        work.fuzzyWork += codes.length * word.codes.length;
         if (boundedDistance(word.codes, codes, word.max) <= word.max) {
           found = { q: i, exact: false };
           break;
@@ -75,7 +118,8 @@ function matcher(words: QueryWord[]): (word: string) => Match | undefined {
     const known = words_.get(word);
     if (known !== undefined) return known ?? undefined;
     let best: Match | null = null;
-    for (const token of tokenize(word)) {
+    // An ASCII word is its own token, lowercased: no Unicode normalisation for the common case.
+    for (const token of ASCII_WORD.test(word) ? [word.toLowerCase()] : tokenize(word)) {
       const found = matchToken(token);
       if (found && (!best || (found.exact && !best.exact))) best = found;
       if (best?.exact) break;
@@ -192,6 +236,14 @@ const isLowSurrogate = (text: string, at: number): boolean => {
 
 const collapse = (text: unknown): string => (typeof text === 'string' ? text.replace(/\s+/g, ' ').trim() : '');
 
+const TRAILING_WORD = /[\p{L}\p{N}\p{M}]+$/u;
+
+/** The start of a content that goes on after `length` characters, without the word cut at the end. */
+function cutContent(text: string, length: number): string {
+  const head = contentHead(text, length);
+  return isWordChar(text, head.length) ? head.replace(TRAILING_WORD, '') : head;
+}
+
 /** The start of `text`, cut between words to `length` characters, escaped. */
 function opening(text: string, length: number): string {
   if (text.length <= length) return escapeHtml(text);
@@ -199,40 +251,65 @@ function opening(text: string, length: number): string {
   return escapeHtml(text.slice(start, end)) + ELLIPSIS;
 }
 
-/** A short HTML excerpt of `doc` around the words of `text` (see the module comment). Never throws. */
-export function snippetOf(doc: SearchDoc, text: string, options: SnippetOptions = {}): string {
+const positive = (value: number | undefined, fallback: number): number =>
+  (typeof value === 'number' && value >= 0 ? Math.floor(value) : fallback);
+
+/** The snippets of one page of hits for the words of `text` (see the module comment). */
+export function makeSnippets(text: string, options: SnippetOptions = {}): Snippets {
   const maxLength = Math.max(10, Math.floor(options.maxLength ?? DEFAULT_SNIPPET_LENGTH) || DEFAULT_SNIPPET_LENGTH);
-  const fields = [collapse(doc?.title), collapse(doc?.description), collapse(doc?.content)];
+  const contentLength = positive(options.contentLength, SNIPPET_CONTENT_LENGTH);
+  const work: SnippetWork = { characters: 0, fuzzyWork: 0 };
+  let match: ((word: string) => Match | undefined) | undefined;
+  let words: QueryWord[] = [];
   try {
-    const words: QueryWord[] = [...new Set(tokenize(typeof text === 'string' ? text : ''))].slice(0, MAX_QUERY_WORDS).map((word) => {
+    words = [...new Set(tokenize(typeof text === 'string' ? text : ''))].slice(0, MAX_QUERY_WORDS).map((word) => {
       const codes = codesOf(word);
       return { text: word, codes, letters: lettersOf(codes), max: allowedEdits(codes.length) };
     });
-    if (words.length > 0) {
-      const match = matcher(words);
-      let best: Window | undefined;
-      const perField: Found[][] = fields.map((field, f) => {
-        const found: Found[] = [];
-        for (const run of field.matchAll(WORD_RUN)) {
-          const hit = match(run[0]);
-          if (hit) found.push({ ...hit, start: run.index, end: run.index + run[0].length });
+    if (words.length > 0) match = matcher(words, positive(options.fuzzyWork, SNIPPET_FUZZY_WORK_PER_PAGE), work);
+  } catch {
+    // No words: every snippet is the opening below.
+  }
+
+  const snippet = (doc: SearchDoc): string => {
+    const content = typeof doc?.content === 'string' ? doc.content : '';
+    // Read no further than the budget; a content cut here ends with `…` when the excerpt reaches its end.
+    const cut = content.length > contentLength;
+    const fields = [collapse(doc?.title), collapse(doc?.description), collapse(cut ? cutContent(content, contentLength) : content)];
+    try {
+      if (match) {
+        let best: Window | undefined;
+        const perField: Found[][] = fields.map((field, f) => {
+          work.characters += field.length;
+          const found: Found[] = [];
+          for (const run of field.matchAll(WORD_RUN)) {
+            const hit = (match as (word: string) => Match | undefined)(run[0]);
+            if (hit) found.push({ ...hit, start: run.index, end: run.index + run[0].length });
+          }
+          const window = bestWindow(f, found, words.length, maxLength - 2);
+          if (window && (!best || better(window, best))) best = window;
+          return found;
+        });
+        if (best) {
+          const field = fields[best.field] as string;
+          const { start, end } = excerptBounds(field, best.start, best.end, maxLength);
+          const more = end < field.length || (best.field === 2 && cut);
+          return (start > 0 ? ELLIPSIS : '') + render(field, start, end, perField[best.field] as Found[]) + (more ? ELLIPSIS : '');
         }
-        const window = bestWindow(f, found, words.length, maxLength - 2);
-        if (window && (!best || better(window, best))) best = window;
-        return found;
-      });
-      if (best) {
-        const field = fields[best.field] as string;
-        const { start, end } = excerptBounds(field, best.start, best.end, maxLength);
-        return (start > 0 ? ELLIPSIS : '') + render(field, start, end, perField[best.field] as Found[]) + (end < field.length ? ELLIPSIS : '');
       }
+    } catch {
+      // Falls back to the opening below: a snippet must never fail a search.
     }
-  } catch {
-    // Falls back to the opening below: a snippet must never fail a search.
-  }
-  try {
-    return opening(fields[1] !== '' ? (fields[1] as string) : (fields[0] as string), maxLength);
-  } catch {
-    return '';
-  }
+    try {
+      return opening(fields[1] !== '' ? (fields[1] as string) : (fields[0] as string), maxLength);
+    } catch {
+      return '';
+    }
+  };
+  return Object.assign(snippet, { work });
+}
+
+/** A short HTML excerpt of `doc` around the words of `text` (see the module comment). Never throws. */
+export function snippetOf(doc: SearchDoc, text: string, options: SnippetOptions = {}): string {
+  return makeSnippets(text, options)(doc);
 }

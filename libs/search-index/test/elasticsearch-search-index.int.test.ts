@@ -115,7 +115,10 @@ after(async () => {
 });
 
 // Default policy: every write refreshes, so no settle is needed: a client reads its own writes.
-searchIndexContract('elasticsearch (refreshOnWrite: true)', () => make());
+/** The contract's indices with other cursor options: closed and deleted with the others at the end. */
+const makeWith = { makeWith: (options: Partial<ElasticsearchSearchIndexOptions>) => make(options) };
+
+searchIndexContract('elasticsearch (refreshOnWrite: true)', () => make(), makeWith);
 // No refresh on write: the contract's settle refreshes before searching.
 {
   let alias = '';
@@ -127,11 +130,11 @@ searchIndexContract('elasticsearch (refreshOnWrite: true)', () => make());
       return opening.index;
     },
     // Through the alias: clear() puts another index behind it.
-    { settle: async () => { await admin.indices.refresh({ index: alias }); } },
+    { settle: async () => { await admin.indices.refresh({ index: alias }); }, ...makeWith },
   );
 }
 // wait_for: the write returns after the next periodic refresh (a short interval keeps the suite quick).
-searchIndexContract('elasticsearch (refreshOnWrite: wait_for)', () => make({ refreshOnWrite: 'wait_for', refreshInterval: '100ms' }));
+searchIndexContract('elasticsearch (refreshOnWrite: wait_for)', () => make({ refreshOnWrite: 'wait_for', refreshInterval: '100ms' }), makeWith);
 
 // Each test on a fresh index behind its own alias, refreshed on every write.
 relevanceSuite('elasticsearch', () => make());

@@ -5,7 +5,7 @@ import { makeMemorySearchIndex, tokenize } from '../src/memory-search-index.ts';
 import { InvalidCursor } from '../src/port.ts';
 import { file, page, relevanceSuite } from './relevance.ts';
 
-searchIndexContract('memory', async () => makeMemorySearchIndex());
+searchIndexContract('memory', async () => makeMemorySearchIndex(), { makeWith: async (options) => makeMemorySearchIndex(options) });
 
 relevanceSuite('memory', async () => makeMemorySearchIndex());
 
@@ -43,19 +43,22 @@ describe('memory search index', () => {
     await assert.rejects(index.search('ephemeral', { from: 0, size: 1 }, { cursor: third.nextCursor as string }), InvalidCursor);
   });
 
-  it('drops the oldest snapshots beyond maxSnapshotEntries, and keeps cursors across writes and clear()', async () => {
+  it('drops the oldest snapshots beyond maxSnapshotEntries, keeps cursors across writes, and ends them at clear()', async () => {
     const index = makeMemorySearchIndex({ maxSnapshotEntries: 10 });
     for (let i = 0; i < 6; i++) await index.upsert(file({ title: 'bounded' }), 1);
     const older = await index.search('bounded', { from: 0, size: 1 });
     const newer = await index.search('bounded', { from: 0, size: 2 });
     // 6 + 6 > 10: the older snapshot is gone.
     await assert.rejects(index.search('bounded', { from: 0, size: 1 }, { cursor: older.nextCursor as string }), InvalidCursor);
-    await index.clear();
+    await index.upsert(file({ title: 'bounded' }), 1);
     const rest = await index.search('bounded', { from: 0, size: 10 }, { cursor: newer.nextCursor as string });
     assert.equal(rest.hits.length, 4);
     assert.equal(rest.total, 6);
     // Another index never takes this one's cursors.
     await assert.rejects(makeMemorySearchIndex().search('bounded', { from: 0, size: 1 }, { cursor: newer.nextCursor as string }), InvalidCursor);
+    // Cleared (a rebuild starts): its cursors end, as with Elasticsearch.
+    await index.clear();
+    await assert.rejects(index.search('bounded', { from: 0, size: 1 }, { cursor: newer.nextCursor as string }), InvalidCursor);
   });
 
   it('refuses invalid filters', async () => {

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { snippetOf } from '../src/snippet.ts';
+import { makeSnippets, SNIPPET_CONTENT_LENGTH, SNIPPET_FUZZY_WORK_PER_PAGE, snippetOf } from '../src/snippet.ts';
 import { file } from './relevance.ts';
 
 describe('snippetOf', () => {
@@ -70,16 +70,52 @@ describe('snippetOf', () => {
     assert.ok(!/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(astral), 'no lone surrogate');
   });
 
-  it('is fast on a 200,000-character content', () => {
+  it('reads a long content up to its first SNIPPET_CONTENT_LENGTH characters only, whatever its length', () => {
     const vocabulary = Array.from({ length: 3000 }, (_, i) => `w${i.toString(36)}ord${(i * 7919).toString(36)}`);
-    let content = '';
-    for (let i = 0; content.length < 200_000; i++) content += `${vocabulary[(i * 31) % vocabulary.length]} `;
-    content += 'the final needle';
-    const doc = file({ title: 'Big', description: 'Huge text', content });
-    const began = performance.now();
-    const snippet = snippetOf(doc, 'neadle wordy something else entirely different quarterly budgets');
-    const ms = performance.now() - began;
-    assert.match(snippet, /<mark>needle<\/mark>/);
-    assert.ok(ms < 500, `${ms} ms`);
+    let filler = '';
+    for (let i = 0; filler.length < 200_000; i++) filler += `${vocabulary[(i * 31) % vocabulary.length]} `;
+    const doc = file({ title: 'Big', description: 'Huge text', content: `the early needle ${filler}the final needle` });
+    const snippets = makeSnippets('neadle wordy something else entirely different quarterly budgets');
+    const snippet = snippets(doc);
+    assert.match(snippet, /^the early <mark>needle<\/mark> w/);
+    assert.ok(snippet.endsWith('…'), snippet);
+    // Title, description and the content's start: never the 200,000 characters.
+    assert.ok(snippets.work.characters <= 'Big'.length + 'Huge text'.length + SNIPPET_CONTENT_LENGTH, String(snippets.work.characters));
+    // A word found only past that start is not looked for: the opening of the description instead.
+    assert.equal(snippetOf({ ...doc, content: `${filler}the final needle` }, 'needle'), 'Huge text');
+    // A content cut inside a word: the cut word is not read (it could fuzzily match as a fragment).
+    const cut = `${'x '.repeat((SNIPPET_CONTENT_LENGTH - 4) / 2)}needlework`;
+    assert.equal(snippetOf(file({ title: 'T', description: 'D', content: cut }), 'needle'), 'D');
+  });
+
+  it('fills at most its budget of edit-distance cells per page, then matches words exactly only', () => {
+    const doc = file({ title: 'Title', description: 'lantern lanturn lamp', content: '' });
+    const generous = makeSnippets('lantern');
+    assert.equal(generous(doc), '<mark>lantern</mark> <mark>lanturn</mark> lamp');
+    assert.ok(generous.work.fuzzyWork > 0);
+    // The same words in the next hit of the page are matched from what the page already knows.
+    const spent = generous.work.fuzzyWork;
+    generous(file({ title: 'Again', description: 'lamp lanturn lantern', content: '' }));
+    assert.equal(generous.work.fuzzyWork, spent);
+    // No budget: exact matches only, still marked.
+    const none = makeSnippets('lantern', { fuzzyWork: 0 });
+    assert.equal(none(doc), '<mark>lantern</mark> lanturn lamp');
+    assert.equal(none.work.fuzzyWork, 0);
+  });
+
+  it('bounds the work of a page of hostile hits: random six-letter words over "abcdef", 28 of them in the query', () => {
+    const six = (i: number): string => Array.from({ length: 6 }, (_, k) => 'abcdef'[Math.floor(i / 6 ** k) % 6]).join('');
+    // Every one of the 46,656 words, in a scrambled order, ~99,000 characters per document.
+    const words = Array.from({ length: 6 ** 6 }, (_, i) => six((i * 7919) % 6 ** 6));
+    const docs = Array.from({ length: 100 }, (_, d) => file({
+      title: `Random ${d}`, description: 'Six letters at a time', content: words.slice((d * 14_000) % 30_000, (d * 14_000) % 30_000 + 14_140).join(' '),
+    }));
+    const query = Array.from({ length: 28 }, (_, i) => six(i * 1601 + 7)).join(' ');
+    const snippets = makeSnippets(query);
+    for (const doc of docs) assert.equal(typeof snippets(doc), 'string');
+    const perHit = 'Random 00'.length + 'Six letters at a time'.length + SNIPPET_CONTENT_LENGTH;
+    assert.ok(snippets.work.characters <= docs.length * perHit, `${snippets.work.characters} characters read`);
+    // At most the budget, plus the one table that crossed it.
+    assert.ok(snippets.work.fuzzyWork <= SNIPPET_FUZZY_WORK_PER_PAGE + 36, `${snippets.work.fuzzyWork} cells`);
   });
 });

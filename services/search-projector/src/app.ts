@@ -1,7 +1,8 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import express, { type Express } from 'express';
 import { invalid, joinTags, LICENSES, LIMITS, M, notFound, positiveId, text, viewUrl } from '@docshare/contracts';
 import { actorOf, bodyOf, errorHandler, failureMessage, jsonBody, pageOf, sendError, type Logger } from '@docshare/http';
-import { InvalidCursor, snippetOf, type SearchFacets, type SearchFilters, type SearchIndex } from '@docshare/search-index';
+import { InvalidCursor, makeSnippets, type SearchDoc, type SearchFacets, type SearchFilters, type SearchIndex } from '@docshare/search-index';
 
 /** Most tags one filter may name, and the longest cursor accepted (real ones are far shorter). */
 const MAX_FILTER_TAGS = 20;
@@ -52,6 +53,24 @@ const facetsBody = (facets: SearchFacets) => ({
   tag: facets.tag,
 });
 
+/**
+ * The result items of a page, with their snippets. Each snippet's work is bounded (makeSnippets);
+ * the event loop gets a turn between them, so a page of 100 long documents never holds other
+ * requests for longer than one snippet.
+ */
+async function resultItems(hits: readonly SearchDoc[], term: string, publicBaseUrl: string) {
+  const snippet = makeSnippets(term);
+  const items = [];
+  for (const doc of hits) {
+    if (items.length > 0) await nextTurn();
+    items.push({
+      id: doc.id, title: doc.title, link: viewUrl(publicBaseUrl, Number(doc.id)), description: doc.description,
+      category: doc.category, tag: joinTags(doc.tags), snippet: snippet(doc),
+    });
+  }
+  return items;
+}
+
 /** The search query API (decisions §7, docs/api-decisions.md), answered from the search index only. */
 export const makeSearchApp = (index: SearchIndex, publicBaseUrl: string, logger: Logger): Express => {
   const app = express();
@@ -80,10 +99,7 @@ export const makeSearchApp = (index: SearchIndex, publicBaseUrl: string, logger:
     const from = result.from ?? (page - 1) * perPage;
     res.json({
       status: 'success',
-      results: result.hits.map((doc) => ({
-        id: doc.id, title: doc.title, link: viewUrl(publicBaseUrl, Number(doc.id)), description: doc.description,
-        category: doc.category, tag: joinTags(doc.tags), snippet: snippetOf(doc, term),
-      })),
+      results: await resultItems(result.hits, term, publicBaseUrl),
       total: result.total,
       // A cursor's page is where its hits sit in the whole list, at this per_page.
       page: cursor === undefined ? page : Math.floor(from / Math.max(1, perPage)) + 1,
