@@ -631,7 +631,7 @@ export interface components {
                 license?: "CC BY" | "CC BY-SA" | "CC BY-ND" | "CC BY-NC" | "CC BY-NC-SA" | "CC BY-NC-ND" | "CC0";
                 tags?: string[];
             };
-            /** @description `next_cursor` of the previous page, with the same `search` and `filters`: the following page, from the same snapshot of the index. Expires 5 minutes after its last use. */
+            /** @description `next_cursor` of the previous page, with the same `search` and `filters`: the following page, from the same snapshot of the index, each file as it is now (one deleted or disabled since is left out). Expires 5 minutes after its last use, and 15 minutes after the first page at the latest. */
             cursor?: string;
         };
         SearchHit: {

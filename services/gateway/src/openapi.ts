@@ -213,7 +213,7 @@ const SCHEMAS: Record<string, Obj> = {
         tags: { type: 'array', items: str, maxItems: 20 },
       },
     },
-    cursor: { type: 'string', description: '`next_cursor` of the previous page, with the same `search` and `filters`: the following page, from the same snapshot of the index. Expires 5 minutes after its last use.' },
+    cursor: { type: 'string', description: '`next_cursor` of the previous page, with the same `search` and `filters`: the following page, from the same snapshot of the index, each file as it is now (one deleted or disabled since is left out). Expires 5 minutes after its last use, and 15 minutes after the first page at the latest.' },
   }, ['search']),
   SearchHit: obj({
     id: str, title: str, link: uri, description: str, category: str, tag: { type: 'string', description: 'Comma-separated.' },
