@@ -1,17 +1,19 @@
 // docshare, the command line client: parses a command line and runs it against the API through
 // @docshare/client. `run()` returns the exit code; bin/docshare.js and main.ts call it.
+import { createHash } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   CLIENT_VERSION, createClient, DocshareApiError, DocshareNetworkError, type DocshareClient, type FetchLike, type SearchFilters,
-  type SearchOptions, type SearchResponse, type UpdateRequest,
+  type SearchOptions, type SearchResponse, type SearchResult, type UpdateRequest,
 } from '@docshare/client';
 import { configPath, readConfig, resolveBaseUrl, resolveToken, writeConfig, type Config, type Env } from './config.ts';
-import { CliError, EXIT, exitCodeOf, UsageError } from './exit.ts';
+import { CliError, EXIT, exitCodeOf, responseTooLarge, UsageError } from './exit.ts';
 import { commandHelp, GLOBAL_OPTIONS, mainHelp, type CommandHelp, type OptionHelp } from './help.ts';
 import { formatBytes, progressBar } from './progress.ts';
 import { readPassword } from './prompt.ts';
+import { shown, terminalSafeJson, visible } from './terminal.ts';
 
 export const CLI_VERSION = '0.1.0';
 
@@ -67,11 +69,15 @@ function fileId(s: string | undefined, command: string): string {
   return s;
 }
 
-/** The snippet's HTML as terminal text: matched words bold on a terminal, else between asterisks. */
+/**
+ * The snippet's HTML as terminal text: matched words bold on a terminal, else between asterisks.
+ * The text between the marks is shown with its control characters escaped (`visible`), and only
+ * the CLI's own bold sequences reach the terminal.
+ */
 function snippetText(html: string, tty: boolean): string {
   const [on, off] = tty ? ['\u001b[1m', '\u001b[22m'] : ['*', '*'];
-  return html.replace(/<mark>/g, on).replace(/<\/mark>/g, off).replace(/<[^>]*>/g, '')
-    .replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;|&#x27;/g, "'").replace(/&amp;/g, '&');
+  return html.split(/(<\/?mark>)/).map((piece) => (piece === '<mark>' ? on : piece === '</mark>' ? off : visible(piece.replace(/<[^>]*>/g, '')
+    .replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;|&#x27;/g, "'").replace(/&amp;/g, '&')))).join('');
 }
 
 const pagingOptions: Record<string, OptionHelp> = {
@@ -96,15 +102,52 @@ const withoutToken = <T extends { token: string }>(answer: T): Omit<T, 'token'> 
   return rest;
 };
 
+/** Pages `search --all` walks at most unless --max-pages says otherwise: 100,000 matches at 100 a page. */
+const MAX_PAGES = 1000;
+/** Bytes of results `search --all --json` holds before it stops (it prints them once, at the end). */
+const MAX_JSON_RESULTS_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Walks a search page after page through next_cursor, handing each page to `onPage`. It does not
+ * trust the server to end the walk: it stops with an error after `maxPages` pages (exit 8), when
+ * the server sends a cursor it sent before (a loop: exit 5), and, with --json, once the results it
+ * holds pass MAX_JSON_RESULTS_BYTES (exit 8). Cursors are remembered by their hash, so a server
+ * sending huge cursors does not grow the walk's memory.
+ */
+async function walkSearch(ctx: Ctx, term: string, opts: SearchOptions, maxPages: number, onPage: (page: SearchResponse) => void): Promise<void> {
+  const seen = new Set<string>();
+  let held = 0;
+  let count = 0;
+  let page = await ctx.client.search(term, opts);
+  for (let pages = 1; ; pages += 1) {
+    if (ctx.json) {
+      held += page.results.reduce((n, r) => n + JSON.stringify(r).length, 0);
+      if (held > MAX_JSON_RESULTS_BYTES) {
+        throw new CliError(`stopped after ${pages} pages: the results passed ${MAX_JSON_RESULTS_BYTES / 1048576} MiB, more than --json holds (without --json, results are printed as they come)`, EXIT.incomplete);
+      }
+    }
+    onPage(page);
+    count += page.results.length;
+    const next = page.next_cursor;
+    if (next === undefined || page.results.length === 0) return;
+    const key = createHash('sha256').update(String(next)).digest('base64');
+    if (seen.has(key)) throw new CliError(`the server sent a search cursor it had sent before (page ${pages + 1}): stopped after ${count} results`, EXIT.server);
+    if (pages >= maxPages) throw new CliError(`stopped after ${pages} pages (${count} results); more follow: --max-pages raises the limit`, EXIT.incomplete);
+    seen.add(key);
+    page = await ctx.client.search(term, { ...opts, cursor: next });
+  }
+}
+
 function printSearchPage(ctx: Ctx, page: SearchResponse): void {
   const tty = ctx.io.stdout.isTTY === true;
   for (const r of page.results) {
     if (ctx.quiet) {
-      ctx.out(r.id);
+      ctx.out(visible(String(r.id)));
       continue;
     }
-    ctx.out(`${r.id}\t${r.title}  [${r.category}]  ${r.link}`);
+    ctx.out(shown`${r.id}\t${r.title}  [${r.category}]  ${r.link}`);
     const snippet = snippetText(r.snippet ?? '', tty).trim();
+    // snippetText escaped the server's text itself; its bold sequences are the CLI's own.
     if (snippet !== '') ctx.out(`\t${snippet}`);
   }
 }
@@ -129,8 +172,8 @@ const COMMANDS: Command[] = [
       const answer = await ctx.client.register({ name, email, password });
       const file = await saveLogin(ctx, answer, email);
       if (ctx.json) return ctx.printJson({ ...withoutToken(answer), token_saved_in: file });
-      if (ctx.quiet) return ctx.out(String(answer.user_id));
-      ctx.out(`${answer.message}: user ${answer.user_id} (${email}) at ${ctx.url}. Logged in; token saved in ${file}`);
+      if (ctx.quiet) return ctx.out(visible(String(answer.user_id)));
+      ctx.out(shown`${answer.message}: user ${answer.user_id} (${email}) at ${ctx.url}. Logged in; token saved in ${file}`);
     },
   },
   {
@@ -146,8 +189,8 @@ const COMMANDS: Command[] = [
       const answer = await ctx.client.login({ email, password });
       const file = await saveLogin(ctx, answer, email);
       if (ctx.json) return ctx.printJson({ ...withoutToken(answer), token_saved_in: file });
-      if (ctx.quiet) return ctx.out(String(answer.user_id));
-      ctx.out(`${answer.message}: user ${answer.user_id} (${email}) at ${ctx.url}. Token saved in ${file}`);
+      if (ctx.quiet) return ctx.out(visible(String(answer.user_id)));
+      ctx.out(shown`${answer.message}: user ${answer.user_id} (${email}) at ${ctx.url}. Token saved in ${file}`);
     },
   },
   {
@@ -161,7 +204,7 @@ const COMMANDS: Command[] = [
         await writeConfig(ctx.io.env, config);
       }
       if (ctx.json) return ctx.printJson({ status: 'success', message: had ? 'Logged out' : 'Not logged in', url: ctx.url });
-      if (!ctx.quiet) ctx.out(had ? `Logged out of ${ctx.url}: token removed from ${configPath(ctx.io.env)}` : `Not logged in to ${ctx.url}`);
+      if (!ctx.quiet) ctx.out(had ? shown`Logged out of ${ctx.url}: token removed from ${configPath(ctx.io.env)}` : shown`Not logged in to ${ctx.url}`);
     },
   },
   {
@@ -173,8 +216,8 @@ const COMMANDS: Command[] = [
       if (token === undefined) throw new CliError(`Not logged in to ${ctx.url}: run 'docshare login --email <email>' (or set DOCSHARE_TOKEN)`, EXIT.auth);
       const info = { url: ctx.url, user_id: token.source === 'config' ? saved?.user_id : undefined, email: token.source === 'config' ? saved?.email : undefined, token_from: token.source === 'env' ? 'DOCSHARE_TOKEN' : configPath(ctx.io.env) };
       if (ctx.json) return ctx.printJson({ status: 'success', ...info });
-      if (ctx.quiet) return ctx.out(String(info.user_id ?? ''));
-      ctx.out(`${info.url}: ${info.user_id === undefined ? 'a token' : `user ${info.user_id} (${info.email})`} from ${info.token_from}`);
+      if (ctx.quiet) return ctx.out(visible(String(info.user_id ?? '')));
+      ctx.out(shown`${info.url}: ${info.user_id === undefined ? 'a token' : `user ${info.user_id} (${info.email})`} from ${info.token_from}`);
     },
   },
   {
@@ -217,8 +260,8 @@ const COMMANDS: Command[] = [
         bar.stop();
       }
       if (ctx.json) return ctx.printJson(answer);
-      if (ctx.quiet) return ctx.out(answer.file_id);
-      ctx.out(`${answer.message}: file ${answer.file_id} in category ${answer.category_id} (${answer.category_name})`);
+      if (ctx.quiet) return ctx.out(visible(String(answer.file_id)));
+      ctx.out(shown`${answer.message}: file ${answer.file_id} in category ${answer.category_id} (${answer.category_name})`);
     },
   },
   {
@@ -247,7 +290,7 @@ const COMMANDS: Command[] = [
         result = await ctx.client.download(id, {
           to: toStdout ? ctx.io.stdout : path.resolve(ctx.io.cwd, output ?? '.'),
           overwrite: force,
-          onStart: ({ fileName }) => bar.setLabel(`Downloading ${fileName}`),
+          onStart: ({ fileName }) => bar.setLabel(shown`Downloading ${fileName}`),
           resume: ctx.values['no-resume'] !== true,
           onProgress: (p) => bar.update(p),
           ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
@@ -260,14 +303,14 @@ const COMMANDS: Command[] = [
       }
       const summary = { ...result.authorization, path: result.path ?? '-', bytes: result.bytes, resumed_from: result.resumedFrom };
       if (ctx.json) {
-        if (toStdout) ctx.note(JSON.stringify(summary));
+        if (toStdout) ctx.note(terminalSafeJson(JSON.stringify(summary)));
         else ctx.printJson(summary);
         return;
       }
       if (toStdout) return;
-      if (ctx.quiet) return ctx.out(result.path ?? '');
+      if (ctx.quiet) return ctx.out(visible(result.path ?? ''));
       const resumed = result.resumedFrom > 0 ? `, resumed after ${formatBytes(result.resumedFrom)}` : '';
-      ctx.out(`${result.authorization.message}: saved ${result.fileName} (${formatBytes(result.bytes)}${resumed}) to ${result.path}`);
+      ctx.out(shown`${result.authorization.message}: saved ${result.fileName} (${formatBytes(result.bytes)}${resumed}) to ${result.path}`);
     },
   },
   {
@@ -275,6 +318,7 @@ const COMMANDS: Command[] = [
     options: {
       ...pagingOptions,
       all: { type: 'boolean', help: 'every match, page after page (next_cursor)' },
+      'max-pages': { type: 'string', value: '<n>', help: `with --all: stop after this many pages (default ${MAX_PAGES}; exit 8)` },
       cursor: { type: 'string', value: '<cursor>', help: 'the next_cursor of a previous page' },
       facets: { type: 'boolean', help: 'also count matches by category, licence and tag' },
       'category-id': { type: 'string', value: '<id>', help: 'only this category' },
@@ -301,13 +345,15 @@ const COMMANDS: Command[] = [
         ...(str(v['cursor']) !== undefined ? { cursor: str(v['cursor']) } : {}),
       };
       if (v['all'] === true) {
-        const results = [];
-        for await (const r of ctx.client.searchAll(term, { ...opts, per_page: perPage ?? 100 })) {
-          if (ctx.json) results.push(r);
-          else printSearchPage(ctx, { status: 'success', results: [r], total: 0, page: 1, per_page: 1 });
-        }
+        const results: SearchResult[] = [];
+        let count = 0;
+        await walkSearch(ctx, term, { ...opts, per_page: perPage ?? 100 }, positiveInt(v['max-pages'], 'max-pages', 'search') ?? MAX_PAGES, (page) => {
+          count += page.results.length;
+          if (ctx.json) results.push(...page.results);
+          else printSearchPage(ctx, page);
+        });
         if (ctx.json) return ctx.printJson({ status: 'success', results, total: results.length });
-        if (results.length === 0 && !ctx.quiet && !ctx.json) ctx.note('No results found');
+        if (count === 0 && !ctx.quiet) ctx.note('No results found');
         return;
       }
       const answer = await ctx.client.search(term, opts);
@@ -320,13 +366,13 @@ const COMMANDS: Command[] = [
       if (ctx.quiet) return;
       if (answer.facets) {
         const f = answer.facets;
-        ctx.out(`categories: ${f.category.map((c) => `${c.name} (${c.count})`).join(', ')}`);
-        ctx.out(`licences: ${f.license.map((c) => `${c.value} (${c.count})`).join(', ')}`);
-        ctx.out(`tags: ${f.tag.map((c) => `${c.value} (${c.count})`).join(', ')}`);
+        ctx.out(shown`categories: ${f.category.map((c) => `${c.name} (${c.count})`).join(', ')}`);
+        ctx.out(shown`licences: ${f.license.map((c) => `${c.value} (${c.count})`).join(', ')}`);
+        ctx.out(shown`tags: ${f.tag.map((c) => `${c.value} (${c.count})`).join(', ')}`);
       }
       const first = (answer.page - 1) * answer.per_page + 1;
       const more = answer.next_cursor !== undefined ? ` (more: --page ${answer.page + 1}, or --all)` : '';
-      ctx.note(`${first}-${first + answer.results.length - 1} of ${answer.total} matches${more}`);
+      ctx.note(shown`${first}-${first + answer.results.length - 1} of ${answer.total} matches${more}`);
     },
   },
   {
@@ -340,8 +386,8 @@ const COMMANDS: Command[] = [
       const perPage = positiveInt(ctx.values['per-page'], 'per-page', 'files');
       const answer = await ctx.client.files({ ...(user !== undefined ? { user_id: user } : {}), ...(page !== undefined ? { page } : {}), ...(perPage !== undefined ? { per_page: perPage } : {}) });
       if (ctx.json) return ctx.printJson(answer);
-      for (const f of answer.files) ctx.out(ctx.quiet ? String(f.file_id) : `${f.file_id}\t${f.upload_date}  ${f.title}  ${f.file_url}`);
-      if (!ctx.quiet) ctx.note(`${answer.files.length} of ${answer.total} files of ${answer.user.name} (user ${answer.user.id})`);
+      for (const f of answer.files) ctx.out(ctx.quiet ? visible(String(f.file_id)) : shown`${f.file_id}\t${f.upload_date}  ${f.title}  ${f.file_url}`);
+      if (!ctx.quiet) ctx.note(shown`${answer.files.length} of ${answer.total} files of ${answer.user.name} (user ${answer.user.id})`);
     },
   },
   {
@@ -351,7 +397,7 @@ const COMMANDS: Command[] = [
       const answer = await ctx.client.stats();
       if (ctx.json) return ctx.printJson(answer);
       const d = answer.data;
-      ctx.out(`files ${d.total_files}\nviews ${d.total_views}\ndownloads ${d.total_downloads}\nsales ${d.total_sales}\ncomments ${d.total_comments}`);
+      ctx.out(shown`files ${d.total_files}\nviews ${d.total_views}\ndownloads ${d.total_downloads}\nsales ${d.total_sales}\ncomments ${d.total_comments}`);
     },
   },
   {
@@ -362,8 +408,8 @@ const COMMANDS: Command[] = [
       const perPage = positiveInt(ctx.values['per-page'], 'per-page', 'comments');
       const answer = await ctx.client.comments({ ...(page !== undefined ? { page } : {}), ...(perPage !== undefined ? { per_page: perPage } : {}) });
       if (ctx.json) return ctx.printJson(answer);
-      for (const c of answer.data) ctx.out(ctx.quiet ? String(c.comment_id) : `${c.comment_id}\t${c.submission_date}  on "${c.title}" (${c.link}): ${c.comment}`);
-      if (!ctx.quiet) ctx.note(`${answer.data.length} of ${answer.total} comments`);
+      for (const c of answer.data) ctx.out(ctx.quiet ? visible(String(c.comment_id)) : shown`${c.comment_id}\t${c.submission_date}  on "${c.title}" (${c.link}): ${c.comment}`);
+      if (!ctx.quiet) ctx.note(shown`${answer.data.length} of ${answer.total} comments`);
     },
   },
   {
@@ -374,7 +420,7 @@ const COMMANDS: Command[] = [
       const id = fileId(ctx.args[0], 'comment');
       const answer = await ctx.client.comment(id, ctx.args.slice(1).join(' '));
       if (ctx.json) return ctx.printJson(answer);
-      ctx.out(ctx.quiet ? String(answer.comment_id) : `${answer.message}: comment ${answer.comment_id} on file ${id}`);
+      ctx.out(ctx.quiet ? visible(String(answer.comment_id)) : shown`${answer.message}: comment ${answer.comment_id} on file ${id}`);
     },
   },
   {
@@ -409,7 +455,7 @@ const COMMANDS: Command[] = [
       if (Object.keys(changes).length === 0) throw new UsageError('nothing to change: give at least one option', 'update');
       const answer = await ctx.client.update(id, changes);
       if (ctx.json) return ctx.printJson(answer);
-      if (!ctx.quiet) ctx.out(`${answer.message}: file ${id}`);
+      if (!ctx.quiet) ctx.out(shown`${answer.message}: file ${id}`);
     },
   },
   {
@@ -419,7 +465,7 @@ const COMMANDS: Command[] = [
       const id = fileId(ctx.args[0], 'delete');
       const answer = await ctx.client.deleteFile(id);
       if (ctx.json) return ctx.printJson(answer);
-      if (!ctx.quiet) ctx.out(`${answer.message}: file ${id}`);
+      if (!ctx.quiet) ctx.out(shown`${answer.message}: file ${id}`);
     },
   },
   {
@@ -429,7 +475,7 @@ const COMMANDS: Command[] = [
       const id = fileId(ctx.args[0], 'purchase');
       const answer = await ctx.client.purchase(id);
       if (ctx.json) return ctx.printJson(answer);
-      ctx.out(ctx.quiet ? String(answer.sale_id) : `${answer.message}: sale ${answer.sale_id} of file ${id}`);
+      ctx.out(ctx.quiet ? visible(String(answer.sale_id)) : shown`${answer.message}: sale ${answer.sale_id} of file ${id}`);
     },
   },
   {
@@ -440,7 +486,7 @@ const COMMANDS: Command[] = [
       const perPage = positiveInt(ctx.values['per-page'], 'per-page', 'categories');
       const answer = await ctx.client.categories({ ...(page !== undefined ? { page } : {}), ...(perPage !== undefined ? { per_page: perPage } : {}) });
       if (ctx.json) return ctx.printJson(answer);
-      for (const c of answer.data) ctx.out(ctx.quiet ? String(c.id) : `${c.id}\t${c.name}${c.description ? `  ${c.description}` : ''}${c.tags ? `  [${c.tags}]` : ''}`);
+      for (const c of answer.data) ctx.out(ctx.quiet ? visible(String(c.id)) : shown`${c.id}\t${c.name}${c.description ? `  ${c.description}` : ''}${c.tags ? `  [${c.tags}]` : ''}`);
     },
   },
 ];
@@ -475,22 +521,27 @@ export async function run(argv: string[], io: Io): Promise<number> {
 
   const fail = (error: unknown): number => {
     const code = exitCodeOf(error);
-    let message = error instanceof Error ? error.message : String(error);
+    // An answer too large is the server's doing, not a connection problem: say just that.
+    const tooLarge = responseTooLarge(error);
+    const told: unknown = tooLarge ?? error;
+    const plain = told instanceof Error ? told.message : String(told);
+    // The server's message (or a body it sent instead) is shown with its control characters escaped.
+    let message = visible(plain);
     if (error instanceof DocshareApiError) {
       const hint = error.status === 401 && (message === 'Invalid JWT token' || message === 'Missing JWT token')
         ? ": log in again with 'docshare login --email <email>'" : '';
-      message = `${message} (HTTP ${error.status}${error.requestId ? `, request ${error.requestId}` : ''})${hint}`;
+      message = `${message} (HTTP ${error.status}${error.requestId ? `, request ${visible(error.requestId)}` : ''})${hint}`;
     } else if (error instanceof UsageError) {
       message = `${message}\nRun 'docshare ${error.command ?? ''}${error.command ? ' ' : ''}--help' for usage.`;
-    } else if (error instanceof DocshareNetworkError) {
+    } else if (error instanceof DocshareNetworkError && tooLarge === undefined) {
       message = `${message} (is the server running? --url or DOCSHARE_URL choose it)`;
     } else if (code === EXIT.interrupted) {
       message = name === 'download' ? 'Interrupted: run the same command again to resume the download' : 'Interrupted';
     }
     if (wantsJson) {
       const body = error instanceof DocshareApiError && error.body !== null && typeof error.body === 'object'
-        ? error.body : { status: 'error', message: error instanceof Error ? error.message : String(error) };
-      writeOut(`${JSON.stringify(body)}\n`);
+        ? error.body : { status: 'error', message: plain };
+      writeOut(`${terminalSafeJson(JSON.stringify(body))}\n`);
     }
     writeErr(`docshare: ${message}\n`);
     return code;
@@ -564,7 +615,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       ...(retriesText !== undefined ? { retries: Number(retriesText) } : {}),
       userAgent: `docshare-cli/${CLI_VERSION} node/${process.versions.node}`,
       onRetry: (info) => {
-        if (!quiet) writeErr(`docshare: ${info.reason}; trying again in ${(info.delayMs / 1000).toFixed(1)} s\n`);
+        if (!quiet) writeErr(shown`docshare: ${info.reason}; trying again in ${(info.delayMs / 1000).toFixed(1)} s\n`);
       },
     });
     const ctx: Ctx = {
@@ -572,7 +623,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       progress: !quiet && values['no-progress'] !== true,
       out: (line) => writeOut(`${line}\n`),
       note: (line) => writeErr(`${line}\n`),
-      printJson: (value) => writeOut(`${JSON.stringify(value, null, 2)}\n`),
+      printJson: (value) => writeOut(`${terminalSafeJson(JSON.stringify(value, null, 2))}\n`),
     };
     await command.run(ctx);
     return EXIT.ok;

@@ -17,6 +17,8 @@ export const EXIT = {
   rateLimited: 6,
   /** A local file problem: cannot read the upload, the download's target exists, cannot write. */
   localFile: 7,
+  /** A walk stopped before its end: `search --all` reached --max-pages, or its results outgrew what --json holds. */
+  incomplete: 8,
   /** Interrupted (Ctrl-C). */
   interrupted: 130,
 } as const;
@@ -27,9 +29,11 @@ export const EXIT_HELP = `Exit codes:
   2    usage error: unknown command or option, missing or invalid argument
   3    authentication: not logged in, token rejected (401), wrong email or password
   4    not found (404): no such file, user or category
-  5    server error (5xx) or the server could not be reached
+  5    server error (5xx), the server could not be reached, or its answer cannot be used
+       (over 64 MiB, a search cursor it had already sent)
   6    rate limited (429), still after waiting as the server asked
   7    local file error: cannot read the file to upload, the download target exists, cannot write
+  8    incomplete: search --all stopped at --max-pages (or at what --json holds); what was printed is a prefix
   130  interrupted (Ctrl-C); a download keeps its .part file to resume`;
 
 /** A usage error (exit 2), with the help of the command it concerns. */
@@ -50,6 +54,18 @@ export class CliError extends Error {
     super(message);
     this.code = code;
   }
+}
+
+/** `ResponseTooLargeError`'s code (libs/client/src/request.ts), found however deep the SDK wrapped it. */
+const RESPONSE_TOO_LARGE = 'ERR_DOCSHARE_RESPONSE_TOO_LARGE';
+
+/** The SDK's "answer too large" error behind `error` (the SDK reports it as the cause of a network error), if that is what it is. */
+export function responseTooLarge(error: unknown): Error | undefined {
+  let e: unknown = error;
+  for (let depth = 0; depth < 5 && e instanceof Error; depth += 1, e = e.cause) {
+    if ((e as { code?: unknown }).code === RESPONSE_TOO_LARGE) return e;
+  }
+  return undefined;
 }
 
 /** The exit code of an error thrown while running a command. */

@@ -25,6 +25,8 @@ export interface RawRequest {
   /** `manual` (the default here) hands redirects back instead of following them. */
   redirect?: RequestInit['redirect'];
   fetch?: FetchLike;
+  /** The most bytes of the answer's body read (default `MAX_RESPONSE_BYTES`); past it the request rejects. */
+  maxResponseBytes?: number;
 }
 
 export interface RawResponse {
@@ -36,9 +38,60 @@ export interface RawResponse {
   text: string;
 }
 
-/** Reads a fetch Response whole: its text, and the JSON in it when there is some. */
-export async function readResponse(res: Response): Promise<RawResponse> {
-  const text = await res.text();
+/**
+ * The most bytes of an answer's body the client reads (64 MiB): an API answer is a page of at
+ * most 100 results, far below it. A server that sends more (broken, or hostile: a never-ending
+ * body) is refused once the bound is read, so memory stays bounded whatever it sends. File
+ * contents are not read this way: downloads stream to disk, unbounded (download.ts).
+ */
+export const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+
+/** `ResponseTooLargeError`'s code, for callers that cannot import the class. */
+export const RESPONSE_TOO_LARGE = 'ERR_DOCSHARE_RESPONSE_TOO_LARGE';
+
+/** An answer's body passed the bound: it was not read to its end (and its connection was cut). */
+export class ResponseTooLargeError extends Error {
+  override readonly name = 'ResponseTooLargeError';
+  readonly code = RESPONSE_TOO_LARGE;
+  /** The bound, in bytes. */
+  readonly limit: number;
+  constructor(limit: number) {
+    super(`the server's answer is larger than ${limit % 1048576 === 0 ? `${limit / 1048576} MiB` : `${limit} bytes`}: refused`);
+    this.limit = limit;
+  }
+}
+
+/** The body's bytes as text, reading at most `maxBytes` of them (decoded bytes: a compressed body is bounded too). */
+async function boundedText(res: Response, maxBytes: number): Promise<string> {
+  const declared = Number(res.headers.get('content-length') ?? Number.NaN);
+  if (declared > maxBytes) {
+    await res.body?.cancel().catch(() => {});
+    throw new ResponseTooLargeError(maxBytes);
+  }
+  if (res.body === null) return '';
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw new ResponseTooLargeError(maxBytes);
+    }
+    chunks.push(value);
+  }
+  // As Response.text() decodes: UTF-8, a BOM dropped, malformed bytes replaced.
+  return new TextDecoder().decode(Buffer.concat(chunks, size));
+}
+
+/**
+ * Reads a fetch Response whole: its text, and the JSON in it when there is some. Rejects with
+ * `ResponseTooLargeError` once the body passes `maxBytes`, having read no more than that.
+ */
+export async function readResponse(res: Response, maxBytes = MAX_RESPONSE_BYTES): Promise<RawResponse> {
+  const text = await boundedText(res, maxBytes);
   let body: unknown = undefined;
   if (text.length > 0) {
     try {
@@ -79,10 +132,11 @@ export function buildInit(req: RawRequest): RequestInit {
 
 /**
  * One HTTP exchange. Resolves with the status, headers, parsed JSON body and text whatever the
- * status; rejects only when no answer came (connection refused or reset, abort).
+ * status; rejects only when no answer came (connection refused or reset, abort) or when the
+ * answer's body passes `maxResponseBytes` (`ResponseTooLargeError`).
  */
 export async function request(req: RawRequest): Promise<RawResponse> {
   const doFetch = req.fetch ?? fetch;
   const res = await doFetch(resolveUrl(req.baseUrl, req.path), buildInit(req));
-  return await readResponse(res);
+  return await readResponse(res, req.maxResponseBytes);
 }
