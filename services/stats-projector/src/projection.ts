@@ -5,6 +5,14 @@ import type { GuardedUpdate, ReadStore } from '@docshare/read-store';
 export const STATS = 'stats';
 /** Per file: its owner and size, kept from the upload so that its deletion knows what it frees. */
 export const STORED_FILES = 'stored_files';
+/**
+ * Per file and buyer (`<fileId>-<buyerId>`): the position of the first sale (`first_at`). A buyer
+ * buys a file once (the file decider), but a log recorded before that rule may repeat a sale:
+ * `total_sales` counts the first only.
+ */
+export const SOLD = 'sold';
+
+const soldId = (fileId: number, buyerId: number): string => `${fileId}-${buyerId}`;
 
 /** A byte count as an `inc` accepts it: a non-negative finite number, else 0. */
 const bytes = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0);
@@ -47,9 +55,27 @@ export const statsProjection = (event: DocshareEvent, freed = 0): ReadOp[] => {
 export const statsHandler = (store: ReadStore) => async (records: readonly StoredEvent<CloudEvent>[]): Promise<void> => {
   const updates: GuardedUpdate[] = [];
   const sizes = new Map<string, number>();
+  // The first sale of each (file, buyer) the batch sells: from earlier batches (one read for the
+  // batch), else the first in this one. A sale after it is a repeat and counts nothing; the first
+  // one, redelivered, counts under its guard as any event does.
+  const sold = new Set<string>();
+  for (const record of records) {
+    const event = known(record.event);
+    if (event?.type === 'docs.file.purchased.v1') sold.add(soldId(event.data.fileId, event.data.buyerId));
+  }
+  const firstSale = new Map((sold.size === 0 ? [] : await store.find(SOLD, { _id: { in: [...sold] } }))
+    .map((d) => [d._id, typeof d.first_at === 'number' ? d.first_at : 0]));
   for (const record of records) {
     const event = known(record.event);
     if (!event) continue;
+    if (event.type === 'docs.file.purchased.v1') {
+      const id = soldId(event.data.fileId, event.data.buyerId);
+      const first = firstSale.get(id) ?? record.position;
+      firstSale.set(id, first);
+      if (first < record.position) continue;
+      updates.push(...guarded(record, [...statsProjection(event), { collection: SOLD, id, update: { set: { first_at: first } } }]));
+      continue;
+    }
     let freed = 0;
     if (event.type === 'docs.file.uploaded.v1') sizes.set(String(event.data.fileId), bytes(event.data.size));
     if (event.type === 'docs.file.deleted.v1') {

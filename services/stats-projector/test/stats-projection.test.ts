@@ -31,6 +31,25 @@ const project = async (records: readonly StoredEvent[], batches: readonly (reado
 };
 
 describe('stats projection', () => {
+  it('counts a buyer\'s sale of a file once, in a log recorded before "a buyer buys a file once" (repeats in it)', async () => {
+    const h = makeHistory();
+    h.user(1, 'Ada'); h.user(2, 'Bob'); h.user(3, 'Cy');
+    h.upload(10, 1, 'a'); h.upload(11, 1, 'b');
+    for (const f of [10, 11]) h.update(f, 1, { forSale: true, price: 2 });
+    // Bob buys 10 five times, Cy once; Bob buys 11 twice.
+    for (let i = 0; i < 5; i += 1) h.purchase(10, 1, 100 + i, 2);
+    h.purchase(10, 1, 200, 3);
+    h.purchase(11, 1, 300, 2); h.purchase(11, 1, 301, 2);
+    const records = h.records;
+    const once = await project(records);
+    assert.equal(once.ada.total_sales, 3);
+    assert.deepEqual(await project(deliveredTwice(records)), once);
+    for (const size of [2, 3, 5]) {
+      assert.deepEqual(await project(records, inBatches(records, size)), once, `batches of ${size}`);
+      assert.deepEqual(await project(records, redeliveredBatches(records, size)), once, `redelivered batches of ${size}`);
+    }
+  });
+
   it('counts each kind of activity on the owner', async () => {
     const { ada, bob } = await project(history());
     assert.deepEqual(ada, { total_comments: 2, total_files: 1, total_views: 2, total_downloads: 3, total_sales: 1 });
