@@ -559,7 +559,13 @@ export function makeMemorySearchIndex(options: MemorySearchIndexOptions = {}): S
     const current = entries.get(doc.id);
     if (current && current.version >= version) return false;
     // Invisible documents stay as tombstones: their version stops an older replayed write.
-    if (current) unindex(current);
+    if (current) {
+      unindex(current);
+      // The replaced entry lives on only in cursor snapshots, which read its order and facet
+      // fields, never its text (pages show the current entry): a deleted file's text is freed
+      // now, not when the last snapshot holding it expires.
+      current.doc = { ...current.doc, content: '' };
+    }
     const { entry, frequencies } = makeEntry(copyDoc(doc), version);
     entries.set(doc.id, entry);
     index(entry, frequencies);

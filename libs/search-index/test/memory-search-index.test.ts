@@ -1,4 +1,6 @@
 import { describe, it } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import assert from 'node:assert/strict';
 import { searchIndexContract } from '../src/contract.ts';
 import { makeMemorySearchIndex, tokenize } from '../src/memory-search-index.ts';
@@ -59,6 +61,28 @@ describe('memory search index', () => {
     // Cleared (a rebuild starts): its cursors end, as with Elasticsearch.
     await index.clear();
     await assert.rejects(index.search('bounded', { from: 0, size: 1 }, { cursor: newer.nextCursor as string }), InvalidCursor);
+  });
+
+  it('frees the text of a replaced document at once, even while a cursor\'s snapshot holds the document', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const index = makeMemorySearchIndex();
+    // 40 files of ~1,000,000 characters each, of few distinct words (the vocabulary stays small).
+    const docs = Array.from({ length: 40 }, (_, i) => file({ title: 'heavy', content: `${i} ${`${'x'.repeat(999)} `.repeat(1000)}` }));
+    for (const doc of docs) await index.upsert(doc, 1);
+    const first = await index.search('heavy', { from: 0, size: 1 });
+    assert.equal(typeof first.nextCursor, 'string', 'a snapshot of all 40 is held');
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    // Deleted: the tombstones carry no text (the projection drops it).
+    for (const doc of docs) await index.upsert({ ...doc, visible: false, content: '' }, 2);
+    docs.length = 0;
+    gc();
+    const freed = before - process.memoryUsage().heapUsed;
+    assert.ok(freed > 20_000_000, `${Math.round(freed / 1e6)} MB freed of 40 MB of text`);
+    // The cursor still works, and shows none of them.
+    const rest = await index.search('heavy', { from: 0, size: 10 }, { cursor: first.nextCursor as string });
+    assert.deepEqual(rest.hits, []);
   });
 
   it('refuses invalid filters', async () => {
