@@ -25,7 +25,9 @@ const framingOf = (headers: IncomingHttpHeaders): Record<string, string> =>
   headers['transfer-encoding'] !== undefined && headers['content-length'] === undefined ? { 'transfer-encoding': 'chunked' } : {};
 
 const FROM_SERVICE_DROP = new Set(['x-request-id', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy', 'ratelimit']);
-const TO_SERVICE_DROP = new Set(['host']);
+// x-internal-token: the text extractor's credential for docs-command's internal route
+// (INTERNAL_TOKEN_HEADER there), sent on the back network only; never a client's to pass on.
+const TO_SERVICE_DROP = new Set(['host', 'x-internal-token']);
 
 /**
  * Forwards a request to a service over HTTP, streaming both bodies (uploads and downloads are
