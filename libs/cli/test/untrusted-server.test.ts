@@ -142,7 +142,8 @@ const hugeBody = (total: number, pulled: { bytes: number }): ReadableStream<Uint
   }, { highWaterMark: 0 });
 };
 
-const BOUND = 64 * 1024 * 1024;
+const MiB = 1024 * 1024;
+const BOUND = 64 * MiB;
 
 describe('answers and walks the CLI bounds', () => {
   it('a 400 MB answer is refused after reading at most 64 MiB per attempt: exit 5, a clear message, also with --json', async () => {
@@ -209,6 +210,20 @@ describe('answers and walks the CLI bounds', () => {
     assert.equal(r.calls.length, 4);
     assert.deepEqual(r.calls.map((c) => (c.body as { cursor?: string }).cursor), [undefined, 'a', 'b', 'c']);
     assert.match(r.stderr, /sent a search cursor it had sent before \(page 5\): stopped after 4 results/);
+  });
+
+  it('search --all --json stops once the results it holds pass 64 MiB (exit 8); without --json nothing is held', async () => {
+    const big = 'b'.repeat(MiB);
+    const pageOf = (n: number): Response => json({ status: 'success', results: [{ id: String(n), title: big, link: 'l', description: '', category: 'c', tag: '', snippet: '' }], total: 1e9, page: n, per_page: 1, next_cursor: `c${n}` });
+    let n = 0;
+    const r = await cli(['search', 'x', '--all', '--json'], () => pageOf(++n));
+    assert.equal(r.code, EXIT.incomplete, r.stderr);
+    assert.equal(r.calls.length, 64, 'the 64th page of 1 MiB passes 64 MiB');
+    assert.match(JSON.parse(r.stdout).message, /passed 64 MiB, more than --json holds/);
+    n = 0;
+    const plain = await cli(['search', 'x', '--all', '-q', '--max-pages', '70'], () => pageOf(++n));
+    assert.equal(plain.code, EXIT.incomplete);
+    assert.equal(plain.calls.length, 70);
   });
 
   it('search --all --json: the whole walk as one JSON answer; a walk that ends prints "No results found" only when empty', async () => {
