@@ -351,6 +351,27 @@ export function readStoreContract(name: string, make: () => Promise<ReadStore>):
       assert.equal(await store.count(files, { ownerId: 42 }), 0);
     });
 
+    it('gives the distinct values of a field over matching documents, in order', async () => {
+      const files = fresh('files');
+      await seedFiles(files);
+      assert.deepEqual(await store.distinct(files, 'category', {}), ['art', 'maths']);
+      assert.deepEqual(await store.distinct(files, 'ownerId', { visible: true }), [1, 2, 3]);
+      assert.deepEqual(await store.distinct(files, 'ownerId', { status: { in: ['draft', 'gone'] } }), [1, 2]);
+      assert.deepEqual(await store.distinct(files, 'category', { ownerId: 2 }), [], 'null gives nothing');
+      assert.deepEqual(await store.distinct(files, 'nothing', {}), []);
+      assert.deepEqual(await store.distinct(fresh('none'), 'ownerId', {}), []);
+      // Mixed types in the port's order; an array gives its elements; an object gives nothing.
+      const mixed = fresh('mixed');
+      const rows: [string, unknown][] = [['m1', 10], ['m2', 'b'], ['m3', true], ['m4', 2], ['m5', ['a', 10, 'c']], ['m6', { x: 1 }], ['m7', 'b']];
+      for (const [i, [id, value]] of rows.entries()) await one(mixed, id, { set: { v: value } }, i + 1);
+      assert.deepEqual(await store.distinct(mixed, 'v', {}), [2, 10, 'a', 'b', 'c', true]);
+      // Follows updates.
+      await one(files, 'd', { set: { category: 'music' } }, 100);
+      assert.deepEqual(await store.distinct(files, 'category', { visible: true }), ['maths', 'music']);
+      await assert.rejects(store.distinct(files, '_pos', {}));
+      await assert.rejects(store.distinct(files, 'category', { _pos: 1 }));
+    });
+
     it('returns copies that carry _id and not the guard bookkeeping', async () => {
       const files = fresh('files');
       const tags = ['x', 'y'];

@@ -1,5 +1,5 @@
 import type { Doc, Filter, FindOptions, GuardedUpdate, ReadStore, Scalar } from './port.ts';
-import { checkCount, checkGuardedUpdate, checkQueryField } from './validate.ts';
+import { checkCount, checkGuardedUpdate, checkName, checkQueryField, compareScalars } from './validate.ts';
 
 interface Stored {
   id: string;
@@ -320,6 +320,20 @@ export function makeMemoryReadStore(): ReadStore {
         if (wanted.length === 1) return indexOf(collection, only[0]).get(wanted[0] as Scalar)?.size ?? 0;
       }
       return select(collection, filter).length;
+    },
+
+    async distinct(collectionName: string, field: string, filter: Filter): Promise<Scalar[]> {
+      checkName('distinct field', field);
+      checkQueryField('distinct', field);
+      for (const name of Object.keys(filter)) checkQueryField('filter', name);
+      const collection = collectionOf(collectionName, false);
+      if (!collection) return [];
+      // The matching documents as stored, read in place (find copies each one it returns).
+      const values = new Set<Scalar>();
+      for (const stored of select(collection, filter)) {
+        for (const key of matchKeys(fieldOf(stored, field))) if (key !== null) values.add(key);
+      }
+      return [...values].sort(compareScalars);
     },
 
     async clear(): Promise<void> {

@@ -1,7 +1,7 @@
 import { MongoBulkWriteError, MongoServerError } from 'mongodb';
 import type { AnyBulkWriteOperation, Collection, Db, Document, Filter as MongoFilter, Sort, UpdateFilter } from 'mongodb';
-import type { Doc, Filter, FindOptions, GuardedUpdate, ReadStore } from './port.ts';
-import { checkCount, checkGuardedUpdate, checkName, checkQueryField } from './validate.ts';
+import type { Doc, Filter, FindOptions, GuardedUpdate, ReadStore, Scalar } from './port.ts';
+import { checkCount, checkGuardedUpdate, checkName, checkQueryField, compareScalars } from './validate.ts';
 
 /*
  * Read models on MongoDB (or FerretDB 1.x). Read-model collection `c` is the collection
@@ -478,6 +478,15 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
 
     async count(collection: string, filter: Filter): Promise<number> {
       return collectionOf(collection).countDocuments(toMongoFilter(filter));
+    },
+
+    async distinct(collection: string, field: string, filter: Filter): Promise<Scalar[]> {
+      checkName('distinct field', field);
+      checkQueryField('distinct', field);
+      const values = await collectionOf(collection).distinct(field, toMongoFilter(filter)) as unknown[];
+      // Mongo gives no order, and would give nulls and objects: the port's scalars, in its order.
+      const scalars = values.filter((v): v is Exclude<Scalar, null> => typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean');
+      return scalars.sort(compareScalars);
     },
 
     async clear(): Promise<void> {

@@ -65,6 +65,14 @@ export interface ReadStore {
   get(collection: string, id: string): Promise<Doc | null>;
   find(collection: string, filter: Filter, options?: FindOptions): Promise<Doc[]>;
   count(collection: string, filter: Filter): Promise<number>;
+  /**
+   * The distinct scalar values of `field` over the documents matching `filter`, ascending (numbers,
+   * then strings by code unit, then booleans); an array field gives its elements. Documents
+   * without the field, or holding null or an object there, give nothing. Costs the matching
+   * documents on a scan, the distinct values on an index whose prefix is the filter's fields and
+   * then `field` (MongoDB's DISTINCT_SCAN).
+   */
+  distinct(collection: string, field: string, filter: Filter): Promise<Scalar[]>;
   /** Removes every document of every collection (used before a rebuild). */
   clear(): Promise<void>;
   close(): Promise<void>;

@@ -1,4 +1,4 @@
-import type { GuardedUpdate, Update } from './port.ts';
+import type { GuardedUpdate, Scalar, Update } from './port.ts';
 
 /**
  * Fields a read model may neither write nor filter or sort on: the document id (writable by no
@@ -13,6 +13,15 @@ export function checkName(kind: string, name: string): void {
   if (typeof name !== 'string' || name === '' || name.includes('.') || name.startsWith('$')) {
     throw new Error(`invalid ${kind} name ${JSON.stringify(name)}: must be non-empty, without '.' and not start with '$'`);
   }
+}
+
+/** The order `distinct` answers in: numbers, then strings by code unit, then booleans (Mongo's, for these types). */
+export function compareScalars(a: Scalar, b: Scalar): number {
+  const rank = (v: Scalar): number => (v === null ? 0 : typeof v === 'number' ? 1 : typeof v === 'string' ? 2 : 3);
+  if (rank(a) !== rank(b)) return rank(a) - rank(b);
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  if (typeof a === 'boolean' && typeof b === 'boolean') return Number(a) - Number(b);
+  return (a as string) < (b as string) ? -1 : (a as string) > (b as string) ? 1 : 0;
 }
 
 /** Refuses a filter or sort on the guard bookkeeping, which reads never show. */
