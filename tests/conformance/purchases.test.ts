@@ -3,7 +3,9 @@
 // bytes through a signed link (the purchase answer's, api-purchases') while api-download still
 // refuses a file for sale; categories emptied by deletions leave the list.
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
+import { createClient, downloadContent } from '@docshare/client';
 import { api, randomWord, type Api, type RegisteredUser } from '../support/client.ts';
 import { assertInt, assertKeys, expectError, expectSuccess } from '../support/expect.ts';
 import { useServer } from '../support/fixture.ts';
@@ -150,6 +152,23 @@ describe('what a buyer gets', () => {
     expectError(await c.raw('GET', url), 404, 'File not found');
     await eventually(async () => assert.deepEqual((await purchases(c, me)).data, []));
     expectError(await c.purchase(me.token, { file_id: fileId }), 404, 'File not found');
+  });
+});
+
+describe('the SDK', () => {
+  it('purchase() answers the sale and its link; purchases() lists it; downloadContent() fetches the bytes', async () => {
+    const { c } = fx;
+    const fileId = await forSale(c, owner);
+    const me = await c.register();
+    const client = createClient({ baseUrl: fx.server.baseUrl, token: me.token });
+    const sale = await client.purchase(fileId);
+    assert.equal(sale.message, 'Purchase recorded');
+    assert.equal((await client.purchase(fileId)).message, 'File already purchased');
+    const listed = await client.purchases({ per_page: 5 });
+    assert.deepEqual([listed.data.map((p) => [p.id, p.sale_id]), listed.total, listed.per_page], [[[Number(fileId), sale.sale_id]], 1, 5]);
+    const chunks: Buffer[] = [];
+    await downloadContent(listed.data[0]!.download_url, { to: new Writable({ write(chunk: Buffer, _e, done) { chunks.push(chunk); done(); } }) });
+    assert.equal(Buffer.concat(chunks).toString(), BYTES);
   });
 });
 
