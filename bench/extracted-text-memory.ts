@@ -6,8 +6,8 @@
  *   node bench/extracted-text-memory.ts                  # 200 files
  *   BENCH_FILES=450 BENCH_CLIENTS=4 node bench/extracted-text-memory.ts
  *
- * Memory is sampled 5 times a second apart after the restart's replay, the lowest kept (garbage of
- * the replay not yet collected inflates the others). Numbers are printed, never asserted.
+ * Memory is read after a full garbage collection (through the server's inspector), so what is
+ * counted is what the process retains. Numbers are printed, never asserted.
  */
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -19,30 +19,56 @@ const FILES = Number(process.env.BENCH_FILES ?? 200);
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 4);
 const SENTENCE = 'the committee reviewed the quarterly figures and the plans for next year';
 
-/** The lowest of 5 samples of a gauge of the process's /metrics, in MiB. */
-const memory = async (server: Server): Promise<{ rssMiB: number; heapMiB: number }> => {
-  const read = async (): Promise<{ rss: number; heap: number }> => {
-    const text = await (await fetch(`${server.metricsUrl}/metrics`)).text();
-    const gauge = (name: string): number => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-    return { rss: gauge('process_resident_memory_bytes'), heap: gauge('nodejs_heap_size_used_bytes') };
-  };
-  let best = { rss: Infinity, heap: Infinity };
-  for (let i = 0; i < 5; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    const { rss, heap } = await read();
-    best = { rss: Math.min(best.rss, rss), heap: Math.min(best.heap, heap) };
+/**
+ * The server's memory once a full garbage collection has run: through its inspector (the server is
+ * started with `--inspect=127.0.0.1:0`), `HeapProfiler.collectGarbage` then `process.memoryUsage()`.
+ * Without the collection, garbage left by the start-up replay would count as retained.
+ */
+const memory = async (server: Server): Promise<Record<'rssMiB' | 'heapUsedMiB' | 'externalMiB', number>> => {
+  const spawned = server.output().split('--- spawn').at(-1) ?? '';
+  const url = /Debugger listening on (ws:\/\/\S+)/.exec(spawned)?.[1];
+  if (!url) throw new Error('the server printed no inspector URL');
+  const socket = new WebSocket(url);
+  await new Promise((resolve, reject) => {
+    socket.addEventListener('open', resolve, { once: true });
+    socket.addEventListener('error', reject, { once: true });
+  });
+  let id = 0;
+  type Answer = { id?: number; result?: { result?: { value?: string } } };
+  const call = (method: string, params: object = {}): Promise<Answer> => new Promise((resolve) => {
+    const mine = ++id;
+    const onMessage = (message: MessageEvent): void => {
+      const answer = JSON.parse(String(message.data)) as Answer;
+      if (answer.id !== mine) return;
+      socket.removeEventListener('message', onMessage);
+      resolve(answer);
+    };
+    socket.addEventListener('message', onMessage);
+    socket.send(JSON.stringify({ id: mine, method, params }));
+  });
+  try {
+    await call('HeapProfiler.collectGarbage');
+    await call('HeapProfiler.collectGarbage');
+    const answer = await call('Runtime.evaluate', { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true });
+    const usage = JSON.parse(answer.result?.result?.value ?? '{}') as NodeJS.MemoryUsage;
+    const mib = (bytes: number): number => Math.round((bytes / 2 ** 20) * 10) / 10;
+    return { rssMiB: mib(usage.rss), heapUsedMiB: mib(usage.heapUsed), externalMiB: mib(usage.external) };
+  } finally {
+    socket.close();
   }
-  const mib = (bytes: number): number => Math.round((bytes / 2 ** 20) * 10) / 10;
-  return { rssMiB: mib(best.rss), heapMiB: mib(best.heap) };
 };
+
+/** Waits for the restarted server's replay and the extractor's catch-up to settle. */
+const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 3_000));
 
 const logBytes = async (server: Server): Promise<number> => (await stat(path.join(server.dataDir, 'events', 'events.log'))).size;
 
-const server = await startServer({ RATE_LIMIT_POINTS: '100000000', LOG_LEVEL: 'warn' });
+const server = await startServer({ RATE_LIMIT_POINTS: '100000000', LOG_LEVEL: 'warn', NODE_OPTIONS: '--inspect=127.0.0.1:0' });
 try {
   const c = api(server);
   const user = await c.register();
   await server.restart();
+  await settle();
   const baseline = { ...(await memory(server)), logBytes: await logBytes(server) };
 
   let next = 0;
@@ -71,6 +97,7 @@ try {
   await Promise.all(Array.from({ length: CLIENTS }, client));
 
   await server.restart();
+  await settle();
   const after = { ...(await memory(server)), logBytes: await logBytes(server) };
   const perFile = (a: number, b: number): number => Math.round((a - b) / FILES);
   console.log(JSON.stringify({
@@ -78,7 +105,7 @@ try {
     baseline, afterRestart: after,
     perFileKiB: {
       rss: Math.round(((after.rssMiB - baseline.rssMiB) * 1024) / FILES * 10) / 10,
-      heap: Math.round(((after.heapMiB - baseline.heapMiB) * 1024) / FILES * 10) / 10,
+      heapUsed: Math.round(((after.heapUsedMiB - baseline.heapUsedMiB) * 1024) / FILES * 10) / 10,
       log: Math.round(perFile(after.logBytes, baseline.logBytes) / 102.4) / 10,
     },
   }, null, 2));
