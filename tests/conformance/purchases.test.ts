@@ -230,6 +230,18 @@ describe('categories left empty', () => {
     assert.equal(await listed(owner), true);
   });
 
+  it('a category whose only file is disabled is not listed, until the file is enabled again', async () => {
+    const { c } = fx;
+    const name = `Hidden ${randomWord(8)}`;
+    const up = expectSuccess(await c.upload(owner.token, { title: 't', description: 'd', tags: 'x', cc_license: 'CC BY', new_category_name: name }), 201);
+    const listed = async () => (expectSuccess(await c.categories(owner.token), 200).data as Array<{ name: string }>).some((x) => x.name === name);
+    assert.equal(await listed(), true);
+    expectSuccess(await c.update(owner.token, { id: up.file_id, enabled: false }), 200);
+    assert.equal(await listed(), false);
+    expectSuccess(await c.update(owner.token, { id: up.file_id, enabled: true }), 200);
+    assert.equal(await listed(), true);
+  });
+
   it('50 zero-byte uploads, each deleted, each in a new category, leave none of those categories listed', async () => {
     const { c } = fx;
     const prefix = `Empty ${randomWord(8)}`;

@@ -198,7 +198,7 @@ export interface paths {
         };
         /**
          * List categories
-         * @description By id.
+         * @description The categories in use (a file anyone may see, enabled and not deleted, is in them), by id. An empty category still exists: its id is accepted on upload.
          */
         get: operations["listCategories"];
         put?: never;

@@ -9,8 +9,9 @@ export const CATEGORIES = 'categories';
 /** A buyer's purchase of a file, `<fileId>-<buyerId>`: what api-purchases lists. */
 export const PURCHASES = 'purchases';
 /**
- * How many live files one owner has in one category, `<categoryId>-<ownerId>`, and whether that is
- * more than none (`live`): api-categories lists a category while some owner's count is. Per owner,
+ * How many visible files (enabled, not deleted) one owner has in one category,
+ * `<categoryId>-<ownerId>`, and whether that is more than none (`live`): api-categories lists a
+ * category while some owner's count is. Per owner,
  * not per category, because a document is written from one bus partition only (the owner's, for
  * file events), and a category's files come from every owner's.
  */
@@ -114,18 +115,26 @@ const listPurchasesOfFile = async (store: ReadStore, event: DocshareEvent): Prom
 };
 
 /**
- * A deletion takes one file from its owner's count in its category (the category recorded on the
- * file at upload); the category is no longer `live` for that owner when none is left. Read before
- * written, under the deletion's guard: a redelivered deletion is not newer than the count.
+ * A file that stops being visible (disabled, or deleted while enabled) leaves its owner's count in
+ * its category (the category recorded on the file at upload), and one enabled again comes back;
+ * the category is `live` for that owner while the count is above none. An update's `enabled` is a
+ * change (the decider records only what differs); a deletion takes away a file the read model has
+ * enabled (a field the deletion does not touch, so a redelivered deletion reads the same). Read
+ * before written, under the event's guard: a redelivered event is not newer than the count, and
+ * an event whose file document a cut-off batch wrote while its count was not is counted then.
  */
-const uncountDeletedFile = async (store: ReadStore, event: DocshareEvent): Promise<ReadOp[]> => {
-  if (event.type !== 'docs.file.deleted.v1') return [];
+const recountCategoryOfFile = async (store: ReadStore, event: DocshareEvent): Promise<ReadOp[]> => {
+  if (event.type !== 'docs.file.deleted.v1' && event.type !== 'docs.file.updated.v1') return [];
+  const change = event.type === 'docs.file.updated.v1' ? event.data.changes.enabled : false;
+  if (change === undefined) return [];
   const file = await store.get(FILES, String(event.data.fileId));
   if (typeof file?.category_id !== 'number') return [];
+  if (event.type === 'docs.file.deleted.v1' && file.enabled === false) return [];
+  const by = change ? 1 : -1;
   const id = categoryUseId(file.category_id, event.data.ownerId);
   const use = await store.get(CATEGORY_USE, id);
-  const files = typeof use?.files === 'number' ? use.files : 0;
-  return [{ collection: CATEGORY_USE, id, update: { inc: { files: -1 }, set: { live: files - 1 > 0 } } }];
+  const files = (typeof use?.files === 'number' ? use.files : 0) + by;
+  return [{ collection: CATEGORY_USE, id, update: { inc: { files: by }, set: { live: files > 0 } } }];
 };
 
 /** The events whose ops need documents the event cannot name, read from the store first. */
@@ -136,7 +145,7 @@ const readsFirst = (event: DocshareEvent): boolean =>
  * Applies the files projection to a batch of events in bulk writes, each document guarded by the
  * position of the last event it applied: the pure projection's ops, plus what a deletion implies
  * for the file's comments, purchases and category count, and an enabling or disabling update for
- * its purchases. Those look documents up in the store, so what the batch holds before them is
+ * its purchases and category count. Those look documents up in the store, so what the batch holds before them is
  * written first. The handler every runner of this read model uses (projector, embedded mode,
  * rebuild).
  */
@@ -150,7 +159,7 @@ export const filesHandler = (store: ReadStore) => async (records: readonly Store
       updates = [];
       updates.push(...guarded(record, await hideCommentsOfDeletedFile(store, event)));
       updates.push(...guarded(record, await listPurchasesOfFile(store, event)));
-      updates.push(...guarded(record, await uncountDeletedFile(store, event)));
+      updates.push(...guarded(record, await recountCategoryOfFile(store, event)));
     }
     updates.push(...guarded(record, filesProjection(event)));
   }

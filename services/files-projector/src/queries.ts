@@ -87,8 +87,9 @@ export const makeFilesQueries = (store: ReadStore, publicBaseUrl: string) => {
 
   /**
    * Categories in use, by id, one page of them: a category is listed while at least one file that
-   * is not deleted is in it (enabled or not), so categories emptied by deletions, or created by an
-   * upload that was then refused, leave the list (and come back with their next file). Costs the
+   * anyone may see (enabled, not deleted) is in it, so categories emptied by deletions or by
+   * disabling, or created by an upload that was then refused, leave the list (and come back with
+   * their next visible file). Costs the
    * distinct categories of the live (category, owner) counts (on MongoDB a DISTINCT_SCAN of the
    * `live` index, in memory a pass over the live counts without copying them), then the page's
    * categories by id: the ids are paged here, so no filter grows with the list. A category in use

@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { makeMemoryReadStore } from '@docshare/read-store';
 import { deliveredTwice, inBatches, makeHistory, redeliveredBatches } from '@docshare/projection/testing';
 import type { StoredEvent } from '@docshare/contracts';
-import { filesHandler } from '../src/projection.ts';
+import { guarded } from '@docshare/projection';
+import type { DocshareEvent } from '@docshare/contracts';
+import { filesHandler, filesProjection } from '../src/projection.ts';
 import { makeFilesQueries } from '../src/queries.ts';
 
 const BASE = 'http://docs.example';
@@ -128,7 +130,7 @@ describe('files projection', () => {
 });
 
 describe('categories in use', () => {
-  /** Categories 1–4; files of two owners in them, some deleted; 4 never had a file. */
+  /** Categories 1–4; files of two owners in them, some deleted, one disabled; 4 never had a file. */
   const used = () => {
     const h = makeHistory();
     h.user(1, 'Ada'); h.user(2, 'Bob');
@@ -143,11 +145,39 @@ describe('categories in use', () => {
   };
   const ids = async (q: Awaited<ReturnType<typeof project>>) => (await q.categories(whole)).data.map((c) => c.id);
 
-  it('lists a category while a file not deleted (enabled or not) is in it', async () => {
+  it('lists a category while a visible file (enabled, not deleted) is in it', async () => {
     const q = await project(used().records);
-    assert.deepEqual(await ids(q), [1, 3]);
-    assert.equal((await q.categories(whole)).total, 2);
-    assert.deepEqual((await q.categories({ page: 2, perPage: 1 })).data.map((c) => c.id), [3]);
+    assert.deepEqual(await ids(q), [1]);
+    assert.equal((await q.categories(whole)).total, 1);
+    const h = used();
+    h.upload(40, 1, 'f', { categoryId: 4 });
+    h.update(30, 2, { enabled: true }); // category 3 again
+    h.update(40, 1, { enabled: false });
+    h.update(40, 1, { title: 'renamed' });
+    const again = await project(h.records);
+    assert.deepEqual(await ids(again), [1, 3]);
+    assert.deepEqual((await again.categories({ page: 2, perPage: 1 })).data.map((c) => c.id), [3]);
+    // A disabled file deleted: nothing more to take away.
+    h.remove(40, 1); h.remove(30, 2);
+    assert.deepEqual(await ids(await project(h.records)), [1]);
+    h.upload(41, 1, 'g', { categoryId: 4 });
+    assert.deepEqual(await ids(await project(h.records)), [1, 4]);
+  });
+
+  it('counts a disabling or deletion whose file document a cut-off batch wrote without its count', async () => {
+    for (const last of ['disable', 'delete'] as const) {
+      const h = makeHistory();
+      h.user(1, 'Ada'); h.category(5, 'Five');
+      h.upload(50, 1, 'only', { categoryId: 5 });
+      const before = [...h.records];
+      const cut = last === 'disable' ? h.update(50, 1, { enabled: false }) : h.remove(50, 1);
+      const store = makeMemoryReadStore();
+      await filesHandler(store)(before);
+      // The batch's file document was written, its category count not (MongoDB's unordered bulk).
+      await store.applyBatch(guarded(cut, filesProjection(cut.event as DocshareEvent)));
+      await filesHandler(store)([cut]);
+      assert.deepEqual((await makeFilesQueries(store, BASE).categories(whole)).data, [], last);
+    }
   });
 
   it('50 files uploaded and deleted, each in a new category, leave none listed; a new file brings one back', async () => {

@@ -439,7 +439,7 @@ const operations = (base: string): Record<string, OperationSpec> => {
     },
     listCategories: {
       tag: 'Files', read: true,
-      description: 'By id.',
+      description: 'The categories in use (a file anyone may see, enabled and not deleted, is in them), by id. An empty category still exists: its id is accepted on upload.',
       parameters: [param('page'), perPage(LIMITS.perPageMax)],
       answers: {
         200: jsonAnswer('Categories, by id', 'Categories', {
