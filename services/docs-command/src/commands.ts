@@ -8,6 +8,7 @@ import { RangeNotSatisfiable, type BlobStore, type BlobStream, type ByteRange } 
 import type { ClaimStore } from '@docshare/claim-store';
 import { hashPassword, verifyDecoy, verifyPassword, type Tokens, type UrlSigner } from '@docshare/auth';
 import type { Logger } from '@docshare/http';
+import type { makeFilesQueries, Page } from '@docshare/files-projector';
 import { makeCommandHandler, type CommandMeta, type Decider, type Handled } from './command-handler.ts';
 import {
   decideFile, evolveFile, initialFileState, saleById, saleTo, type FileCommand, type FileEventBody, type FileFacts, type FileState,
@@ -51,6 +52,8 @@ const categoryDecider: Decider<CategoryCommand, CategoryState, CategoryEventBody
   initialState: initialCategoryState, evolve: evolveCategory, decide: decideCategory,
 };
 
+type FilesQueries = ReturnType<typeof makeFilesQueries>;
+
 /** What the command side keeps about an account, outside the event log (never in an event). */
 interface Account { userId: number; name: string; passwordHash: string }
 /** Where an upload's bytes were stored, before the upload is recorded: the blob is named after the file id. */
@@ -88,12 +91,8 @@ export interface DocsCommandsDeps {
   /** Resolves once the stats read model has applied a consistency token, or after `timeoutMs` (storage-quota.ts). */
   storageApplied?: (token: number, timeoutMs: number) => Promise<unknown>;
   /** The files a user bought, a page of them, from the files read model (read-only); absent: api-purchases answers 503. */
-  purchasesOf?: (buyerId: number, page: ListPage) => Promise<{ items: PurchaseListed[]; total: number }>;
+  purchasesOf?: FilesQueries['purchasesOf'];
 }
-
-export interface ListPage { page: number; perPage: number }
-/** A purchase as the files read model lists it (files-projector's queries). */
-export interface PurchaseListed { fileId: number; title: string; saleId: number; purchasedAt: string }
 
 /** The write side's use cases: each validates against the entity's folded state and records events. */
 export const makeDocsCommands = (deps: DocsCommandsDeps) => {
@@ -384,7 +383,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   };
 
   /** The files `buyerId` bought (enabled and not deleted), newest purchase first, each with a fresh signed link. */
-  const purchases = async (buyerId: number, page: ListPage) => {
+  const purchases = async (buyerId: number, page: Page) => {
     if (!deps.purchasesOf) throw new DocshareError('unavailable', M.unavailable);
     const { items, total } = await deps.purchasesOf(buyerId, page);
     return {
