@@ -485,8 +485,10 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
       checkQueryField('distinct', field);
       const values = await collectionOf(collection).distinct(field, toMongoFilter(filter)) as unknown[];
       // Mongo gives no order, and would give nulls and objects: the port's scalars, in its order.
-      const scalars = values.filter((v): v is Exclude<Scalar, null> => typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean');
-      return scalars.sort(compareScalars);
+      // An array value is unwound here too, for a server whose distinct does not (one level, as Mongo).
+      const scalars = new Set(values.flatMap((v) => (Array.isArray(v) ? v as unknown[] : [v]))
+        .filter((v): v is Exclude<Scalar, null> => typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean'));
+      return [...scalars].sort(compareScalars);
     },
 
     async clear(): Promise<void> {
