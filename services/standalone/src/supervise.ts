@@ -17,7 +17,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { configOrExit, intVar, makeLogger } from '@docshare/http';
-import { CONFIG_ERROR_EXIT_CODE, supervise } from './supervisor.ts';
+import { CONFIG_ERROR_EXIT_CODE, onParentExit, supervise } from './supervisor.ts';
 
 const NAME = 'docshare';
 const MAIN = join(import.meta.dirname, 'main.ts');
@@ -66,26 +66,13 @@ process.once('SIGINT', () => stop('SIGINT'));
 // A second Ctrl-C while draining must not kill the supervisor and orphan the child.
 process.on('SIGINT', () => undefined);
 
-/**
- * Calls `onGone` once this process has a parent other than the one it started with (polled:
- * Node has no parent-death signal; getppid is one cheap system call).
- */
-const watchParent = (onGone: () => void, everyMs = 250): void => {
-  const parent = process.ppid;
-  const timer = setInterval(() => {
-    if (process.ppid === parent) return;
-    clearInterval(timer);
-    onGone();
-  }, everyMs);
-  timer.unref();
-};
-
-// `npm start` runs this file through `sh -c`, and npm forwards SIGTERM and SIGINT to that shell
-// only: dash dies of them without passing them on, and the supervisor lived on, reparented, with
-// the server and its port (a process manager signals the pid it started: npm's). So under npm
+// `npm start` runs this file through `sh -c`, and npm forwards SIGTERM to that shell only: dash
+// dies of it without passing it on, and the supervisor lived on, reparented, with the server and
+// its port (a process manager signals the pid it started: npm's). So under npm
 // (npm_lifecycle_event set), losing the parent stops everything as SIGTERM would. Run directly
-// (setsid, nohup &) a parent that leaves is no reason to stop, so only under npm.
-if (process.env['npm_lifecycle_event'] !== undefined) watchParent(() => stop('parent-exited'));
+// (setsid, nohup &) a parent that leaves is no reason to stop, so only under npm. (SIGINT to npm's
+// pid alone still reaches nobody: dash -c catches it and waits on. Ctrl-C signals the whole group.)
+if (process.env['npm_lifecycle_event'] !== undefined) onParentExit(() => stop('parent-exited'));
 
 const end = await supervised.ended;
 process.exit(end.code ?? (end.signal === null ? 0 : 1));
