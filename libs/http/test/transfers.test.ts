@@ -79,9 +79,23 @@ describe('descriptor budget', () => {
     assert.throws(() => httpLimitsOf({ HTTP_MAX_UPLOADS: '-1' }), /HTTP_MAX_UPLOADS/);
   });
 
-  it('running out of descriptors is a dependency failure (503), not a bug (500)', () => {
+  it('running out of descriptors is a dependency failure (503 with Retry-After), not a bug (500)', async () => {
     assert.equal(isTransient(Object.assign(new Error('open'), { code: 'EMFILE' })), true);
     assert.equal(isTransient(Object.assign(new Error('open'), { code: 'ENFILE' })), true);
+    const app = express();
+    app.get('/download', () => {
+      throw Object.assign(new Error("EMFILE: too many open files, open '/data/blobs/ab/abc'"), { code: 'EMFILE', errno: -24 });
+    });
+    app.use(errorHandler(makeLogger('test', 'silent')));
+    const { server, port } = await listen(app, 0, '127.0.0.1', httpLimitsOf({}));
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/download`);
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get('retry-after'), '5');
+      assert.deepEqual(await res.json(), { status: 'error', message: 'Service unavailable, try again later' });
+    } finally {
+      await closeServer(server, 100);
+    }
   });
 });
 
