@@ -197,7 +197,9 @@ const writeRawError = (socket: Socket, status: number, message: string, extraHea
 /**
  * Starts an HTTP server with `limits` and resolves once it listens; returns it and the bound port.
  * Node's own total request timeout stays off (it would cut long uploads and downloads); the
- * gateway bounds the total time of other routes itself (`requestDeadline`).
+ * gateway bounds the total time of other routes itself (`requestDeadline`). Every request body is
+ * held to the pace and deadline of `limits.transfers` (a JSON 408 otherwise), and its upload
+ * slots are those of this server (`uploadSlot`, transfers.ts).
  */
 export const listen = async (
   handler: RequestListener, port: number, host: string, limits: HttpLimits = httpLimitsOf(process.env), logger?: Logger,
