@@ -97,7 +97,8 @@ export const evolveFile = (state: FileState, event: FileEventBody): FileState =>
     case 'docs.file.content-extracted.v1': {
       if (state.status !== 'active') return state;
       const { format, extractor, characters, truncated, language, text, extractedAt } = event.data;
-      const excerpt = text.slice(0, EXCERPT_CHARS);
+      // A copy: V8 makes a slice a view that keeps the whole text alive in every cached state.
+      const excerpt = structuredClone(text.slice(0, EXCERPT_CHARS));
       return { status: 'active', file: { ...state.file, changedAt: extractedAt, extraction: { status: 'extracted', format, extractor, characters, truncated, language, excerpt } } };
     }
     case 'docs.file.content-extraction-failed.v1': {
