@@ -75,9 +75,22 @@ export const engineEnv = (images: Images): NodeJS.ProcessEnv => ({
   ...(images.dockerHost ? { DOCKER_HOST: images.dockerHost } : {}),
 });
 
+/**
+ * BIND_ADDRESS as docker-compose.yml interpolates it: the host side's address with its colon, or
+ * nothing for every interface. docker-compose v1 has no `${VAR:+...}` to add the colon only when
+ * set, and an explicit 0.0.0.0 is no "every interface" on podman 4.3 (netavark makes it a rule for
+ * destination 0.0.0.0 only: nothing answers on 127.0.0.1 or the host's address), so it is left out.
+ */
+export const publishPrefix = (address: string): string => {
+  const bare = address.replace(/:$/, '').replace(/^\[(.*)\]$/, '$1');
+  if (bare === '' || bare === '0.0.0.0') return '';
+  return bare.includes(':') ? `[${bare}]:` : `${bare}:`;
+};
+
 export interface StackOptions {
   project: string;
   port: number;
+  /** The one host address the gateway is published on; '' (or 0.0.0.0): every interface. */
   bindAddress: string;
   secretsDir: string;
   /** Extra variables for compose's interpolation (RATE_LIMIT_POINTS, PUBLIC_BASE_URL, ...). */
@@ -99,7 +112,8 @@ export class ComposeStack {
   }
 
   get baseUrl(): string {
-    const host = this.options.bindAddress === '0.0.0.0' ? '127.0.0.1' : this.options.bindAddress;
+    const address = this.options.bindAddress;
+    const host = ['', '0.0.0.0', '::'].includes(address) ? '127.0.0.1' : address.includes(':') ? `[${address}]` : address;
     return `http://${host}:${this.options.port}`;
   }
 
@@ -116,7 +130,7 @@ export class ComposeStack {
       // podman answers slower than Docker while many containers start.
       COMPOSE_HTTP_TIMEOUT: '300',
       PORT: String(this.options.port),
-      BIND_ADDRESS: this.options.bindAddress,
+      BIND_ADDRESS: publishPrefix(this.options.bindAddress),
       SECRETS_DIR: this.options.secretsDir,
       PUBLIC_BASE_URL: process.env['PUBLIC_BASE_URL'] ?? `http://localhost:${this.options.port}`,
       ...(tags['app'] ? { DOCSHARE_VERSION: tags['app'].split(':').pop() as string } : {}),
@@ -206,6 +220,29 @@ export class ComposeStack {
   stopHealthDriver(): void {
     if (this.healthTimer) clearInterval(this.healthTimer);
     this.healthTimer = undefined;
+  }
+
+  /**
+   * Removes what an earlier run of this project left (killed before or during its teardown):
+   * its containers, and any container holding a name compose gives this project's services
+   * (`<project>_<service>_<n>`, or renamed `<id>_<project>_<service>_<n>` mid-recreate) whether
+   * compose still sees it as the project's or not: `up` would stop at "the container name ... is
+   * already in use". Volumes stay. Returns the names it removed.
+   */
+  async removeLeftovers(): Promise<string[]> {
+    const project = this.options.project.toLowerCase().replace(/[^-_a-z0-9]/g, '');
+    // compose v1 keeps [-_a-z0-9] of a project's name: nothing a pattern would read as syntax.
+    const named = new RegExp(`^([0-9a-f]{12}_)?${project}_[-a-z0-9]+_\\d+$`);
+    const leftovers = (): string[] => [
+      ...this.containers().map((c) => c.name),
+      ...this.engine(['ps', '-a', '--format', '{{.Names}}']).split('\n').filter((name) => named.test(name)),
+    ];
+    const found = [...new Set(leftovers())];
+    if (found.length === 0) return [];
+    await this.compose(['down', '--remove-orphans', '--timeout', '20']);
+    const still = [...new Set(leftovers())];
+    if (still.length > 0) this.engine(['rm', '--force', ...still]);
+    return found;
   }
 
   /** `up -d` (no builds: buildImages made every image), healthchecks driven meanwhile. */

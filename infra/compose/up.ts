@@ -3,15 +3,31 @@
  * (or Docker where a daemon answers). Builds the images that are missing or stale, writes any
  * missing secret into SECRETS_DIR, starts everything with the gateway on PORT, drives podman's
  * healthchecks, prints when the API answers, follows the logs, and on Ctrl-C or SIGTERM removes
- * every container and network (volumes stay: `COMPOSE_DOWN_VOLUMES=1` removes them too).
+ * every container and network (volumes stay: `COMPOSE_DOWN_VOLUMES=1` removes them too). A SIGTERM
+ * to npm's own pid does the same. Containers an earlier run left (killed before its teardown
+ * ended) are removed before the start; a second compose:up of the same project refuses to start.
  *
- * Env: PORT (8080), BIND_ADDRESS (0.0.0.0), SECRETS_DIR (./.secrets), COMPOSE_PROJECT_NAME
+ * Env: PORT (8080), BIND_ADDRESS (unset: every interface; an address publishes the gateway there
+ * only, e.g. 127.0.0.1), SECRETS_DIR (./.secrets), COMPOSE_PROJECT_NAME
  * (docshare), DOCSHARE_COMPOSE_REGISTRY=1 (the registry's server images instead of the local
  * ones), and what docker-compose.yml interpolates (PUBLIC_BASE_URL, RATE_LIMIT_POINTS, ...).
  */
 import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { onParentExit } from '@docshare/standalone/supervisor';
 import { buildImages, ComposeStack, ensureSecrets, ROOT } from './compose.ts';
+
+/** Whether a process with this pid runs (signal 0 checks without signalling). */
+const running = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 const env = process.env;
 const secretsOnly = process.argv.includes('--secrets-only');
@@ -20,11 +36,22 @@ const created = await ensureSecrets(secretsDir);
 console.log(`compose: secrets in ${secretsDir}${created.length > 0 ? ` (created: ${created.join(', ')})` : ''}`);
 if (secretsOnly) process.exit(0);
 
+const project = env['COMPOSE_PROJECT_NAME'] ?? 'docshare';
+// One compose:up per project: a second one would remove the first one's containers as leftovers.
+const pidFile = join(tmpdir(), `docshare-compose-${project}.pid`);
+const holder = Number(readFileSync(pidFile, { encoding: 'utf8', flag: 'a+' }).trim());
+if (Number.isSafeInteger(holder) && holder > 0 && holder !== process.pid && running(holder)) {
+  console.error(`compose: project ${project} is run by another compose:up (pid ${holder}); stop that one first`);
+  process.exit(1);
+}
+writeFileSync(pidFile, `${process.pid}\n`);
+process.once('exit', () => rmSync(pidFile, { force: true }));
+
 const began = performance.now();
 const stack = new ComposeStack(buildImages('all'), {
-  project: env['COMPOSE_PROJECT_NAME'] ?? 'docshare',
+  project,
   port: Number(env['PORT'] ?? 8080),
-  bindAddress: env['BIND_ADDRESS'] ?? '0.0.0.0',
+  bindAddress: env['BIND_ADDRESS'] ?? '',
   secretsDir,
   localImages: env['DOCSHARE_COMPOSE_REGISTRY'] !== '1',
 });
@@ -44,8 +71,13 @@ const stop = async (code: number): Promise<never> => {
 };
 process.on('SIGINT', () => { void stop(0); });
 process.on('SIGTERM', () => { void stop(0); });
+// Under npm, a SIGTERM to npm's pid kills the `sh -c` between us and npm and reaches nobody else:
+// losing the parent is that SIGTERM (services/standalone/src/supervisor.ts).
+if (env['npm_lifecycle_event'] !== undefined) onParentExit(() => { void stop(0); });
 
 try {
+  const left = await stack.removeLeftovers();
+  if (left.length > 0) console.log(`compose: removed ${left.length} containers an earlier run left: ${left.join(', ')}`);
   await stack.up();
   await stack.waitReady();
 } catch (error) {

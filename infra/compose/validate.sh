@@ -33,3 +33,23 @@ if docker-compose -f docker-compose.yml config | grep -E '^\s+image: ' | grep -v
   exit 1
 fi
 echo "[compose] docker-compose.local.yml changes images only; every image is pinned"
+# The gateway's port: no host address by default (an explicit 0.0.0.0 answers nowhere on podman
+# 4.3: netavark makes it a rule for destination 0.0.0.0 only), one address with BIND_ADDRESS.
+gateway_ports() { docker-compose -f docker-compose.yml config | sed -n '/^  gateway:$/,/^  [a-z]/p' | sed -n '/^    ports:$/,/^    [a-z]/p'; }
+published="$(PORT=18080 gateway_ports)"
+if ! grep -qE '^    - published: 18080$' <<<"$published" || grep -qE 'host_ip|[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+' <<<"$published"; then
+  echo "[compose] the gateway must be published without a host address by default, on PORT:" >&2
+  echo "$published" >&2
+  exit 1
+fi
+published="$(PORT=18080 BIND_ADDRESS=127.0.0.1: gateway_ports)"
+if ! grep -qE '^    - 127\.0\.0\.1:18080:8080/tcp$' <<<"$published"; then
+  echo "[compose] BIND_ADDRESS=127.0.0.1: must publish the gateway on 127.0.0.1 only:" >&2
+  echo "$published" >&2
+  exit 1
+fi
+if ! TRUST_PROXY=1 docker-compose -f docker-compose.yml config | sed -n '/^  gateway:$/,/^  [a-z]/p' | grep -qE "^      TRUST_PROXY: '1'$"; then
+  echo "[compose] TRUST_PROXY does not reach the gateway" >&2
+  exit 1
+fi
+echo "[compose] the gateway is published on every interface by default, on BIND_ADDRESS when set; TRUST_PROXY reaches it"
