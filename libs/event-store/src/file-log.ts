@@ -96,6 +96,13 @@ interface LogIndex {
 const READ_RANGE_BYTES = 4 * 1024 * 1024;
 /** Two records of one stream at most this far apart are read with one read, the gap discarded. */
 const READ_GAP_BYTES = 64 * 1024;
+/**
+ * Decoded records kept for the readers that follow, at most this many bytes of their lines: the
+ * bus's groups read each new record in turn, and replay the log at start side by side, so most
+ * reads after the first are served without reading and parsing the line again. Bounded, so memory
+ * does not follow the log (a record larger than this is never kept).
+ */
+const RECENT_RECORD_BYTES = 2 * 1024 * 1024;
 
 async function openLog(file: string, options: FileEventLogOptions): Promise<FileEventLog> {
   const warn = safeWarning(options);
@@ -138,6 +145,22 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
   let closing: Promise<void> | null = null;
   /** Reads in flight: close() waits for them before it closes the file they read. */
   const reading = new Set<Promise<unknown>>();
+  /** The most recently decoded or appended records (by record index), frozen: every reader shares them. */
+  const recent = new Map<number, readonly CloudEvent[]>();
+  let recentBytes = 0;
+  /** Records being read from the file right now, by record index: the read that decodes them. */
+  const inFlight = new Map<number, Promise<Map<number, readonly CloudEvent[]>>>();
+  const keepRecent = (record: number, events: readonly CloudEvent[]): void => {
+    const size = index.lengths[record]!;
+    if (size > RECENT_RECORD_BYTES || recent.has(record)) return;
+    recent.set(record, events);
+    recentBytes += size;
+    for (const oldest of recent.keys()) {
+      if (recentBytes <= RECENT_RECORD_BYTES) break;
+      recent.delete(oldest);
+      recentBytes -= index.lengths[oldest]!;
+    }
+  };
 
   const assertWritable = (): void => {
     if (failure) throw failure;
@@ -199,7 +222,8 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
     pendingVersions.set(streamId, version);
 
     await writeDurably(payload, (offset, length) => {
-      // Only where the line is: readers parse it from the file, so they get exactly what a reopen gives.
+      // Where the line is, for reading it back; and the JSON round-tripped copy, frozen, for the
+      // readers right behind (the bus's groups): exactly what a reopen gives, unalterable.
       index.starts.push(offset);
       index.lengths.push(length);
       index.firstPositions.push(first);
@@ -207,6 +231,7 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
       if (!stream) index.streams.set(streamId, (stream = []));
       for (let i = 0; i < events.length; i++) stream.push(first + i);
       index.positions = first + events.length - 1;
+      if (length <= RECENT_RECORD_BYTES) keepRecent(index.starts.length - 1, deepFreeze((JSON.parse(payload) as { events: CloudEvent[] }).events));
     });
     return { version, position: first + events.length - 1 };
   };
@@ -247,38 +272,65 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
   };
 
   /**
-   * The events of the append records `records` (ascending record indexes), read from the file:
-   * neighbouring records with one read (up to READ_RANGE_BYTES, gaps up to READ_GAP_BYTES).
-   * `keep` picks the events wanted of each record.
+   * The events of the append records `records` (ascending record indexes): recent ones as kept,
+   * the others read from the file, neighbouring records with one read (up to READ_RANGE_BYTES, gaps
+   * up to READ_GAP_BYTES). `keep` picks the events wanted of each record.
    */
   const readRecords = async (
-    records: readonly number[], keep: (event: CloudEvent, position: number) => boolean,
+    records: readonly number[], keep: (position: number) => boolean,
   ): Promise<StoredEvent<CloudEvent>[]> => {
     if (closing) throw new Error(`event log ${file} is closed`);
     const out: StoredEvent<CloudEvent>[] = [];
+    const emit = (record: number, events: readonly CloudEvent[]): void => {
+      events.forEach((event, k) => {
+        const position = index.firstPositions[record]! + k;
+        if (keep(position)) out.push({ position, event });
+      });
+    };
     for (let from = 0; from < records.length;) {
+      const first = records[from]!;
+      const kept = recent.get(first) ?? (await inFlight.get(first))?.get(first);
+      if (kept) {
+        emit(first, kept);
+        from++;
+        continue;
+      }
       let to = from;
-      const start = index.starts[records[from]!]!;
+      const start = index.starts[first]!;
       const endOf = (i: number): number => index.starts[records[i]!]! + index.lengths[records[i]!]!;
-      while (to + 1 < records.length) {
+      while (to + 1 < records.length && !recent.has(records[to + 1]!) && !inFlight.has(records[to + 1]!)) {
         const next = index.starts[records[to + 1]!]!;
         if (next - endOf(to) > READ_GAP_BYTES || endOf(to + 1) - start > READ_RANGE_BYTES) break;
         to++;
       }
-      const bytes = await readRange(reader, start, endOf(to) - start);
-      for (let i = from; i <= to; i++) {
-        const r = records[i]!;
-        const lineStart = index.starts[r]! - start;
-        const decoded = decodeLine(bytes, lineStart, lineStart + index.lengths[r]! - 1);
-        if (typeof decoded === 'string' || decoded.type !== 'append' || decoded.position !== index.firstPositions[r]) {
-          throw new Error(`event log ${file} changed under the process at byte ${index.starts[r]} (${typeof decoded === 'string' ? decoded : 'another record'})`);
-        }
-        decoded.events.forEach((event, k) => {
-          const position = decoded.position + k;
-          if (keep(event, position)) out.push({ position, event });
-        });
+      const wanted = records.slice(from, to + 1);
+      const read = decodeRange(wanted, start, endOf(to) - start);
+      // Readers asking for these records meanwhile (the bus's groups replay side by side) wait for this read.
+      for (const r of wanted) inFlight.set(r, read);
+      try {
+        const decoded = await read;
+        for (const r of wanted) emit(r, decoded.get(r)!);
+      } finally {
+        for (const r of wanted) if (inFlight.get(r) === read) inFlight.delete(r);
       }
       from = to + 1;
+    }
+    return out;
+  };
+
+  /** Reads `length` bytes from `start` and decodes the append records `wanted` in them, keeping them as recent. */
+  const decodeRange = async (wanted: readonly number[], start: number, length: number): Promise<Map<number, readonly CloudEvent[]>> => {
+    const bytes = await readRange(reader, start, length);
+    const out = new Map<number, readonly CloudEvent[]>();
+    for (const r of wanted) {
+      const lineStart = index.starts[r]! - start;
+      const decoded = decodeLine(bytes, lineStart, lineStart + index.lengths[r]! - 1);
+      if (typeof decoded === 'string' || decoded.type !== 'append' || decoded.position !== index.firstPositions[r]) {
+        throw new Error(`event log ${file} changed under the process at byte ${index.starts[r]} (${typeof decoded === 'string' ? decoded : 'another record'})`);
+      }
+      const events = deepFreeze(decoded.events);
+      keepRecent(r, events);
+      out.set(r, events);
     }
     return out;
   };
@@ -302,7 +354,7 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
         if (records.at(-1) !== r) records.push(r);
       }
       const from = positions[0]!;
-      return tracked(readRecords(records, (_event, position) => position >= from));
+      return tracked(readRecords(records, (position) => position >= from));
     },
     append,
     readAll(afterPosition, limit) {
@@ -311,7 +363,7 @@ async function openLog(file: string, options: FileEventLogOptions): Promise<File
       if (to <= from) return Promise.resolve([]);
       const records: number[] = [];
       for (let r = recordOf(from + 1); r < index.firstPositions.length && index.firstPositions[r]! <= to; r++) records.push(r);
-      return tracked(readRecords(records, (_event, position) => position > from && position <= to));
+      return tracked(readRecords(records, (position) => position > from && position <= to));
     },
     async lastPosition() {
       return index.positions;
@@ -486,4 +538,12 @@ async function openAppendFile(file: string): Promise<AppendFile> {
     sync: () => handle.datasync(),
     close: () => handle.close(),
   };
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  }
+  return value;
 }

@@ -130,10 +130,30 @@ describe('file event log', () => {
     await reopened.close();
   });
 
+  it('gives readers events they cannot alter, the same whether read back from the file or kept', async () => {
+    const dir = await tempDir();
+    const log = await openFileEventLog(dir);
+    const events = [testEvent('frozen', 1, { nested: { list: [1, 2] } }), testEvent('frozen', 2)];
+    await log.append('frozen', 0, events);
+    const fresh = await log.readStream('frozen');
+    assert.throws(() => { (fresh[0]!.event.data as { nested: { list: number[] } }).nested.list.push(3); }, TypeError);
+    assert.throws(() => { (fresh[0]!.event as { type: string }).type = 'altered'; }, TypeError);
+    await log.close();
+    const reopened = await openFileEventLog(dir);
+    const fromFile = await reopened.readAll(0, 10);
+    assert.deepEqual(fromFile.map((r) => r.event), events);
+    assert.deepEqual(fromFile, fresh);
+    assert.throws(() => { (fromFile[1]!.event.data as { n: number }).n = 9; }, TypeError);
+    assert.deepEqual((await reopened.readStream('frozen')).map((r) => r.event), events);
+    await reopened.close();
+  });
+
   it('refuses to serve a record whose bytes changed on disk after the open, and reads nothing once closed', async () => {
     const dir = await tempDir();
     const log = await openFileEventLog(dir);
     await log.append('flip', 0, testEvents('flip', 1, 2));
+    // Records read or appended lately are kept decoded (2 MiB of them): push this one out.
+    for (let v = 0; v < 3; v++) await log.append('filler', v, [testEvent('filler', v + 1, { text: 'f'.repeat(1_000_000) })]);
     const text = await readFile(logFile(dir), 'utf8');
     await writeFile(logFile(dir), text.replace('"n":2', '"n":3'));
     await assert.rejects(log.readStream('flip'), /changed under the process .*checksum mismatch/);
