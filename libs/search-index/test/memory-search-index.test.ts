@@ -31,17 +31,18 @@ describe('memory search index', () => {
     assert.equal((await index.search('giraffe', page)).total, 1);
   });
 
-  it('expires a cursor cursorTtlSeconds after its last use', async () => {
-    const index = makeMemorySearchIndex({ cursorTtlSeconds: 0.2 });
+  it('expires a cursor cursorTtlSeconds after its last use, each use extending it', async () => {
+    const index = makeMemorySearchIndex({ cursorTtlSeconds: 1 });
     for (let i = 0; i < 5; i++) await index.upsert(file({ title: 'ephemeral' }), 1);
     const first = await index.search('ephemeral', { from: 0, size: 1 });
-    await new Promise((resolve) => setTimeout(resolve, 120));
-    // Used in time: extended.
+    // Used in time (0.4 s of a 1 s TTL: room for a slow machine), twice: 0.8 s in all, then extended.
+    await new Promise((resolve) => setTimeout(resolve, 400));
     const second = await index.search('ephemeral', { from: 0, size: 1 }, { cursor: first.nextCursor as string });
-    await new Promise((resolve) => setTimeout(resolve, 120));
+    await new Promise((resolve) => setTimeout(resolve, 400));
     const third = await index.search('ephemeral', { from: 0, size: 1 }, { cursor: second.nextCursor as string });
     assert.equal(third.from, 2);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Left alone for longer than its TTL (a slower machine only waits longer): refused.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
     await assert.rejects(index.search('ephemeral', { from: 0, size: 1 }, { cursor: third.nextCursor as string }), InvalidCursor);
   });
 
