@@ -1,19 +1,22 @@
 /**
  * npm run test:compose: boots docker-compose.yml (with the local images on machines without a
- * registry) exactly as `npm run compose:up` does, with fresh secrets and a project of its own,
- * then
+ * registry) through `npm run compose:up` as the README gives it (no BIND_ADDRESS: every
+ * interface), with fresh secrets and a project of its own. A first compose:up is killed once it
+ * has created containers, and a container squats a name compose needs: the second compose:up
+ * must clear them and boot. Then
+ *   0. the API answers on 127.0.0.1:PORT and on the host's own address,
  *   1. runs the API conformance suite against the compose gateway,
  *   2. checks what the compose file promises ops (no server published, non-root containers,
  *      no stray volumes, secrets only where they are needed, metrics off the public port),
  *   3. scales stats-projector and search-projector to 2 and checks exact counters and search,
  *   4. restarts one container of every service and checks them again (old data included),
- * and tears everything down, volumes included.
+ *   5. sends SIGTERM to npm's pid, as a process manager stops it: every container goes.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { api, type Api, type RegisteredUser } from '../../tests/support/client.ts';
 import { alive, freePort, type Server } from '../../tests/support/server.ts';
@@ -44,6 +47,8 @@ const NEEDS_OWN_SERVER = [
   '^validators across a restart$',
   'works under any host name: PUBLIC_BASE_URL only names the canonical page',
   'a replay survives a restart',
+  // Counts on the default limit (429 within 60 requests); this run sets RATE_LIMIT_POINTS=100000.
+  'answers of the HTTP layer itself (an unparseable request) and the rate limit\'s 429',
 ];
 const escape = (name: string): string => name.startsWith('^') ? name : name.replace(/[.*+?()[\]{}|\\]/g, '\\$&');
 
@@ -53,6 +58,42 @@ let stack: ComposeStack;
 let secretsDir: string;
 let client: Api;
 let booted = false;
+
+interface ComposeUp { npm: ChildProcess; output(): string; exited: Promise<number | null> }
+/** The running `npm run compose:up` the suite is booted through. */
+let composeUp: ComposeUp | undefined;
+/** What the killed first run left, and what the second one said it removed. */
+let leftBehind: string[] = [];
+
+/**
+ * `npm run compose:up` at the repository root, in a process group of its own; its lines starting
+ * with `compose:` are shown, everything is kept (the last 200 KB) for failures.
+ */
+const startComposeUp = (env: NodeJS.ProcessEnv): ComposeUp => {
+  const npm = spawn('npm', ['run', 'compose:up'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let output = '';
+  let partial = '';
+  const keep = (chunk: Buffer): void => {
+    const text = chunk.toString();
+    output = (output + text).slice(-200_000);
+    const lines = (partial + text).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) if (line.startsWith('compose:')) console.log(`  [compose:up] ${line}`);
+  };
+  npm.stdout.on('data', keep);
+  npm.stderr.on('data', keep);
+  const exited = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
+  return { npm, output: () => output, exited };
+};
+
+/** Polls `check` until it holds; bounded by the caller's timeout (the suite's), never by wall time here. */
+const until = async (check: () => boolean | Promise<boolean>, intervalMs = 1_000): Promise<void> => {
+  while (!(await check())) await new Promise((r) => setTimeout(r, intervalMs));
+};
+
+/** The host's own non-loopback IPv4 address. */
+const hostAddress = (): string | undefined =>
+  Object.values(networkInterfaces()).flat().find((i) => i !== undefined && i.family === 'IPv4' && !i.internal)?.address;
 
 const run = (command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> =>
   new Promise((resolve) => {
@@ -125,27 +166,59 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
     secretsDir = await mkdtemp(join(tmpdir(), 'docshare-compose-secrets-'));
     await ensureSecrets(secretsDir);
     const port = await freePort();
+    const project = `docshare-test-${process.pid}`;
+    // The conformance suite makes far more than 30 requests a minute from one address.
+    // CORS on, for one origin: tests/conformance/openapi.test.ts sends its preflights from it.
+    const settings = { RATE_LIMIT_POINTS: '100000', PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'warn', CORS_ORIGINS: 'https://app.example.com' };
     stack = new ComposeStack(buildImages('all'), {
-      project: `docshare-test-${process.pid}`,
-      port,
-      bindAddress: '127.0.0.1',
-      secretsDir,
+      project, port, bindAddress: '', secretsDir, env: settings,
       localImages: process.env['DOCSHARE_COMPOSE_REGISTRY'] !== '1',
-      // The conformance suite makes far more than 30 requests a minute from one address.
-      // CORS on, for one origin: tests/conformance/openapi.test.ts sends its preflights from it.
-      env: { RATE_LIMIT_POINTS: '100000', PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'warn', CORS_ORIGINS: 'https://app.example.com' },
     });
-    console.log(`compose: engine ${stack.images.engine}, project ${stack.options.project}, gateway ${stack.baseUrl}`);
+    console.log(`compose: engine ${stack.images.engine}, project ${project}, gateway ${stack.baseUrl}`);
     // A run that was killed (a CI timeout) left its project behind: remove those of dead runs.
     const projects = new Set(stack.engine(['ps', '-a', '--format', '{{index .Labels "com.docker.compose.project"}}']).split('\n'));
-    for (const project of projects) {
-      const pid = Number(/^docshare-test-(\d+)$/.exec(project)?.[1]);
+    for (const other of projects) {
+      const pid = Number(/^docshare-test-(\d+)$/.exec(other)?.[1]);
       if (!pid || pid === process.pid || alive(pid)) continue;
-      console.log(`compose: removing ${project}, left by a run that ended without tearing down`);
-      await new ComposeStack(stack.images, { ...stack.options, project }).down(true);
+      console.log(`compose: removing ${other}, left by a run that ended without tearing down`);
+      await new ComposeStack(stack.images, { ...stack.options, project: other }).down(true);
     }
+    // As the README runs it: `npm run compose:up`, no BIND_ADDRESS. Only the project, the port,
+    // the secrets and the test's settings are its own; its teardown removes the volumes too.
+    const env: NodeJS.ProcessEnv = {
+      ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NODE_TEST_CONTEXT' && k !== 'BIND_ADDRESS')),
+      COMPOSE_PROJECT_NAME: project, PORT: String(port), SECRETS_DIR: secretsDir, COMPOSE_DOWN_VOLUMES: '1', ...settings,
+    };
+
+    // A run killed mid-start: its containers stay behind (conmon keeps them), nothing tore them down.
+    const killed = startComposeUp(env);
+    await until(() => killed.npm.exitCode !== null || stack.containers().length > 0);
+    assert.equal(killed.npm.exitCode, null, `the first compose:up ended by itself:\n${killed.output().slice(-20_000)}`);
+    process.kill(-(killed.npm.pid as number), 'SIGKILL');
+    await killed.exited;
+    // Every process of the killed run gone (its compose:up is npm's grandchild, reaped apart).
+    await until(() => {
+      try {
+        process.kill(-(killed.npm.pid as number), 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }, 200);
+    // And a container holding the gateway's name that compose does not know as the project's
+    // (a teardown cut off half-way): `up` alone stops at "the name ... is already in use".
+    const gatewayName = `${project}_gateway_1`;
+    if (!stack.engine(['ps', '-a', '--format', '{{.Names}}']).split('\n').includes(gatewayName)) {
+      stack.engine(['create', '--name', gatewayName, stack.images.tags['app'] ?? '', 'true']);
+    }
+    leftBehind = stack.engine(['ps', '-a', '--format', '{{.Names}}']).split('\n').filter((n) => n.startsWith(`${project}_`));
+    console.log(`compose: the killed run and the squatter left ${leftBehind.length} containers: ${leftBehind.join(', ')}`);
+
     const began = performance.now();
-    await stack.up();
+    composeUp = startComposeUp(env);
+    const up = composeUp;
+    await until(() => up.npm.exitCode !== null || up.output().includes('compose: ready'));
+    assert.ok(up.output().includes('compose: ready'), `npm run compose:up ended before it was ready:\n${up.output().slice(-20_000)}`);
     await stack.waitReady();
     console.log(`compose: ready in ${((performance.now() - began) / 1000).toFixed(1)} s`);
     client = api({ baseUrl: stack.baseUrl } as Server);
@@ -157,9 +230,34 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
       const failed = stack.containers().filter((c) => c.state !== 'running' && !['kafka-topics', 'minio-init'].includes(c.service));
       // A failed boot may leave nothing stopped (a restarted service): then every service's tail.
       if (failed.length > 0 || !booted) await stack.compose(['logs', '--tail', '60', '--no-color', ...new Set(failed.map((c) => c.service))]);
+      if (composeUp && composeUp.npm.exitCode === null) process.kill(-(composeUp.npm.pid as number), 'SIGKILL');
+      // compose:up's own teardown ran in the last test; whatever a failure left goes here (the
+      // squatter too, which compose does not know as the project's).
       await stack.down(true);
+      await stack.removeLeftovers();
     }
     if (secretsDir) await rm(secretsDir, { recursive: true, force: true });
+  });
+
+  it('compose:up cleared what a killed run left behind, and booted', () => {
+    assert.ok(leftBehind.length > 0, 'the killed run left containers behind');
+    assert.match(composeUp?.output() ?? '', /compose: removed \d+ containers an earlier run left/);
+    const gateway = stack.containers().find((c) => c.service === 'gateway');
+    assert.ok(gateway && gateway.state === 'running', 'the gateway runs as the project\'s container');
+    // The squatter is gone: every container with the project's names is the project's.
+    const named = stack.engine(['ps', '-a', '--format', '{{.Names}}']).split('\n').filter((n) => n.startsWith(`${stack.options.project}_`)).sort();
+    assert.deepEqual(named, stack.containers().map((c) => c.name).sort());
+  });
+
+  it('answers on 127.0.0.1:PORT and on the host\'s own address (published without a host address)', async () => {
+    const address = hostAddress();
+    assert.ok(address, 'the host has a non-loopback IPv4 address');
+    for (const base of [stack.baseUrl, `http://${address}:${stack.options.port}`]) {
+      const res = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(30_000) });
+      assert.equal(res.status, 200, base);
+      const user = await api({ baseUrl: base } as Server).register();
+      assert.ok(user.token, `registered through ${base}`);
+    }
   });
 
   it('the API conformance suite passes against the compose gateway, nothing skipped', async () => {
@@ -181,7 +279,8 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
     const containers = stack.containers();
     for (const c of containers.filter((c) => c.state === 'running')) {
       const ports = stack.engine(['port', c.id]).trim();
-      if (c.service === 'gateway') assert.match(ports, new RegExp(`^8080/tcp -> 127\\.0\\.0\\.1:${stack.options.port}$`));
+      // No host address: every interface (what an engine shows as 0.0.0.0).
+      if (c.service === 'gateway') assert.match(ports, new RegExp(`^8080/tcp -> 0\\.0\\.0\\.0:${stack.options.port}$`));
       else assert.equal(ports, '', `${c.service} publishes a port`);
       const uid = stack.engine(['exec', c.id, 'id', '-u']).trim();
       assert.notEqual(uid, '0', `${c.service} runs as root`);
@@ -224,7 +323,8 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
   });
 
   it('scaled to two stats and search projectors: counters stay exact, search finds every file', async () => {
-    await stack.up(['--no-recreate', '--scale', 'stats-projector=2', '--scale', 'search-projector=2']);
+    // compose:up drives the healthchecks (of new replicas too): no driver of the suite's own.
+    await stack.composeOk(['up', '-d', '--no-build', '--no-recreate', '--scale', 'stats-projector=2', '--scale', 'search-projector=2'], 5 * 60_000);
     assert.equal(replicasOf('stats-projector'), 2);
     assert.equal(replicasOf('search-projector'), 2);
     await stack.waitReady();
@@ -251,5 +351,14 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
     await stack.waitReady();
     await check(ownersForRestart);
     await exercise(ownersForRestart, fanForRestart[0]!, 'b');
+  });
+
+  it('SIGTERM to the pid of npm run compose:up removes every container, as Ctrl-C does', async () => {
+    assert.ok(composeUp, 'compose:up runs');
+    process.kill(composeUp.npm.pid as number, 'SIGTERM');
+    await composeUp.exited;
+    // Polled: the teardown stops each container gracefully (bounded by the suite's timeout).
+    await until(() => stack.containers().length === 0, 2_000);
+    assert.match(composeUp.output(), /compose: stopping: removing containers and networks/);
   });
 });

@@ -19,14 +19,24 @@ import { join, resolve } from 'node:path';
 import { onParentExit } from '@docshare/standalone/supervisor';
 import { buildImages, ComposeStack, ensureSecrets, ROOT } from './compose.ts';
 
-/** Whether a process with this pid runs (signal 0 checks without signalling). */
+/**
+ * Whether a process with this pid runs (signal 0 checks without signalling). A killed one its
+ * parent has not reaped yet (a zombie, state Z in /proc) answers signal 0 too, and runs no more.
+ */
 const running = (pid: number): boolean => {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
   }
+  const stat = (() => {
+    try {
+      return readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      return '';
+    }
+  })();
+  return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
 };
 
 const env = process.env;
