@@ -479,6 +479,19 @@ const COMMANDS: Command[] = [
     },
   },
   {
+    name: 'purchases', summary: 'files you bought, newest first, each with a signed link to its bytes', args: '', options: { ...pagingOptions },
+    positionals: [0, 0], auth: true,
+    examples: ['docshare purchases', 'docshare purchases --json | jq -r .data[0].download_url'],
+    async run(ctx) {
+      const page = positiveInt(ctx.values['page'], 'page', 'purchases');
+      const perPage = positiveInt(ctx.values['per-page'], 'per-page', 'purchases');
+      const answer = await ctx.client.purchases({ ...(page !== undefined ? { page } : {}), ...(perPage !== undefined ? { per_page: perPage } : {}) });
+      if (ctx.json) return ctx.printJson(answer);
+      for (const p of answer.data) ctx.out(ctx.quiet ? visible(String(p.id)) : shown`${p.id}\t${p.title}  sale ${p.sale_id}, ${p.purchased_at}  ${p.download_url}`);
+      if (!ctx.quiet) ctx.note(shown`${answer.data.length} of ${answer.total} purchases`);
+    },
+  },
+  {
     name: 'categories', summary: 'list the categories', args: '', options: { ...pagingOptions },
     positionals: [0, 0], auth: true,
     async run(ctx) {
