@@ -16,7 +16,6 @@ import { spawn } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { onParentExit } from '@docshare/standalone/supervisor';
 import { buildImages, ComposeStack, ensureSecrets, ROOT } from './compose.ts';
 
 /**
@@ -81,9 +80,7 @@ const stop = async (code: number): Promise<never> => {
 };
 process.on('SIGINT', () => { void stop(0); });
 process.on('SIGTERM', () => { void stop(0); });
-// Under npm, a SIGTERM to npm's pid kills the `sh -c` between us and npm and reaches nobody else:
-// losing the parent is that SIGTERM (services/standalone/src/supervisor.ts).
-if (env['npm_lifecycle_event'] !== undefined) onParentExit(() => { void stop(0); });
+// npm runs `exec node infra/compose/up.ts` (package.json), so a signal to npm's pid reaches us.
 
 try {
   const left = await stack.removeLeftovers();

@@ -11,13 +11,13 @@
  * - SIGTERM or SIGINT stops it: the child gets SIGTERM (with Ctrl-C it got SIGINT from the
  *   terminal already, and a second SIGINT would find no handler left and kill it mid-drain), the
  *   supervisor waits for its graceful exit and exits with its code, never restarting meanwhile.
- *   Under npm, a signal to npm's own pid stops it too (its parent shell dies of it: see below).
+ *   Under npm, a signal to npm's own pid stops it too (npm start execs it: see below).
  * The child tells it is ready over the IPC channel (main.ts sends `{ type: 'ready' }`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { configOrExit, intVar, makeLogger } from '@docshare/http';
-import { CONFIG_ERROR_EXIT_CODE, onParentExit, supervise } from './supervisor.ts';
+import { CONFIG_ERROR_EXIT_CODE, supervise } from './supervisor.ts';
 
 const NAME = 'docshare';
 const MAIN = join(import.meta.dirname, 'main.ts');
@@ -66,13 +66,10 @@ process.once('SIGINT', () => stop('SIGINT'));
 // A second Ctrl-C while draining must not kill the supervisor and orphan the child.
 process.on('SIGINT', () => undefined);
 
-// `npm start` runs this file through `sh -c`, and npm forwards SIGTERM to that shell only: dash
-// dies of it without passing it on, and the supervisor lived on, reparented, with the server and
-// its port (a process manager signals the pid it started: npm's). So under npm
-// (npm_lifecycle_event set), losing the parent stops everything as SIGTERM would. Run directly
-// (setsid, nohup &) a parent that leaves is no reason to stop, so only under npm. (SIGINT to npm's
-// pid alone still reaches nobody: dash -c catches it and waits on. Ctrl-C signals the whole group.)
-if (process.env['npm_lifecycle_event'] !== undefined) onParentExit(() => stop('parent-exited'));
+// `npm start` runs `exec node ...` (package.json): npm's `sh -c` becomes this process, so the
+// SIGTERM or SIGINT a process manager sends to npm's pid, which npm forwards to its child, lands
+// here. Without the exec, dash took the signal, died of SIGTERM or sat on SIGINT, and never passed
+// it on: the supervisor lived on with the server and its port.
 
 const end = await supervised.ended;
 process.exit(end.code ?? (end.signal === null ? 0 : 1));

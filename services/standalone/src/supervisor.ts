@@ -172,19 +172,3 @@ export const supervise = (options: SuperviseOptions): Supervised => {
   start();
   return { current: () => child, restarts: () => restarts, ended, stop };
 };
-
-/**
- * Calls `onGone` once this process has a parent other than the one it started with: its parent
- * died (polled, as Node has no parent-death signal; getppid is one cheap system call). Used under
- * npm, whose `sh -c` between npm and the script dies of the SIGTERM npm forwards without passing
- * it on (npm start, npm run compose:up).
- */
-export const onParentExit = (onGone: () => void, everyMs = 250): void => {
-  const parent = process.ppid;
-  const timer = setInterval(() => {
-    if (process.ppid === parent) return;
-    clearInterval(timer);
-    onGone();
-  }, everyMs);
-  timer.unref();
-};

@@ -1,7 +1,8 @@
 // `npm start` as users and process managers run it: a signal sent to the pid of npm
 // itself (not to the process group, not to the supervisor) stops every process it started and
-// frees the port. npm forwards the signal to the `sh -c` it runs the script with, and that shell
-// dies of it without passing it on; the supervisor used to live on with the server.
+// frees the port. npm forwards the signal to the `sh -c` it runs the script with; the script
+// `exec`s node, so the shell is the supervisor (without it, the shell took the signal and the
+// supervisor lived on with the server).
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
@@ -92,10 +93,9 @@ const npmStart = async (): Promise<NpmStart> => {
 };
 
 describe('npm start stops on a signal to its own pid', () => {
-  // SIGINT to npm's pid is not here yet: dash, run with -c, catches SIGINT while it waits for the
-  // supervisor and neither dies nor passes it on, so nothing the supervisor can watch changes.
-  // It needs package.json's start script to `exec node ...` (npm then signals the supervisor).
-  for (const signal of ['SIGTERM'] as const) {
+  // npm forwards both to its child; without the start script's `exec`, dash took them (it died of
+  // SIGTERM, sat on SIGINT) and the supervisor lived on with the server.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     it(`kill -${signal.slice(3)} <pid of npm start> stops every process and frees the port`, { timeout: 240_000 }, async () => {
       const started = await npmStart();
       const npmPid = started.npm.pid as number;
