@@ -29,6 +29,8 @@ const PROGRAMS: Record<string, { machine: string } | { provisioner: RegExp; by: 
   sh: { machine: 'dash' },
   script: { machine: 'bsdutils' },
   curl: { machine: 'curl' },
+  npm: { machine: 'npm (beside the machine\'s Node.js; the project brings its own Node 24)' },
+  npx: { machine: 'npm' },
   'redis-server': { provisioner: /provision\.sh|start\.sh|--provider=local/, by: 'infra/local/provision.sh redis' },
   podman: { provisioner: /images\.sh|engine\.sh/, by: 'infra/containers/engine.sh (from images.sh)' },
   'docker-compose': { provisioner: /images\.sh|engine\.sh/, by: 'infra/containers/engine.sh (from images.sh)' },

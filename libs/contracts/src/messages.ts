@@ -14,6 +14,8 @@ export const M = {
   requestAborted: 'Request aborted',
   headersTooLarge: 'Request header fields too large',
   rateLimited: 'Rate limit exceeded. Please try again later.',
+  /** An upload while the user already has HTTP_MAX_UPLOADS_PER_USER in flight (not the rate limit). */
+  tooManyUploads: 'Too many uploads in progress. Please try again later.',
   missingToken: 'Missing JWT token',
   invalidToken: 'Invalid JWT token',
   invalidIdempotencyKey: 'Invalid Idempotency-Key',

@@ -38,8 +38,6 @@ export const defaultTransferLimits = (maxConnections: number): TransferLimits =>
   maxUploadsPerUser: 8,
 });
 
-/** The answer to an upload over its user's share. */
-export const TOO_MANY_UPLOADS = 'Too many uploads in progress. Please try again later.';
 
 /** Cumulative progress of one body: time the server waited for the client, and bytes received meanwhile. */
 export interface BodyProgress { waitedMs: number; bytes: number }
@@ -202,7 +200,7 @@ export const uploadSlot = (userOf: (req: Request, res: Response) => string | und
     if (outcome === 'ok') return next();
     if (outcome === 'process_full') return sendUnavailable(res, M.unavailable);
     res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
-    sendError(res, 429, TOO_MANY_UPLOADS);
+    sendError(res, 429, M.tooManyUploads);
   };
 
 /** Stops the watch when the server closes. */

@@ -320,7 +320,7 @@ const operations = (base: string): Record<string, OperationSpec> => {
       requestBody: jsonBody('RegisterRequest', one('A new user', { name: 'Ada Lovelace', email: 'ada@example.com', password: 'correct horse battery' })),
       answers: { 201: jsonAnswer(M.registered, 'Token', { status: 'success', message: M.registered, user_id: 42, token: TOKEN }, WRITE_HEADERS) },
       errors: {
-        400: [M.nameRequired, M.nameTooLong, M.emailRequired, M.invalidEmail, M.passwordRequired, M.passwordTooShort, M.passwordTooLong],
+        400: [M.nameRequired, M.nameTooLong, M.nameInvalidCharacters, M.emailRequired, M.invalidEmail, M.passwordRequired, M.passwordTooShort, M.passwordTooLong],
         409: [M.emailTaken],
       },
     },
@@ -361,10 +361,14 @@ const operations = (base: string): Record<string, OperationSpec> => {
       },
       answers: { 201: jsonAnswer(M.uploaded, 'Uploaded', { status: 'success', message: M.uploaded, file_id: '42', category_id: '3', category_name: 'Essays' }, WRITE_HEADERS) },
       errors: {
-        400: [M.malformedMultipart, M.fileRequired, M.titleRequired, M.titleTooLong, M.descriptionRequired, M.descriptionTooLong, M.tagsRequired,
-          M.tagsTooLong, M.invalidLicense, M.categoryRequired, M.categoryNameTooLong, M.invalidVideo],
+        400: [M.malformedMultipart, M.fileRequired, M.titleRequired, M.titleTooLong, M.titleInvalidCharacters, M.descriptionRequired,
+          M.descriptionTooLong, M.descriptionInvalidCharacters, M.tagsRequired, M.tagsTooLong, M.tagsInvalidCharacters, M.invalidLicense,
+          M.categoryRequired, M.categoryNameTooLong, M.categoryNameInvalidCharacters, M.categoryDescriptionInvalidCharacters,
+          M.categoryTagsInvalidCharacters, M.invalidVideo],
         404: [M.categoryNotFound],
         413: [M.fileTooLarge, M.storageQuotaExceeded],
+        // Beside the rate limit's: the user's uploads in flight (HTTP_MAX_UPLOADS_PER_USER).
+        429: [M.tooManyUploads],
       },
     },
     download: {
@@ -390,7 +394,7 @@ const operations = (base: string): Record<string, OperationSpec> => {
       tag: 'Comments', body: 'json', write: true,
       requestBody: jsonBody('CommentRequest', one('A comment', { file_id: '42', comment: 'Very clear notes, thank you.' })),
       answers: { 201: jsonAnswer(M.commentPosted, 'CommentPosted', { status: 'success', message: M.commentPosted, comment_id: 7 }, WRITE_HEADERS) },
-      errors: { 400: [M.fileIdRequired, M.commentRequired, M.commentTooLong], 404: [M.fileNotFound] },
+      errors: { 400: [M.fileIdRequired, M.commentRequired, M.commentTooLong, M.commentInvalidCharacters], 404: [M.fileNotFound] },
     },
     updateFile: {
       tag: 'Files', body: 'json', write: true,
@@ -402,7 +406,8 @@ const operations = (base: string): Record<string, OperationSpec> => {
       answers: { 200: jsonAnswer(M.updated, 'Message', { status: 'success', message: M.updated }, WRITE_HEADERS) },
       errors: {
         400: [M.fileIdRequired, M.nothingToUpdate, M.forSaleNotBoolean, M.enabledNotBoolean, M.invalidPrice, M.titleRequired, M.titleTooLong,
-          M.descriptionRequired, M.descriptionTooLong, M.tagsRequired, M.tagsTooLong],
+          M.titleInvalidCharacters, M.descriptionRequired, M.descriptionTooLong, M.descriptionInvalidCharacters, M.tagsRequired, M.tagsTooLong,
+          M.tagsInvalidCharacters],
         403: [M.notOwner],
         404: [M.fileNotFound],
       },
@@ -669,12 +674,16 @@ export const openApiDocument = (publicBaseUrl: string): Obj => {
     const responses: Record<string, Obj> = {};
     for (const [status, answer] of Object.entries(spec.answers)) responses[status] = answer;
     for (const [status, messages] of [...errors].sort(([a], [b]) => a - b)) {
+      if (status === 429) continue;
       responses[status] = errorResponse(ERROR_DESCRIPTIONS[status] ?? 'Error', [...new Set(messages)], status === 503 ? { 'Retry-After': header('RetryAfter') } : {});
     }
     for (const [status, answer] of Object.entries(spec.rawErrors ?? {})) responses[status] = answer;
     responses[405] = ref('responses', 'MethodNotAllowed');
     if (spec.body) responses[408] = ref('responses', 'RequestTimeout');
-    responses[429] = ref('responses', 'TooManyRequests');
+    // The rate limit's 429, plus the route's own reasons to say 429 (an upload's share in flight).
+    const tooMany = errors.get(429);
+    responses[429] = tooMany === undefined ? ref('responses', 'TooManyRequests')
+      : errorResponse('Over the rate limit, or over this route\'s own limit: wait `Retry-After` seconds.', [M.rateLimited, ...tooMany], { 'Retry-After': header('RetryAfter') });
 
     const parameters = [...common, ...(spec.write ? [param('IdempotencyKey')] : []), ...(spec.read ? [param('XDocshareConsistency')] : []), ...(spec.parameters ?? [])];
     (paths[openApiPath(route.path)] ??= {})[route.method] = {
