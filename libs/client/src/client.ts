@@ -4,9 +4,9 @@ import { stat } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { downloadContent, resolveTarget, safeFileName, type ContentResult, type Progress } from './download.ts';
-import { DocshareApiError, DocshareNetworkError, parseRetryAfter } from './errors.ts';
+import { DocshareApiError, DocshareNetworkError, parseRetryAfter, SearchWalkError } from './errors.ts';
 import { multipartBody, openFile, type FileSource } from './multipart.ts';
-import { request, resolveUrl, type Body, type FetchLike, type RawResponse } from './request.ts';
+import { request, resolveUrl, ResponseTooLargeError, type Body, type FetchLike, type RawResponse } from './request.ts';
 import type {
   CategoriesResponse, CommentResponse, CommentsQuery, CommentsResponse, DeleteResponse, DownloadAuthorization,
   FilesQuery, FilesResponse, License, LoginRequest, LoginResponse, PurchaseResponse, PurchasesQuery, PurchasesResponse, RegisterRequest,
@@ -176,7 +176,9 @@ export function createClient(options: ClientOptions) {
           ...(options.fetch ? { fetch: options.fetch } : {}),
         });
       } catch (error) {
-        if (opts.signal?.aborted) throw error;
+        // An answer over the size bound is the server's doing, not the network's: asking again
+        // would only read the same bound again.
+        if (opts.signal?.aborted || error instanceof ResponseTooLargeError) throw error;
         if (!canRetry) throw new DocshareNetworkError(url, error);
         const delayMs = backoff(attempt - 1);
         options.onRetry?.({ method: spec.method, path: spec.path, attempt, delayMs, reason: new DocshareNetworkError(url, error).message });
@@ -341,13 +343,23 @@ export function createClient(options: ClientOptions) {
      */
     search,
 
-    /** Every match of a search, page after page through next_cursor. */
-    async *searchAll(term: string, opts: Omit<SearchOptions, 'cursor' | 'page'> = {}, call_: CallOptions = {}): AsyncGenerator<SearchResult> {
-      let page = await search(term, opts, call_);
-      for (;;) {
+    /**
+     * Every match of a search, page after page through next_cursor. The walk trusts the server
+     * only so far: a cursor it sent before, or more than `maxPages` pages (default 1000), ends it
+     * with a `SearchWalkError` instead of looping for ever.
+     */
+    async *searchAll(term: string, opts: Omit<SearchOptions, 'cursor' | 'page'> & { maxPages?: number } = {}, call_: CallOptions = {}): AsyncGenerator<SearchResult> {
+      const { maxPages = 1000, ...searchOpts } = opts;
+      const cursors = new Set<string>();
+      let page = await search(term, searchOpts, call_);
+      for (let pages = 1; ; pages += 1) {
         yield* page.results;
-        if (page.next_cursor === undefined || page.results.length === 0) return;
-        page = await search(term, { ...opts, cursor: page.next_cursor }, call_);
+        const next = page.next_cursor;
+        if (next === undefined || page.results.length === 0) return;
+        if (cursors.has(next)) throw new SearchWalkError(`the server sent cursor ${JSON.stringify(next.slice(0, 40))} twice`);
+        if (pages >= maxPages) throw new SearchWalkError(`more than ${maxPages} pages (maxPages)`);
+        cursors.add(next);
+        page = await search(term, { ...searchOpts, cursor: next }, call_);
       }
     },
 

@@ -144,8 +144,10 @@ export async function downloadContent(url: string, opts: ContentOptions): Promis
  */
 export function safeFileName(name: string, fallback: string): string {
   const base = name.replace(/\\/g, '/').split('/').pop() ?? '';
+  // Controls (C0, DEL, C1) and bidi embeddings, overrides and isolates: a name that rewrites a
+  // terminal or reads backwards ("gpj.exe" shown as "exe.jpg") never reaches the disk.
   // eslint-disable-next-line no-control-regex
-  const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, '').replace(/^[.\s]+/, '').trim();
+  const cleaned = base.replace(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, '').replace(/^[.\s]+/, '').trim();
   return cleaned === '' ? fallback : cleaned.slice(0, 255);
 }
 

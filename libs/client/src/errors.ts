@@ -49,6 +49,11 @@ export class DocshareNetworkError extends Error {
   }
 }
 
+/** A `searchAll` walk the server would not let end: a cursor sent twice, or past `maxPages`. */
+export class SearchWalkError extends Error {
+  override readonly name = 'SearchWalkError';
+}
+
 /** The innermost useful message of a fetch failure (`fetch failed` hides the socket error). */
 export function describeCause(error: unknown): string {
   let e: unknown = error;

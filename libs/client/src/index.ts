@@ -4,8 +4,8 @@ export type {
   CallOptions, ClientOptions, DocshareClient, DownloadOptions, DownloadResult, Id, ResponseInfo, RetryInfo,
   UploadInput, UploadOptions,
 } from './client.ts';
-export { DocshareApiError, DocshareNetworkError, describeCause, parseRetryAfter } from './errors.ts';
-export { request, readResponse, resolveUrl } from './request.ts';
+export { DocshareApiError, DocshareNetworkError, describeCause, parseRetryAfter, SearchWalkError } from './errors.ts';
+export { MAX_RESPONSE_BYTES, request, readResponse, resolveUrl, ResponseTooLargeError } from './request.ts';
 export type { FetchLike, RawRequest, RawResponse } from './request.ts';
 export { downloadContent, parseContentRange, partPathOf, safeFileName } from './download.ts';
 export type { ContentOptions, ContentResult, Progress } from './download.ts';

@@ -11,8 +11,8 @@ import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import busboy from 'busboy';
 import {
-  createClient, DocshareApiError, DocshareNetworkError, parseContentRange, parseRetryAfter, request, safeFileName,
-  type Progress, type RetryInfo,
+  createClient, DocshareApiError, DocshareNetworkError, parseContentRange, parseRetryAfter, request, ResponseTooLargeError, safeFileName,
+  SearchWalkError, type Progress, type RetryInfo,
 } from '../src/index.ts';
 
 interface Seen {
@@ -323,5 +323,35 @@ describe('@docshare/client', () => {
     assert.equal(safeFileName('.bashrc', 'f'), 'bashrc');
     assert.equal(safeFileName('../', 'fallback'), 'fallback');
     assert.equal(safeFileName('a\u0000b\nc.txt', 'f'), 'abc.txt');
+    // C1 controls and bidi overrides, isolates and embeddings: "invoice\u202Efdp.exe" shows as "invoiceexe.pdf".
+    assert.equal(safeFileName('invoice\u202efdp.exe', 'f'), 'invoicefdp.exe');
+    assert.equal(safeFileName('\u009b2Ja\u2066b\u2069\u202a.txt', 'f'), '2Jab.txt');
+  });
+
+  it('searchAll ends a walk the server would never end: a cursor sent twice, or past maxPages', async () => {
+    const hit = (id: string) => ({ id, title: id, link: 'l', description: 'd', category: 'c', tag: 't', snippet: 's' });
+    const page = (id: string, cursor: string) => json(200, { status: 'success', results: [hit(id)], total: 9, page: 1, per_page: 1, next_cursor: cursor });
+    srv.script(page('1', 'a'), page('2', 'b'), page('3', 'a'));
+    const ids: string[] = [];
+    await assert.rejects(async () => { for await (const r of client().searchAll('x')) ids.push(r.id); }, SearchWalkError);
+    assert.deepEqual(ids, ['1', '2', '3']);
+
+    let n = 0;
+    srv.script((_req, res) => { n += 1; json(200, { status: 'success', results: [hit(String(n))], total: 9, page: n, per_page: 1, next_cursor: `c${n}` })(_req, res, res.socket!); });
+    ids.length = 0;
+    await assert.rejects(async () => { for await (const r of client().searchAll('x', { maxPages: 5 })) ids.push(r.id); }, /more than 5 pages/);
+    assert.deepEqual(ids, ['1', '2', '3', '4', '5']);
+    assert.equal(srv.seen.length, 5);
+  });
+
+  it('an answer over the size bound is not asked for again', async () => {
+    srv.script((_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(2 * 1024 ** 3) });
+      res.end();
+    });
+    const retried: RetryInfo[] = [];
+    await assert.rejects(client({ retries: 3, onRetry: (info) => retried.push(info) }).stats(), ResponseTooLargeError);
+    assert.deepEqual(retried, []);
+    assert.equal(srv.seen.length, 1);
   });
 });

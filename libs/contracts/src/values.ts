@@ -20,6 +20,11 @@ const FORBIDDEN_CHARACTERS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u00
 /** True when `value` may be stored as text: no forbidden character and no lone surrogate. */
 export const storableText = (value: string): boolean => value.isWellFormed() && !FORBIDDEN_CHARACTERS.test(value);
 
+const FORBIDDEN_EVERYWHERE = new RegExp(FORBIDDEN_CHARACTERS.source, 'g');
+
+/** `value` made storable by dropping what `storableText` refuses (a lone surrogate becomes U+FFFD). */
+export const withoutForbidden = (value: string): string => value.toWellFormed().replace(FORBIDDEN_EVERYWHERE, '');
+
 /** A one-line field's text: each run of tabs and line breaks becomes one space. */
 export const oneLine = (value: string): string => value.replace(/[\t\n\r]+/g, ' ');
 

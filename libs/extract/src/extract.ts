@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import type { ExtractFormat, ExtractionFailure } from '@docshare/contracts';
+import { withoutForbidden, type ExtractFormat, type ExtractionFailure } from '@docshare/contracts';
 import type { SaxesParser, SaxesTagPlain } from 'saxes';
 import { franc } from 'franc-min';
 
@@ -488,9 +488,9 @@ export function classifyError(error: unknown, format: ExtractFormat): Extraction
  * a row, trimmed.
  */
 export function normaliseText(raw: string): string {
-  return raw
-    .replace(/\r\n?/g, '\n')
-    .replace(/[^\P{Cc}\n\t]/gu, '')
+  // Line breaks first (a lone \r is one), then what no stored text may hold: controls, and the bidi
+  // overrides a document can carry into snippets and the view page as well as a title can.
+  return withoutForbidden(raw.replace(/\r\n?/g, '\n'))
     .replace(/ {2,}/g, ' ')
     .replace(/ *\n */g, '\n')
     .replace(/\n{3,}/g, '\n\n')

@@ -108,6 +108,8 @@ describe('the character cap', () => {
 describe('text normalisation', () => {
   it('drops control characters, collapses spaces and blank lines, trims', () => {
     assert.equal(normaliseText('  a\u0000b\u0007  c \r\n\r\n\r\n\r\nd\te\u000c  \n  f  '), 'ab c\n\nd\te\nf');
+    // C1 controls and bidi embeddings, overrides and isolates go too; the marks RTL text needs stay.
+    assert.equal(normaliseText('x\u009b2Jy \u202eevil\u202c \u2066z\u2069 \u200fmark'), 'x2Jy evil z \u200fmark');
   });
 
   it('never cuts between the halves of a surrogate pair', () => {
