@@ -3,9 +3,8 @@
  * suite's one-case replay (the way a failure found by the fuzzer is looked at).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { it } from 'node:test';
-import { README, REPO_ROOT, shCommands } from './readme.ts';
+import { README, shCommands, typed } from './readme.ts';
 
 const replay = shCommands(README).find((command) => command.includes('FUZZ_REPLAY='));
 
@@ -14,14 +13,7 @@ it('the fuzz replay of one case, as the README types it, sends that case and pas
   const env: NodeJS.ProcessEnv = { ...process.env };
   // A test run inside this one would otherwise report to this runner, not print its own result.
   delete env['NODE_TEST_CONTEXT'];
-  const { code, out } = await new Promise<{ code: number | null; out: string }>((resolve, reject) => {
-    const child = spawn('bash', ['-c', replay], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let text = '';
-    child.stdout.on('data', (chunk: Buffer) => { text += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { text += chunk.toString(); });
-    child.once('error', reject);
-    child.once('close', (status) => resolve({ code: status, out: text }));
-  });
+  const { code, out } = await typed(replay, env);
   assert.equal(code, 0, out);
   const caseNumber = /FUZZ_REPLAY=(\d+)/.exec(replay)![1];
   assert.match(out, new RegExp(`#${caseNumber}\\b`), `the replay prints case #${caseNumber}:\n${out}`);

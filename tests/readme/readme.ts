@@ -1,6 +1,7 @@
 // README.md's fenced blocks, as the tests that run them read them: a snippet edited in the README is
 // the snippet tested, never a copy typed into a test.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -40,3 +41,14 @@ export const shCommands = (text: string): string[] => {
 
 /** The command a README line gives after `npm ci && ` (the tests run from the installed tree). */
 export const afterInstall = (line: string): string => line.replace(/\s+#\s.*$/, '').trim().replace(/^npm ci && /, '');
+
+/** Runs a README command as a user types it: bash at the repository root; its output, both streams. */
+export const typed = (command: string, env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; out: string }> =>
+  new Promise((resolve, reject) => {
+    const child = spawn('bash', ['-c', command], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString(); });
+    child.stderr.on('data', (chunk: Buffer) => { out += chunk.toString(); });
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, out }));
+  });

@@ -17,7 +17,7 @@ import { after, before, describe, it } from 'node:test';
 import { api } from '../support/client.ts';
 import { descendants, portFree, running } from '../support/processes.ts';
 import { waitFor } from '../support/wait.ts';
-import { afterInstall, blockAfter, README, REPO_ROOT } from './readme.ts';
+import { afterInstall, blockAfter, README, REPO_ROOT, typed } from './readme.ts';
 
 const stackLine = blockAfter(README, '**Without Docker**', 'sh').split('\n')[0] as string;
 const rebuildLine = blockAfter(README, 'npm run rebuild', 'sh').split('\n').find((line) => line.startsWith('npm run rebuild')) as string;
@@ -30,15 +30,6 @@ const madeData = !existsSync(dataDir);
 let npm: ChildProcess | undefined;
 let exited: Promise<unknown> = Promise.resolve();
 let output = '';
-
-const shell = (command: string): Promise<{ code: number | null; out: string }> => new Promise((resolve, reject) => {
-  const child = spawn('bash', ['-c', command], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString(); });
-  child.stderr.on('data', (chunk: Buffer) => { out += chunk.toString(); });
-  child.once('error', reject);
-  child.once('close', (code) => resolve({ code, out }));
-});
 
 describe('README: npm run stack, a rebuild beside it, and SIGTERM to npm', { timeout: 1_200_000 }, () => {
   before(async () => {
@@ -84,7 +75,7 @@ describe('README: npm run stack, a rebuild beside it, and SIGTERM to npm', { tim
 
   it('npm run rebuild -- stats, typed beside it, leaves the statistics exact', async () => {
     assert.ok(rebuildLine, 'README shows npm run rebuild');
-    const { code, out } = await shell(afterInstall(rebuildLine));
+    const { code, out } = await typed(afterInstall(rebuildLine));
     assert.equal(code, 0, out);
     const stats = await c.json('POST', '/api/V1/stats/api-stats', token);
     assert.equal(stats.status, 200, stats.text);

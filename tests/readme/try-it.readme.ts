@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { waitFor } from '../support/wait.ts';
-import { afterInstall, blockAfter, README, REPO_ROOT } from './readme.ts';
+import { afterInstall, blockAfter, README, REPO_ROOT, typed } from './readme.ts';
 
 const quickStart = blockAfter(README, '## Quick start', 'sh');
 const startLine = quickStart.split('\n').find((line) => line.startsWith('npm ci && npm start'));
@@ -34,15 +34,7 @@ let server: ChildProcess | undefined;
 let home = '';
 let serverOutput = '';
 
-const run = (command: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; out: string }> =>
-  new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', command], { cwd: REPO_ROOT, env: { ...process.env, HOME: home, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { out += chunk.toString(); });
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, out }));
-  });
+const run = (command: string): Promise<{ code: number | null; out: string }> => typed(command, { ...process.env, HOME: home });
 
 describe('README: quick start and "Try it", as written', { timeout: 600_000 }, () => {
   before(async () => {

@@ -7,10 +7,11 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { DocshareApiError, DocshareNetworkError } from '@docshare/client';
-import { COMMAND_NAMES, run, type Io } from '../src/cli.ts';
+import { COMMAND_NAMES } from '../src/cli.ts';
 import { configPath, readConfig, resolveBaseUrl, resolveToken, writeConfig } from '../src/config.ts';
 import { EXIT, exitCodeOf } from '../src/exit.ts';
 import { formatBytes, progressBar } from '../src/progress.ts';
+import { jsonResponse, runCli, type Ran } from './harness.ts';
 
 let home: string;
 before(async () => {
@@ -20,40 +21,11 @@ after(async () => {
   await rm(home, { recursive: true, force: true });
 });
 
-interface Ran {
-  code: number;
-  stdout: string;
-  stderr: string;
-  calls: { url: string; init: RequestInit | undefined }[];
-}
-
 /** Runs the CLI with captured output; `answer` plays the server. */
-async function cli(argv: string[], env: Record<string, string> = {}, answer?: (url: string, init?: RequestInit) => Promise<Response>): Promise<Ran> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c: Buffer) => { out += c.toString(); });
-  stderr.on('data', (c: Buffer) => { err += c.toString(); });
-  const calls: Ran['calls'] = [];
-  const io: Io = {
-    stdout: stdout as unknown as NodeJS.WriteStream,
-    stderr: stderr as unknown as NodeJS.WriteStream,
-    stdin: new PassThrough() as unknown as NodeJS.ReadStream,
-    env: { XDG_CONFIG_HOME: path.join(home, 'config'), HOME: home, ...env },
-    cwd: home,
-    fetch: async (input, init) => {
-      calls.push({ url: String(input), init });
-      if (!answer) throw new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
-      return await answer(String(input), init);
-    },
-  };
-  const code = await run(argv, io);
-  return { code, stdout: out, stderr: err, calls };
-}
+const cli = (argv: string[], env: Record<string, string> = {}, answer?: (url: string, init?: RequestInit) => Promise<Response>): Promise<Ran> =>
+  runCli(argv, { home, env, ...(answer ? { answer } : {}) });
 
-const reply = (status: number, body: unknown) => async (): Promise<Response> =>
-  new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json', 'X-Request-Id': 'rid' } });
+const reply = (status: number, body: unknown) => async (): Promise<Response> => jsonResponse(status, body);
 
 describe('docshare CLI', () => {
   it('--help lists every command, the exit codes and the environment; no command is a usage error', async () => {

@@ -4,10 +4,9 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { run, type Io } from '../src/cli.ts';
 import { EXIT } from '../src/exit.ts';
+import { jsonResponse, runCli, type Ran } from './harness.ts';
 
 let home: string;
 before(async () => {
@@ -23,28 +22,10 @@ const LIST = {
   total: 1, page: 2, per_page: 1,
 };
 
-async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string; urls: string[] }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c: Buffer) => { out += c.toString(); });
-  stderr.on('data', (c: Buffer) => { err += c.toString(); });
-  const urls: string[] = [];
-  const io: Io = {
-    stdout: stdout as unknown as NodeJS.WriteStream,
-    stderr: stderr as unknown as NodeJS.WriteStream,
-    stdin: new PassThrough() as unknown as NodeJS.ReadStream,
-    env: { XDG_CONFIG_HOME: path.join(home, 'config'), HOME: home, DOCSHARE_TOKEN: 't', DOCSHARE_URL: 'http://api.test' },
-    cwd: home,
-    fetch: async (input) => {
-      urls.push(String(input));
-      return new Response(JSON.stringify(LIST), { status: 200, headers: { 'Content-Type': 'application/json', 'X-Request-Id': 'rid' } });
-    },
-  };
-  const code = await run(argv, io);
-  return { code, stdout: out, stderr: err, urls };
-}
+const cli = async (argv: string[]): Promise<Ran & { urls: string[] }> => {
+  const ran = await runCli(argv, { home, env: { DOCSHARE_TOKEN: 't', DOCSHARE_URL: 'http://api.test' }, answer: () => jsonResponse(200, LIST) });
+  return { ...ran, urls: ran.calls.map((call) => call.url) };
+};
 
 describe('docshare purchases', () => {
   it('asks for the page and prints each purchase with its link, the title\'s controls escaped', async () => {

@@ -6,11 +6,10 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { run, type Io } from '../src/cli.ts';
 import { EXIT } from '../src/exit.ts';
 import { shown, terminalSafeJson, visible } from '../src/terminal.ts';
+import { jsonResponse, runCli, type Ran } from './harness.ts';
 
 let home: string;
 before(async () => {
@@ -20,36 +19,14 @@ after(async () => {
   await rm(home, { recursive: true, force: true });
 });
 
-interface Ran { code: number; stdout: string; stderr: string; calls: Array<{ url: string; body: unknown }> }
+/** Runs the CLI with a token and captured output, `answer` playing the server (given the JSON body sent). */
+const cli = (argv: string[], answer: (url: string, body: unknown) => Response | Promise<Response>, tty = false): Promise<Ran> =>
+  runCli(argv, {
+    home, tty, env: { DOCSHARE_TOKEN: 't', DOCSHARE_URL: 'http://api.test' },
+    answer: (url, init) => answer(url, typeof init?.body === 'string' ? JSON.parse(init.body) : undefined),
+  });
 
-/** Runs the CLI with a token and captured output, `answer` playing the server. */
-async function cli(argv: string[], answer: (url: string, body: unknown) => Response | Promise<Response>, tty = false): Promise<Ran> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c: Buffer) => { out += c.toString(); });
-  stderr.on('data', (c: Buffer) => { err += c.toString(); });
-  if (tty) Object.assign(stdout, { isTTY: true });
-  const calls: Ran['calls'] = [];
-  const io: Io = {
-    stdout: stdout as unknown as NodeJS.WriteStream,
-    stderr: stderr as unknown as NodeJS.WriteStream,
-    stdin: new PassThrough() as unknown as NodeJS.ReadStream,
-    env: { XDG_CONFIG_HOME: path.join(home, 'config'), HOME: home, DOCSHARE_TOKEN: 't', DOCSHARE_URL: 'http://api.test' },
-    cwd: home,
-    fetch: async (input, init) => {
-      const body = typeof init?.body === 'string' ? JSON.parse(init.body) : undefined;
-      calls.push({ url: String(input), body });
-      return await answer(String(input), body);
-    },
-  };
-  const code = await run(argv, io);
-  return { code, stdout: out, stderr: err, calls };
-}
-
-const json = (body: unknown, status = 200): Response =>
-  new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json', 'X-Request-Id': 'rid' } });
+const json = (body: unknown, status = 200): Response => jsonResponse(status, body);
 
 /** Text another user (or an old server) could have stored: every kind a terminal acts on. */
 const EVIL = 'A\u001b]0;pwned\u0007B\u001b[2J\u001b]52;c;cm0gLXJmIH4=\u0007C\u009b31mD\u202eE\u2066F\rG\nH\u0000I\u007fJ\u2028K';

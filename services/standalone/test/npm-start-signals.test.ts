@@ -5,12 +5,12 @@
 // supervisor lived on with the server).
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { freePort, REPO_ROOT } from '../../../tests/support/server.ts';
+import { descendants, portFree, running } from '../../../tests/support/processes.ts';
 import { eventually } from '../../../tests/support/wait.ts';
 
 const dirs: string[] = [];
@@ -21,42 +21,6 @@ after(async () => {
     try { process.kill(-group, 'SIGKILL'); } catch { /* gone */ }
   }
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
-});
-
-/** Every live process whose ancestry leads to `root` (Linux's /proc), `root` excluded. */
-const descendants = async (root: number): Promise<number[]> => {
-  const parents = new Map<number, number>();
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    // pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    if (Number.isSafeInteger(ppid)) parents.set(Number(entry), ppid);
-  }
-  const found: number[] = [];
-  const walk = (pid: number): void => {
-    for (const [child, parent] of parents) {
-      if (parent === pid) {
-        found.push(child);
-        walk(child);
-      }
-    }
-  };
-  walk(root);
-  return found;
-};
-
-/** A process that runs (an exited one its parent has not reaped yet, a zombie, does not). */
-const running = async (pid: number): Promise<boolean> => {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-};
-
-/** True once nothing listens on the port any more (a listen of our own succeeds). */
-const portFree = (port: number): Promise<boolean> => new Promise((resolve) => {
-  const probe = createServer();
-  probe.once('error', () => resolve(false));
-  probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
 });
 
 const healthy = async (baseUrl: string): Promise<boolean> => {
