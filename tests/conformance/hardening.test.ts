@@ -11,6 +11,7 @@ import net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { describe, it } from 'node:test';
 import type { RegisteredUser } from '../support/client.ts';
+import { parseResponse } from '../support/raw-http.ts';
 import { useServer } from '../support/fixture.ts';
 
 const MAX_UPLOAD_BYTES = 100_000;
@@ -38,23 +39,6 @@ interface RawResponse {
   /** Bytes of `body` (when given) the socket accepted before it was closed or errored. */
   written: number;
 }
-
-/** Parses the first response in `text`. */
-const parseResponse = (text: string): Pick<RawResponse, 'status' | 'headers' | 'body'> => {
-  const end = text.indexOf('\r\n\r\n');
-  if (end < 0) return { headers: {}, body: '' };
-  const [statusLine = '', ...lines] = text.slice(0, end).split('\r\n');
-  const headers: Record<string, string> = {};
-  for (const line of lines) {
-    const colon = line.indexOf(':');
-    if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
-  }
-  const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1] ?? NaN);
-  let body = text.slice(end + 4);
-  const length = Number(headers['content-length'] ?? NaN);
-  if (Number.isFinite(length)) body = Buffer.from(body, 'latin1').subarray(0, length).toString('utf8');
-  return { status: Number.isFinite(status) ? status : undefined, headers, body };
-};
 
 /**
  * Opens a socket, sends `head`, then the chunks `body` yields (each waiting for the socket to take

@@ -15,26 +15,14 @@ import type { RegisteredUser } from '../support/client.ts';
 import { useServer } from '../support/fixture.ts';
 import { sampleOf, scrape } from '../support/metrics.ts';
 import { localOnly, TARGET } from '../support/server.ts';
+import { parseResponse, type ParsedAnswer } from '../support/raw-http.ts';
 import { waitFor } from '../support/wait.ts';
 
 const BOUND_MS = 30_000;
 /** Counting spool files and the process's descriptors needs the one embedded process, run here. */
 const embeddedOnly = localOnly || (TARGET === 'embedded' ? false : 'counts the spool files of the one embedded process');
 
-interface Answer { status?: number; headers: Record<string, string>; body: string }
-
-const parse = (text: string): Answer => {
-  const end = text.indexOf('\r\n\r\n');
-  if (end < 0) return { headers: {}, body: '' };
-  const [statusLine = '', ...lines] = text.slice(0, end).split('\r\n');
-  const headers: Record<string, string> = {};
-  for (const line of lines) {
-    const colon = line.indexOf(':');
-    if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
-  }
-  const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1] ?? NaN);
-  return { status: Number.isFinite(status) ? status : undefined, headers, body: text.slice(end + 4) };
-};
+type Answer = ParsedAnswer;
 
 /** A raw connection: what it was sent, and the answer once the server closes it. */
 interface Held { socket: net.Socket; closed: Promise<Answer> }
@@ -48,7 +36,7 @@ const open = (port: number, head: string): Held => {
     const bound = setTimeout(() => socket.destroy(), BOUND_MS);
     socket.on('close', () => {
       clearTimeout(bound);
-      resolve(parse(Buffer.concat(chunks).toString('utf8')));
+      resolve(parseResponse(Buffer.concat(chunks).toString('latin1')));
     });
   });
   socket.write(head);
