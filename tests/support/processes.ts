@@ -38,3 +38,14 @@ export const portFree = (port: number, host = '127.0.0.1'): Promise<boolean> => 
   probe.once('error', () => resolve(false));
   probe.listen(port, host, () => probe.close(() => resolve(true)));
 });
+
+/** True when the server at `baseUrl` answers /healthz with 200 (false on any failure, within 2 s). */
+export const healthy = async (baseUrl: string): Promise<boolean> => {
+  try {
+    const res = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) });
+    await res.arrayBuffer();
+    return res.status === 200;
+  } catch {
+    return false;
+  }
+};

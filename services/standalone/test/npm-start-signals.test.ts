@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { freePort, REPO_ROOT } from '../../../tests/support/server.ts';
-import { descendants, portFree, running } from '../../../tests/support/processes.ts';
+import { descendants, healthy, portFree, running } from '../../../tests/support/processes.ts';
 import { eventually } from '../../../tests/support/wait.ts';
 
 const dirs: string[] = [];
@@ -22,16 +22,6 @@ after(async () => {
   }
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
 });
-
-const healthy = async (baseUrl: string): Promise<boolean> => {
-  try {
-    const res = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) });
-    await res.arrayBuffer();
-    return res.status === 200;
-  } catch {
-    return false;
-  }
-};
 
 interface NpmStart { npm: ChildProcess; port: number; output(): string; exited: Promise<unknown> }
 

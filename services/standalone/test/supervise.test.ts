@@ -11,6 +11,7 @@ import { after, describe, it } from 'node:test';
 import { api } from '../../../tests/support/client.ts';
 import { alive, freePort, type Server } from '../../../tests/support/server.ts';
 import { eventually } from '../../../tests/support/wait.ts';
+import { healthy } from '../../../tests/support/processes.ts';
 
 const SUPERVISE = join(import.meta.dirname, '..', 'src', 'supervise.ts');
 
@@ -58,16 +59,6 @@ const startSupervisor = async (env: Record<string, string>): Promise<Supervisor>
 
 const started = (s: Supervisor): number[] =>
   s.logs().filter((l) => l.component === 'supervisor' && l.msg === 'docshare started').map((l) => Number(l.pid));
-
-const healthy = async (baseUrl: string): Promise<boolean> => {
-  try {
-    const res = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) });
-    await res.arrayBuffer();
-    return res.status === 200;
-  } catch {
-    return false;
-  }
-};
 
 /** Waits for /healthz; on a timeout the error carries the supervisor's output. */
 const waitHealthy = async (sup: Supervisor, baseUrl: string): Promise<void> => {
