@@ -125,34 +125,116 @@ provision_mc() {
   record_version mc "$MC_VERSION"
 }
 
-# ---- FerretDB: built from module source with build/version/version.txt ------------------------
+# ---- FerretDB 2 + DocumentDB on PostgreSQL ----------------------------------------------------
+# PostgreSQL 15 and the extensions DocumentDB requires (pg_cron, PostGIS, RUM) come from Debian;
+# DocumentDB (pg_documentdb_core + pg_documentdb), pgvector and the static libbson it links are
+# built from the vendored tarballs (../shared/vendor, SHA256SUMS checked) and installed into
+# PostgreSQL's directories; the built files are kept in the cache (stage/), so a warm run only
+# compares them with what is installed. FerretDB 2 is `go install`ed from the Go module proxy.
+PG_RUNTIME_DEBS=(postgresql-$PG_MAJOR postgresql-$PG_MAJOR-cron postgresql-$PG_MAJOR-postgis-3 postgresql-$PG_MAJOR-rum)
+PG_BUILD_DEBS=(postgresql-server-dev-$PG_MAJOR libpcre2-dev libintelrdfpmath-dev libkrb5-dev libicu-dev libpq-dev
+  cmake build-essential pkg-config)
+
+verify_vendor() {
+  [ -f "$VENDOR_DIR/SHA256SUMS" ] || die "documentdb: no $VENDOR_DIR/SHA256SUMS (the vendored tarballs; set DOCSHARE_VENDOR_DIR)"
+  local f
+  for f in "documentdb-$DOCUMENTDB_VERSION" "mongo-c-driver-$LIBBSON_VERSION" "pgvector-$PGVECTOR_VERSION"; do
+    grep -q " $f.tar.gz\$" "$VENDOR_DIR/SHA256SUMS" || die "documentdb: $f.tar.gz is not listed in $VENDOR_DIR/SHA256SUMS"
+    (cd "$VENDOR_DIR" && grep " $f.tar.gz\$" SHA256SUMS | sha256sum -c --quiet -) >&2 ||
+      die "documentdb: $VENDOR_DIR/$f.tar.gz does not match its SHA256SUMS line"
+  done
+}
+
+build_documentdb() {
+  local home="$1" src="$1/src" deps="$1/deps" logs="$1/logs" stage="$1/stage"
+  local make=(make -j"$(nproc)" PG_CONFIG="$PG_BIN/pg_config" with_llvm=no)
+  rm -rf "$src" "$deps" "$stage"
+  mkdir -p "$src" "$deps/pkgconfig" "$logs" "$stage"
+  local t
+  for t in "documentdb-$DOCUMENTDB_VERSION" "mongo-c-driver-$LIBBSON_VERSION" "pgvector-$PGVECTOR_VERSION"; do
+    tar -xzf "$VENDOR_DIR/$t.tar.gz" -C "$src"
+  done
+  log "documentdb: libbson $LIBBSON_VERSION (static, linked into pg_documentdb_core)"
+  mkdir -p "$src/mongo-c-driver-$LIBBSON_VERSION/_build"
+  (cd "$src/mongo-c-driver-$LIBBSON_VERSION/_build" &&
+    cmake -DENABLE_MONGOC=OFF -DENABLE_TESTS=OFF -DENABLE_EXAMPLES=OFF -DENABLE_STATIC=ON -DENABLE_ICU=OFF \
+      -DBUILD_VERSION="$LIBBSON_VERSION" -DCMAKE_C_FLAGS="-fPIC -g" -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_INSTALL_PREFIX="$deps" .. >"$logs/libbson.log" 2>&1 &&
+    "${NICE[@]}" make -j"$(nproc)" install >>"$logs/libbson.log" 2>&1) || { tail -n 20 "$logs/libbson.log" >&2; die "documentdb: libbson build failed"; }
+  # Upstream builds IntelRDFPMath 2.0u3; Debian's 2.0u2 libbidgcc000.a has the same ABI and only
+  # lacks the pkg-config file under the name DocumentDB asks for.
+  cat >"$deps/pkgconfig/intelmathlib.pc" <<'PC'
+prefix=/usr
+libdir=/usr/lib/x86_64-linux-gnu
+includedir=/usr/include
+
+Name: intelmathlib
+Description: Intel Decimal Floating point math library (Debian libintelrdfpmath-dev)
+Version: 2.0 Update 2
+Cflags: -I${includedir}
+Libs: -L${libdir} -l:libbidgcc000.a
+PC
+  export PKG_CONFIG_PATH="$deps/lib/pkgconfig:$deps/pkgconfig"
+  log "documentdb: pgvector $PGVECTOR_VERSION"
+  (cd "$src/pgvector-$PGVECTOR_VERSION" && "${NICE[@]}" "${make[@]}" OPTFLAGS="" >"$logs/pgvector.log" 2>&1 &&
+    make install PG_CONFIG="$PG_BIN/pg_config" with_llvm=no DESTDIR="$stage" >>"$logs/pgvector.log" 2>&1) ||
+    { tail -n 20 "$logs/pgvector.log" >&2; die "documentdb: pgvector build failed"; }
+  local d="$src/documentdb-$DOCUMENTDB_VERSION"
+  # FerretDB compares the extension's version string exactly (a mismatch is only a warning in
+  # getLog startupWarnings); a tarball build would report "unknown" for its git fields.
+  sed -i -e 's/GIT_VERSION="unknown"/GIT_VERSION="HEAD"/' -e 's/BUILD_VER=" buildId:unknown"/BUILD_VER=" buildId:0"/' \
+    -e "s/GIT_SHA=\" sha:unknown\"/GIT_SHA=\" sha:$DOCUMENTDB_GIT_SHA\"/" "$d/scripts/generate_extension_version.sh"
+  grep -q "sha:$DOCUMENTDB_GIT_SHA" "$d/scripts/generate_extension_version.sh" || die "documentdb: version patch did not apply"
+  local part
+  for part in pg_documentdb_core pg_documentdb; do
+    log "documentdb: $part (nice -n 10; about a minute per part on 2 cores)"
+    # pg_documentdb builds against the installed core, so each part is installed (system and stage) in turn
+    (cd "$d" && "${NICE[@]}" "${make[@]}" -C "$part" >"$logs/$part.log" 2>&1 &&
+      "${make[@]}" -C "$part" install >>"$logs/$part.log" 2>&1 &&
+      "${make[@]}" -C "$part" install DESTDIR="$stage" >>"$logs/$part.log" 2>&1) ||
+      { tail -n 30 "$logs/$part.log" >&2; die "documentdb: $part build failed (log: $logs/$part.log)"; }
+  done
+  rm -rf "$src" "$deps"
+  touch "$home/.built"
+}
+
+# install_staged <stage>: copies the built extension files into PostgreSQL's directories where
+# they differ (a warm run compares ~30 files and writes nothing)
+install_staged() {
+  local stage="$1" f target changed=0
+  while IFS= read -r -d '' f; do
+    target="/${f#"$stage"/}"
+    cmp -s "$f" "$target" 2>/dev/null && continue
+    is_root || die "documentdb: $target needs installing and that needs root"
+    mkdir -p "$(dirname "$target")"
+    cp -f "$f" "$target"
+    changed=$((changed + 1))
+  done < <(find "$stage" -type f -print0)
+  [ "$changed" -eq 0 ] || log "documentdb: installed $changed files into PostgreSQL's directories"
+}
+
 provision_ferretdb() {
-  local base bin src modjson moddir commit
-  base="$CACHE/ferretdb/$FERRETDB_VERSION"
+  local home bin
+  home="$(documentdb_home)"
   bin="$(ferretdb_bin)"
+  deb_install "${PG_RUNTIME_DEBS[@]}"
+  if [ ! -f "$home/.built" ]; then
+    verify_vendor
+    deb_install "${PG_BUILD_DEBS[@]}"
+    log "documentdb: building $DOCUMENTDB_VERSION for PostgreSQL $PG_MAJOR from $VENDOR_DIR"
+    build_documentdb "$home"
+  fi
+  install_staged "$home/stage"
   if [ ! -x "$bin" ]; then
-    need_cmd go "FerretDB is built from its module source"
-    log "ferretdb: go mod download github.com/FerretDB/FerretDB@$FERRETDB_VERSION"
-    modjson="$(cd "$CACHE" && go mod download -json "github.com/FerretDB/FerretDB@$FERRETDB_VERSION")"
-    moddir="$(printf '%s' "$modjson" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
-    commit="$(printf '%s' "$modjson" | sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]*\)".*/\1/p' | head -1)"
-    [ -d "$moddir" ] || die "ferretdb: module download gave no Dir"
-    src="$base/src"
-    rm -rf "$src"
-    mkdir -p "$base"
-    cp -R "$moddir" "$src"
-    chmod -R u+w "$src"
-    # A plain `go install` panics at start: version.txt is generated by FerretDB's own tooling.
-    printf '%s\n' "$FERRETDB_VERSION" >"$src/build/version/version.txt"
-    [ -n "$commit" ] && printf '%s\n' "$commit" >"$src/build/version/commit.txt"
-    printf 'docshare-local\n' >"$src/build/version/package.txt"
-    log "ferretdb: go build ./cmd/ferretdb (nice -n 10)"
+    need_cmd go "FerretDB is built with 'go install'"
+    log "ferretdb: go install github.com/FerretDB/FerretDB/v2/cmd/ferretdb@$FERRETDB_VERSION ($FERRETDB_GO_TOOLCHAIN; nice -n 10)"
     mkdir -p "$(dirname "$bin")"
-    (cd "$src" && CGO_ENABLED=0 "${NICE[@]}" go build -trimpath -o "$bin" ./cmd/ferretdb)
+    GOTOOLCHAIN="$FERRETDB_GO_TOOLCHAIN" CGO_ENABLED=0 GOBIN="$(dirname "$bin")" "${NICE[@]}" \
+      go install -trimpath "github.com/FerretDB/FerretDB/v2/cmd/ferretdb@$FERRETDB_VERSION"
     [ -x "$bin" ] || die "ferretdb: binary not produced"
     prune_go_caches
   fi
-  record_version ferretdb "$("$bin" --version 2>/dev/null | sed -n 's/^version: //p' | head -1) (sqlite handler; built from module source)"
+  record_version ferretdb "$("$bin" --version 2>/dev/null | sed -n 's/^version: //p' | head -1) on PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') + DocumentDB $DOCUMENTDB_VERSION"
 }
 
 # ---- Redis: Debian package --------------------------------------------------------------------

@@ -85,10 +85,8 @@ url_redis() { echo "redis://127.0.0.1:$REDIS_PORT"; }
 start_ferretdb() {
   local dir="$DATA/ferretdb"
   port_free_or_die ferretdb "$FERRETDB_PORT"
-  mkdir -p "$dir/sqlite" "$dir/state"
-  launch ferretdb "$dir" "$(ferretdb_bin)" --handler=sqlite --sqlite-url="file:$dir/sqlite/" \
-    --listen-addr="127.0.0.1:$FERRETDB_PORT" --debug-addr=- --telemetry=disable \
-    --state-dir="$dir/state" --log-level=info
+  # PostgreSQL + DocumentDB, and FerretDB 2 in front (lib/ferretdb-run.sh): one server to start.sh
+  launch ferretdb "$dir" bash "$INFRA_DIR/lib/ferretdb-run.sh" "$dir" "$FERRETDB_PORT"
   service_env ferretdb "MONGO_URL=mongodb://127.0.0.1:$FERRETDB_PORT/"
 }
 ready_ferretdb() {
@@ -96,7 +94,7 @@ ready_ferretdb() {
   if [ -n "$NODE_BIN" ]; then
     "$NODE_BIN" "$PROBE" mongo 127.0.0.1 "$FERRETDB_PORT" >/dev/null 2>&1
   else
-    grep -q 'Listening on TCP' "$(log_file ferretdb)"
+    grep -q 'and FerretDB' "$(log_file ferretdb)"
   fi
 }
 url_ferretdb() { echo "mongodb://127.0.0.1:$FERRETDB_PORT/"; }

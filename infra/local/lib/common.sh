@@ -27,7 +27,22 @@ ES_VERSION_8="8.19.21"
 MINIO_VERSION="${DOCSHARE_MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}"
 # MinIO's client (for the compose stack's bucket, user and policy), @latest on 2026-11-23.
 MC_VERSION="${DOCSHARE_MC_VERSION:-v0.0.0-20250313080218-cf909e1063a9}"
-FERRETDB_VERSION="${DOCSHARE_FERRETDB_VERSION:-v1.24.2}"
+# FerretDB 2 on PostgreSQL 15 with the DocumentDB extension (FerretDB's fork, tag
+# v0.106.0-ferretdb-2.5.0), built from the tarballs in ../shared/vendor (SHA256SUMS checked).
+# FerretDB 2.5.0 does not compile with Go >= 1.25: its go.mod's toolchain is used.
+FERRETDB_VERSION="${DOCSHARE_FERRETDB_VERSION:-v2.5.0}"
+FERRETDB_GO_TOOLCHAIN="go1.24.6"
+DOCUMENTDB_VERSION="0.106.0-ferretdb-2.5.0"
+# what FerretDB 2.5.0 expects documentdb_api.binary_extended_version() to say (startupWarnings
+# otherwise); a tarball has no git metadata, so the build is told the tag's commit
+DOCUMENTDB_GIT_SHA="beb9d25d98"
+DOCUMENTDB_VERSION_STRING="0.106.0 gitref: HEAD sha:$DOCUMENTDB_GIT_SHA buildId:0"
+LIBBSON_VERSION="1.28.0"
+PGVECTOR_VERSION="0.8.0"
+PG_MAJOR="${DOCSHARE_PG_MAJOR:-15}"
+PG_BIN="/usr/lib/postgresql/$PG_MAJOR/bin"
+PG_USER="${DOCSHARE_PG_USER:-postgres}"
+VENDOR_DIR="${DOCSHARE_VENDOR_DIR:-$(cd "$INFRA_DIR/../../.." && pwd)/shared/vendor}"
 ES_USER="${DOCSHARE_ES_USER:-docshare-es}"
 
 # ---- ports -----------------------------------------------------------------------------
@@ -152,6 +167,43 @@ es_home() { printf '%s' "$CACHE/elasticsearch/$1/elasticsearch-$1"; }
 minio_bin() { printf '%s' "$CACHE/minio/$MINIO_VERSION/bin/minio"; }
 mc_bin() { printf '%s' "$CACHE/mc/$MC_VERSION/bin/mc"; }
 ferretdb_bin() { printf '%s' "$CACHE/ferretdb/$FERRETDB_VERSION/bin/ferretdb"; }
+documentdb_home() { printf '%s' "$CACHE/documentdb/$DOCUMENTDB_VERSION-pg$PG_MAJOR"; }
+
+# debs_missing <package...>: prints the Debian packages that are not installed
+debs_missing() {
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || printf '%s\n' "$p"
+  done
+}
+
+# deb_install <package...>: apt-get install the packages that are missing (without starting
+# their daemons: postgresql-15 would otherwise start a default cluster on :5432)
+deb_install() {
+  local missing
+  mapfile -t missing < <(debs_missing "$@")
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  command -v apt-get >/dev/null 2>&1 || die "missing Debian packages and no apt-get: ${missing[*]}"
+  local sudo=()
+  if ! is_root; then
+    sudo -n true 2>/dev/null || die "missing Debian packages; apt-get needs root (run: sudo apt-get install -y --no-install-recommends ${missing[*]})"
+    sudo=(sudo -n)
+  fi
+  local made_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+    "${sudo[@]}" chmod 755 /usr/sbin/policy-rc.d
+    made_policy=1
+  fi
+  local rc=0 out="$CACHE/apt-last.log"
+  log "apt-get install ${missing[*]} (output: $out)"
+  {
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+      "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  } >"$out" 2>&1 || rc=$?
+  [ "$made_policy" -eq 1 ] && "${sudo[@]}" rm -f /usr/sbin/policy-rc.d
+  [ "$rc" -eq 0 ] || { tail -n 20 "$out" >&2; die "apt-get install ${missing[*]} failed (rc=$rc)"; }
+}
 
 # pkg_install <binary> <debian-package...>: apt-get install only when the binary is missing
 pkg_install() {
@@ -194,17 +246,18 @@ ensure_es_user() {
 # es_grant_traverse <path>: lets $ES_USER reach <path> when an ancestor (e.g. /root, mode 0700)
 # blocks it, by adding a traverse-only (x) ACL entry for that one user on that ancestor.
 # Walks top-down so only the directories that actually block get an entry.
-es_grant_traverse() {
+es_grant_traverse() { grant_traverse "$ES_USER" "$1"; }
+grant_traverse() {
   is_root || return 0
-  local target="$1" d ancestors=() i
+  local user="$1" target="$2" d ancestors=() i
   d="$target"
   while [ "$d" != "/" ]; do d="$(dirname "$d")"; ancestors+=("$d"); done
   for (( i=${#ancestors[@]}-1; i>=0; i-- )); do
     d="${ancestors[$i]}"
-    setpriv --reuid="$ES_USER" --regid="$ES_USER" --init-groups test -x "$d" 2>/dev/null && continue
+    setpriv --reuid="$user" --regid="$user" --init-groups test -x "$d" 2>/dev/null && continue
     pkg_install setfacl acl
-    log "elasticsearch: granting $ES_USER traverse (x) on $d via ACL"
-    setfacl -m "u:$ES_USER:x" "$d"
+    log "granting $user traverse (x) on $d via ACL"
+    setfacl -m "u:$user:x" "$d"
   done
 }
 
