@@ -17,6 +17,7 @@ import { createServer } from 'node:net';
 import type { StartedTestContainer as StartedContainer } from 'testcontainers';
 import { buildImages, engineEnv } from './compose/compose.ts';
 import { parseEnvFile } from './stack/services.ts';
+import { checkMongoServer } from './stack/stand-in.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const KEYS = ['KAFKA_BROKERS', 'MONGO_URL', 'ELASTICSEARCH_URL', 'MINIO_ENDPOINT', 'MINIO_ACCESS_KEY', 'MINIO_SECRET_KEY', 'REDIS_URL'] as const;
@@ -184,6 +185,14 @@ try {
 }
 if (!stack) {
   console.error(`with-stack: no test stack from provider "${provider}" (see above). Failing, not skipping.`);
+  process.exit(1);
+}
+// The suites run on MongoDB or on the expected stand-in, never on a build FerretDB only warns about.
+try {
+  console.error(`with-stack: MONGO_URL answers as ${await checkMongoServer(stack.env['MONGO_URL'] ?? '')}`);
+} catch (error) {
+  console.error(`with-stack: ${error instanceof Error ? error.message : String(error)}`);
+  await stack.stop();
   process.exit(1);
 }
 /** A URL without its credentials, for the log. */
