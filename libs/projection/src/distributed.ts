@@ -118,6 +118,8 @@ export const connectMongo = async (
   const explicit = /[?&](w|journal|wtimeoutMS)=/i.test(url);
   const client = new MongoClient(url, {
     appName: `docshare-${hostname()}`,
+    // commandStarted events: docshare_store_commands_total (countStoreCommands).
+    monitorCommands: true,
     serverSelectionTimeoutMS: timeouts.mongoServerSelectionTimeoutMs,
     connectTimeoutMS: timeouts.mongoConnectTimeoutMs,
     socketTimeoutMS: timeouts.mongoSocketTimeoutMs,
@@ -128,6 +130,8 @@ export const connectMongo = async (
   await client.connect();
   return { client, db: client.db(dbName) };
 };
+
+export { collectionOf, countStoreCommands, STORE_COMMANDS_METRIC } from './store-commands.ts';
 
 /** Makes sure the topics exist with their explicit partition counts: whichever service starts first creates them. */
 export const ensureKafkaTopics = async (config: KafkaConfig): Promise<void> => {

@@ -11,7 +11,7 @@ import {
 } from '@docshare/http';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
-import { COMMON_VARS, commonConfig, connectMongo, ensureKafkaTopics, kafkaBus } from './distributed.ts';
+import { COMMON_VARS, commonConfig, connectMongo, countStoreCommands, ensureKafkaTopics, kafkaBus } from './distributed.ts';
 import { fencedByGeneration, perGeneration, readPointer } from './fence.ts';
 import { registerConsumerLag, registerReadModelGenerations } from './metrics.ts';
 import { makeMongoCheckpoints } from './consistency.ts';
@@ -89,6 +89,7 @@ export const runProjector = async (module: ProjectorModule, env: NodeJS.ProcessE
     consumer: bus.consumer,
     prepare: () => ensureKafkaTopics(config),
     metrics: (ops) => {
+      countStoreCommands(client, ops.registry);
       registerConsumerLag(ops.registry, bus, [group]);
       registerReadModelGenerations(ops.registry, { [module.model]: async () => (await readPointer(db, module.model)).prefix });
     },

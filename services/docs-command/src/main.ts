@@ -11,7 +11,7 @@ import {
 } from '@docshare/http';
 import { startOutboxRelay } from '@docshare/outbox';
 import { honourConsistency, makeConsistencyGate, makeGenerationalReadStore, makeMongoCheckpoints } from '@docshare/projection';
-import { COMMON_VARS, commonConfig, connectMongo, ensureKafkaTopics, instanceId, kafkaBus } from '@docshare/projection/distributed';
+import { COMMON_VARS, commonConfig, connectMongo, countStoreCommands, ensureKafkaTopics, instanceId, kafkaBus } from '@docshare/projection/distributed';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeStatsQueries } from '@docshare/stats-projector';
 import { makeFilesQueries } from '@docshare/files-projector';
@@ -101,6 +101,7 @@ const ops = makeOps(NAME, {
   },
 });
 registerOutboxMetrics(ops.registry, relay);
+countStoreCommands(client, ops.registry);
 // The storage quota keeps an upload's hold until the stats read model counts it (never delaying the answer).
 const statsApplied = makeConsistencyGate(makeMongoCheckpoints(readDb), `stats-projector${config.groupSuffix}`, config.eventsPartitions);
 
