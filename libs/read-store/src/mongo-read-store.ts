@@ -4,9 +4,10 @@ import type { Doc, Filter, FindOptions, GuardedUpdate, ReadStore, Scalar } from 
 import { checkCount, checkGuardedUpdate, checkName, checkQueryField, compareScalars } from './validate.ts';
 
 /*
- * Read models on MongoDB (or FerretDB 1.x). Read-model collection `c` is the collection
- * `<prefix><c>`; each document carries `_pos`, the position of the last update it applied (one
- * number, whatever the number of events that touched it). `applyBatch`:
+ * Read models on MongoDB (and on its stand-in, FerretDB 2 on PostgreSQL + DocumentDB, which runs
+ * this code path the same way). Read-model collection `c` is the collection `<prefix><c>`; each
+ * document carries `_pos`, the position of the last update it applied (one number, whatever the
+ * number of events that touched it). `applyBatch`:
  *
  * 1. groups the batch per document, in order, and merges each document's consecutive updates
  *    into as few writes as keep their meaning (mergeWrites): one write applies the updates at
@@ -18,27 +19,17 @@ import { checkCount, checkGuardedUpdate, checkName, checkQueryField, compareScal
  *
  *    "has applied nothing at `first` or later" (a missing `_pos` or document matches). When the
  *    document exists and has, nothing matches and the upsert's insert collides with its `_id`: a
- *    duplicate key (E11000) for that op alone;
+ *    duplicate key (E11000) for that op alone, reported at its own index;
  * 3. settles each such document on its own (settle): reads its `_pos`, drops the updates at or
  *    below it and applies the rest with `{ _id, _pos: <what it read> }`, re-reading when that no
  *    longer matches. That is the batch overlapping an earlier, interrupted delivery of the same
  *    events: the common case (nothing applied yet) costs one upsert per document and round.
  *
- * Callers guarantee one writer per document (port.ts), so nothing needs transactions, aggregation
- * or atomic read-modify-write across writers: `$not`, upserts and exclusion projections all work
- * on FerretDB, whose updates are read-then-write (docs/mongodb.md).
- *
- * FerretDB 1.24 (SQLite) differs from MongoDB here, as probed against the local server:
- * - its `update` command ignores `ordered: false`: it stops at the first failing op, reports that
- *   error at index 0 whatever the op's index (and `upserted` indexes are off too), and drops the
- *   counts of the ops it did apply. Which ops of a failed multi-op bulk applied is then unknown,
- *   and `_pos` alone cannot tell "applied now" from "applied by an earlier delivery";
- * - an `update` command in which 100 or more ops match existing documents never answers.
- * So on FerretDB (told by `buildInfo.ferretdbVersion`) every bulkWrite holds one op, sent one
- * after another (FerretDB serialises writes anyway, and concurrent ones were slower); the code
- * path is otherwise MongoDB's. A server that reports fewer outcomes than ops is handled anyway:
- * every op of that bulk is settled, which keeps the documents exact but may undercount what the
- * bulk applied. FerretDB also drops null `$setOnInsert` values: after it inserts, they are `$set`.
+ * Callers guarantee one writer per document (port.ts), so nothing needs transactions or
+ * aggregation: every write is a single-document update the server applies atomically. A
+ * duplicate key is told by its code (11000) alone, never by its text or `keyPattern` (which the
+ * stand-in does not send). A bulk error that does not account for every op (a server that stopped
+ * early) settles every op of that bulk: the documents stay exact, the count may come out short.
  *
  * `clear` drops exactly the collections written under this prefix, which it finds in the
  * `read_store_collections` registry (so a prefix never touches another prefix's collections,
@@ -92,11 +83,11 @@ function toMongoFilter(filter: Filter): MongoFilter<StoredDoc> {
   return query as MongoFilter<StoredDoc>;
 }
 
-/** Reads never show the guard: `_pos`, nor the `_seen` map that documents of earlier versions may carry. */
-const HIDDEN = { _pos: 0, _seen: 0 } as const;
+/** Reads never show the guard `_pos`. */
+const HIDDEN = { _pos: 0 } as const;
 
 function toDoc(stored: StoredDoc): Doc {
-  const { _pos: _p, _seen: _s, ...fields } = stored;
+  const { _pos: _p, ...fields } = stored;
   return fields as Doc;
 }
 
@@ -172,37 +163,16 @@ function toMongoUpdate(write: Write): UpdateFilter<StoredDoc> {
   return update as UpdateFilter<StoredDoc>;
 }
 
-/** Fields a write's `$setOnInsert` sets to null, which FerretDB 1.x drops. */
-const nullsOnInsert = (write: Write): string[] =>
-  Object.entries(write.setOnInsert).filter(([, value]) => value === undefined || value === null).map(([name]) => name);
-
 const isDuplicateKey = (error: unknown): boolean => error instanceof MongoServerError && error.code === 11000;
+
+/** The position a stored document applied last; undefined when it has none (a missing document has applied nothing). */
+const positionOf = (doc: Document | null | undefined): number | undefined =>
+  typeof doc?.['_pos'] === 'number' ? (doc['_pos'] as number) : undefined;
 
 /** How many times `settle` re-reads a document whose `_pos` moved under it before giving up. */
 const SETTLE_ATTEMPTS = 5;
 
-/**
- * The document `run`'s updates make when applied one at a time to a document that does not exist:
- * the first one inserts it (its `setOnInsert` applies, later ones' do not), `inc` counts a missing
- * field from 0. An `inc` of a field that holds something else than a number fails as Mongo would.
- */
-function built(run: Run): StoredDoc {
-  const doc: Record<string, unknown> = { _id: run.id };
-  run.updates.forEach(({ update, position }, index) => {
-    if (index === 0) Object.assign(doc, nullForUndefined(update.setOnInsert ?? {}));
-    Object.assign(doc, nullForUndefined(update.set ?? {}));
-    for (const [name, by] of Object.entries(update.inc ?? {})) {
-      const current = name in doc ? doc[name] : 0;
-      if (typeof current !== 'number') throw new MongoServerError({ message: `Cannot apply $inc to a value of non-numeric type (field ${name})`, code: 14 });
-      doc[name] = current + by;
-    }
-    doc['_pos'] = position;
-  });
-  return doc as StoredDoc;
-}
-
-/** A ReadStore on `db`. `close` leaves the client open: its owner closes it. */
-/** A MongoDB read store; `ensureIndexes` creates the configured indexes now (services call it at start). */
+/** A MongoDB read store on `db`; `ensureIndexes` creates the configured indexes now (services call it at start). `close` leaves the client open: its owner closes it. */
 export type MongoReadStore = ReadStore & { ensureIndexes(): Promise<void> };
 
 export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}): MongoReadStore {
@@ -230,8 +200,7 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
     if (!ready) {
       ready = (async () => {
         try {
-          // '$' cannot be in a prefix or a collection name, so the id is unambiguous (NUL, used
-          // before, cannot be stored by PostgreSQL-backed FerretDB; those entries still count).
+          // '$' cannot be in a prefix or a collection name, so the id is unambiguous.
           await registry.insertOne({ _id: `${prefix}$${collection}`, prefix, collection });
         } catch (error) {
           if (!(error instanceof MongoServerError && error.code === 11000)) throw error;
@@ -245,11 +214,9 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
         } catch (error) {
           if (!(error instanceof MongoServerError && error.code === 26)) throw error;
         }
-        // One at a time: FerretDB 1.24 drops the connection on a multi-index createIndexes of existing indexes.
-        for (const index of wanted) {
-          if (!existing.has(index.name)) {
-            await target.createIndex(Object.fromEntries(index.key), { name: index.name });
-          }
+        const missing = wanted.filter((index) => !existing.has(index.name));
+        if (missing.length > 0) {
+          await target.createIndexes(missing.map((index) => ({ key: Object.fromEntries(index.key), name: index.name })));
         }
       })();
       prepared.set(collection, ready);
@@ -258,34 +225,21 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
     return ready;
   };
 
-  /** Whether the server is FerretDB (see the header), asked once. */
-  let ferret: Promise<boolean> | undefined;
-  const isFerret = (): Promise<boolean> =>
-    (ferret ??= db.command({ buildInfo: 1 }).then((info) => typeof info['ferretdbVersion'] === 'string', () => false));
-
-  /** On FerretDB, `$set` the null `setOnInsert` fields of a write that just inserted its document. */
-  const fixInsert = async (target: Collection<StoredDoc>, id: string, write: Write, onFerret: boolean): Promise<void> => {
-    const nulls = nullsOnInsert(write);
-    if (!onFerret || nulls.length === 0) return;
-    await target.updateOne({ _id: id }, { $set: Object.fromEntries(nulls.map((name) => [name, null])) });
-  };
-
   /**
-   * Applies what `run` still lacks from its update `from` on, reading its `_pos`: the slow path
-   * after a duplicate key. Each write is guarded by the exact `_pos` the previous one left (or its
-   * absence), so a document that changed under it is read again. Returns how many updates applied.
+   * Applies what `run` still lacks from its update `from` on, given the `_pos` its document was
+   * read with: the slow path after a duplicate key. Each write is guarded by the exact `_pos` the
+   * previous one left (or its absence), so a document that changed under it is read again.
+   * Returns how many updates applied.
    */
-  const settle = async (run: Run, from: number, onFerret: boolean, known?: { at: number | undefined }): Promise<number> => {
+  const settle = async (run: Run, from: number, read: { at: number | undefined }): Promise<number> => {
     const target = collectionOf(run.collection);
     const updates = run.updates.slice(from);
     let applied = 0;
     for (let attempt = 0; attempt < SETTLE_ATTEMPTS; attempt++) {
-      // A document without `_pos` (missing, or written by an earlier version) has applied nothing.
-      let at: number | undefined;
-      if (attempt === 0 && known) at = known.at;
-      else {
+      let at = read.at;
+      if (attempt > 0) {
         const found = await target.findOne({ _id: run.id }, { projection: { _pos: 1 } });
-        at = typeof found?.['_pos'] === 'number' ? (found['_pos'] as number) : undefined;
+        at = positionOf(found);
       }
       const rest = updates.filter(({ position }) => at === undefined || position > at);
       let settled = true;
@@ -294,7 +248,6 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
         try {
           const result = await target.updateOne(filter as MongoFilter<StoredDoc>, toMongoUpdate(write), { upsert: at === undefined });
           if (result.matchedCount + result.upsertedCount === 0) settled = false;
-          else if (result.upsertedCount > 0) await fixInsert(target, run.id, write, onFerret);
         } catch (error) {
           if (!isDuplicateKey(error)) throw error;
           settled = false;
@@ -309,100 +262,50 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
   };
 
   /**
-   * Sends the round's write of each run (all of one collection) as one unordered bulkWrite, or one
-   * op per bulkWrite on FerretDB. Returns how many updates applied, and the runs that hit a
-   * duplicate key (to settle).
+   * Settles the runs of one collection refused in a round (each from that round's write on): ONE
+   * read of their documents' `_pos`, then only the documents that still lack something are
+   * written. A whole redelivery (everything applied before) costs that one read.
    */
-  const sendRound = async (collection: string, runs: Run[], round: number, onFerret: boolean): Promise<{ applied: number; refused: Run[] }> => {
-    const target = collectionOf(collection);
-    let applied = 0;
-    const refused: Run[] = [];
-    const chunkSize = onFerret ? 1 : runs.length;
-    for (let start = 0; start < runs.length; start += chunkSize) {
-      const chunk = runs.slice(start, start + chunkSize);
-      const writes = chunk.map((run) => run.writes[round] as Write);
-      const ops: AnyBulkWriteOperation<StoredDoc>[] = chunk.map((run, i) => ({
-        updateOne: {
-          filter: { _id: run.id, _pos: { $not: { $gte: (writes[i] as Write).first } } } as MongoFilter<StoredDoc>,
-          update: toMongoUpdate(writes[i] as Write),
-          upsert: true,
-        },
-      }));
-      let failed: Set<number>;
-      let upserted: unknown[];
-      try {
-        const result = await target.bulkWrite(ops, { ordered: false });
-        failed = new Set();
-        upserted = Object.values(result.upsertedIds);
-      } catch (error) {
-        if (!(error instanceof MongoBulkWriteError)) throw error;
-        const errors = error.result.getWriteErrors();
-        // Anything but "already applied" (e.g. an inc of a text field) fails the batch.
-        if (errors.length === 0 || errors.some((e) => e.code !== 11000)) throw error;
-        const told = error.result.matchedCount + error.result.upsertedCount + errors.length;
-        // Every op is accounted for (MongoDB), or the server stopped without saying what it did: settle them all.
-        failed = told === ops.length ? new Set(errors.map((e) => e.index)) : new Set(ops.keys());
-        upserted = told === ops.length ? Object.values(error.result.upsertedIds) : [];
-      }
-      // Matched by `_id`, not by op index: ids are unique within a round, and FerretDB's indexes are off.
-      const inserted = new Set(upserted);
-      for (const [i, run] of chunk.entries()) {
-        const write = writes[i] as Write;
-        if (failed.has(i)) {
-          refused.push(run);
-          continue;
-        }
-        applied += write.count;
-        if (inserted.has(run.id)) await fixInsert(target, run.id, write, onFerret);
-      }
-    }
-    return { applied, refused };
+  const settleAll = async (collection: string, refused: readonly { run: Run; from: number }[]): Promise<number> => {
+    const found = await collectionOf(collection)
+      .find({ _id: { $in: refused.map(({ run }) => run.id) } }, { projection: { _pos: 1 } }).toArray();
+    const positions = new Map(found.map((doc) => [doc._id, positionOf(doc)]));
+    const counts = await Promise.all(refused.map(({ run, from }) => settle(run, from, { at: positions.get(run.id) })));
+    return counts.reduce((sum, count) => sum + count, 0);
   };
 
   /**
-   * FerretDB's way (see the header): whatever filter an update carries beyond `_id` is evaluated
-   * by scanning, and an insert is several times cheaper than an upsert. So per collection: ONE
-   * read of the batch's documents' `_pos`; the documents that do not exist yet are built in
-   * memory and inserted together (insertMany, 50 at a time); each existing one gets what it lacks
-   * under the exact `_pos` it was read with (settle). A read-then-write is safe here because one
-   * writer owns each document (port.ts); an insert that collides, or a `_pos` that moved, is
-   * settled by reading again.
+   * Sends the round's write of each run (all of one collection) as one unordered bulkWrite.
+   * Returns how many updates applied, and the runs that hit a duplicate key (to settle).
    */
-  const applyByReading = async (runs: Run[]): Promise<number> => {
-    let applied = 0;
-    const byCollection = new Map<string, Run[]>();
-    for (const run of runs) byCollection.set(run.collection, [...byCollection.get(run.collection) ?? [], run]);
-    for (const [collection, list] of byCollection) {
-      const target = collectionOf(collection);
-      const at = new Map<string, number | undefined>();
-      const found = await target.find({ _id: { $in: list.map((run) => run.id) } }, { projection: { _pos: 1 } }).toArray();
-      for (const doc of found) at.set(doc._id, typeof doc['_pos'] === 'number' ? (doc['_pos'] as number) : undefined);
-      const fresh: { run: Run; doc: StoredDoc }[] = [];
-      for (const run of list) {
-        if (at.has(run.id)) applied += await settle(run, 0, true, { at: at.get(run.id) });
-        else fresh.push({ run, doc: built(run) });
-      }
-      for (let start = 0; start < fresh.length; start += 50) {
-        const chunk = fresh.slice(start, start + 50);
-        try {
-          await target.insertMany(chunk.map(({ doc }) => doc), { ordered: false });
-          for (const { run } of chunk) applied += run.updates.length;
-        } catch (error) {
-          if (!(error instanceof MongoBulkWriteError) && !isDuplicateKey(error)) throw error;
-          // Which inserts went in is not reliably told (FerretDB): settle each, reading its `_pos`.
-          for (const { run } of chunk) applied += await settle(run, 0, true);
-        }
-      }
+  const sendRound = async (collection: string, runs: Run[], round: number): Promise<{ applied: number; refused: Run[] }> => {
+    const writes = runs.map((run) => run.writes[round] as Write);
+    const ops: AnyBulkWriteOperation<StoredDoc>[] = runs.map((run, i) => ({
+      updateOne: {
+        filter: { _id: run.id, _pos: { $not: { $gte: (writes[i] as Write).first } } } as MongoFilter<StoredDoc>,
+        update: toMongoUpdate(writes[i] as Write),
+        upsert: true,
+      },
+    }));
+    let failed = new Set<number>();
+    try {
+      await collectionOf(collection).bulkWrite(ops, { ordered: false });
+    } catch (error) {
+      if (!(error instanceof MongoBulkWriteError)) throw error;
+      const errors = error.result.getWriteErrors();
+      // Anything but "already applied" (e.g. an inc of a text field) fails the batch.
+      if (errors.length === 0 || errors.some((e) => e.code !== 11000)) throw error;
+      const told = error.result.matchedCount + error.result.upsertedCount + errors.length;
+      // Every op accounted for, each failure at its own index; otherwise settle them all.
+      failed = told === ops.length ? new Set(errors.map((e) => e.index)) : new Set(ops.keys());
     }
-    return applied;
-  };
-
-  /** Runs `task` on every item: all at once, or one after another on FerretDB. */
-  const each = async <T, R>(items: readonly T[], oneByOne: boolean, task: (item: T) => Promise<R>): Promise<R[]> => {
-    if (!oneByOne) return Promise.all(items.map(task));
-    const results: R[] = [];
-    for (const item of items) results.push(await task(item));
-    return results;
+    let applied = 0;
+    const refused: Run[] = [];
+    for (const [i, run] of runs.entries()) {
+      if (failed.has(i)) refused.push(run);
+      else applied += (writes[i] as Write).count;
+    }
+    return { applied, refused };
   };
 
   return {
@@ -428,8 +331,6 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
       if (runs.size === 0) return 0;
       for (const run of runs.values()) run.writes = mergeWrites(run.updates);
       await Promise.all([...new Set(updates.map((guarded) => guarded.collection))].map(prepare));
-      const onFerret = await isFerret();
-      if (onFerret) return applyByReading([...runs.values()]);
 
       let applied = 0;
       let pending = [...runs.values()];
@@ -441,12 +342,15 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
           if (list) list.push(run);
           else byCollection.set(run.collection, [run]);
         }
-        const sent = await each([...byCollection], onFerret, ([collection, list]) => sendRound(collection, list, round, onFerret));
+        const sent = await Promise.all([...byCollection].map(async ([collection, list]) => {
+          const { applied: count, refused } = await sendRound(collection, list, round);
+          // A refused document settles everything it has left, from this round's write on.
+          const settled = refused.length === 0 ? 0
+            : await settleAll(collection, refused.map((run) => ({ run, from: (run.writes[round] as Write).from })));
+          return { count: count + settled, refused };
+        }));
         const refused = new Set(sent.flatMap(({ refused: runs }) => runs));
-        for (const { applied: count } of sent) applied += count;
-        // A refused document settles everything it has left, from this round's write on.
-        const settled = await each([...refused], onFerret, (run) => settle(run, (run.writes[round] as Write).from, onFerret));
-        for (const count of settled) applied += count;
+        for (const { count } of sent) applied += count;
         pending = pending.filter((run) => !refused.has(run) && run.writes.length > round + 1);
       }
       return applied;

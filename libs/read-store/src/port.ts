@@ -8,9 +8,8 @@ export type Scalar = string | number | boolean | null;
 
 /**
  * A MongoDB-shaped update of top-level fields. Refused (nothing written, no position recorded)
- * as Mongo would refuse it: a field name that is empty, holds '.' or starts with '$'; `_id`, `_pos`
- * or `_seen` (the guard of earlier versions, which old documents may carry); one field in two
- * operators; an `inc` by a non-finite number or of a non-numeric field (null included; a missing
+ * as Mongo would refuse it: a field name that is empty, holds '.' or starts with '$'; `_id` or
+ * `_pos`; one field in two operators; an `inc` by a non-finite number or of a non-numeric field (null included; a missing
  * field counts from 0). A top-level `undefined` is stored as null.
  */
 export interface Update {
@@ -21,7 +20,7 @@ export interface Update {
 
 /**
  * Equality on top-level fields, or `{ in: [...] }`: a missing field equals null, an array matches
- * by any element. `_pos` and `_seen` are refused (in sorts too).
+ * by any element. `_pos` is refused (in sorts too).
  */
 export type Filter = Record<string, Scalar | { in: Scalar[] }>;
 
@@ -38,7 +37,7 @@ export type Doc = Record<string, unknown> & { _id: string };
 /**
  * Documents of read models, updated idempotently: every update carries the position of the event
  * it comes from, and a document ignores an update from an event it already reflects. Implementable
- * with plain MongoDB (or FerretDB 1.x) upserts: no transactions, no aggregation.
+ * with plain MongoDB single-document upserts: no transactions, no aggregation.
  *
  * What callers guarantee: all updates of one document come from ONE writer at a time (the
  * projector that owns the Kafka partition the document's events are on), in increasing position

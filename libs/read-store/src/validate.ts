@@ -1,12 +1,11 @@
 import type { GuardedUpdate, Scalar, Update } from './port.ts';
 
 /**
- * Fields a read model may neither write nor filter or sort on: the document id (writable by no
- * update), the position guard `_pos`, and `_seen`, the guard of earlier versions that old
- * documents may still carry (reads hide both).
+ * Fields a read model may not write: the document id (writable by no update) and the position
+ * guard `_pos`, which it may not filter or sort on either (reads hide it).
  */
-const RESERVED = new Set(['_id', '_pos', '_seen']);
-const BOOKKEEPING = new Set(['_pos', '_seen']);
+const RESERVED = new Set(['_id', '_pos']);
+const BOOKKEEPING = new Set(['_pos']);
 
 /** Rejects names Mongo would read as paths or operators, so embedded mode cannot accept what production refuses. */
 export function checkName(kind: string, name: string): void {

@@ -8,11 +8,11 @@ import type { GuardedUpdate } from '../src/port.ts';
 import { replayRandomLog, seededRandom } from './seeded-random.ts';
 
 /*
- * The Mongo store's write path on a fake server, for what FerretDB (the integration tests' server)
- * cannot show: MongoDB runs every op of an unordered bulkWrite and reports each failure at its own
- * index, so the store sends multi-op bulks there (on FerretDB, one op each). 'stops-at-first-error'
- * is a server that behaves like FerretDB 1.24 without saying so: it stops at the first failing op,
- * reports it at index 0 and no counts. The fake knows only the filters and updates the store sends.
+ * The Mongo store's write path on a fake server, counting what it sends (the integration tests
+ * run it on the real server). 'mongodb' runs every op of an unordered bulkWrite and reports each
+ * failure at its own index, as MongoDB and its stand-in do; 'stops-at-first-error' is a server
+ * that stops at the first failing op, reports it at index 0 and no counts: the store must still
+ * leave every document exact. The fake knows only the filters and updates the store sends.
  */
 
 type Mode = 'mongodb' | 'stops-at-first-error';
@@ -47,9 +47,14 @@ function applyTo(doc: Stored, update: Update, inserting: boolean): void {
   for (const [name, by] of Object.entries(update.$inc ?? {})) doc[name] = ((doc[name] as number | undefined) ?? 0) + by;
 }
 
+function project(doc: Stored, projection?: Record<string, 1>): Stored {
+  if (!projection) return structuredClone(doc);
+  return Object.fromEntries(Object.entries(doc).filter(([name]) => name === '_id' || name in projection)) as Stored;
+}
+
 function fakeServer(mode: Mode) {
   const collections = new Map<string, Map<string, Stored>>();
-  const calls = { bulkWrite: 0, bulkOps: 0, updateOne: 0, findOne: 0 };
+  const calls = { bulkWrite: 0, bulkOps: 0, updateOne: 0, findOne: 0, find: 0 };
   const docsOf = (name: string): Map<string, Stored> => {
     let docs = collections.get(name);
     if (!docs) collections.set(name, (docs = new Map()));
@@ -82,8 +87,14 @@ function fakeServer(mode: Mode) {
         calls.findOne++;
         const doc = docs.get(filter._id);
         if (!doc || !matches(doc, filter)) return null;
-        if (!options.projection) return structuredClone(doc);
-        return Object.fromEntries(Object.entries(doc).filter(([name]) => name === '_id' || name in (options.projection ?? {})));
+        return project(doc, options.projection);
+      },
+      find(filter: { _id: { $in: string[] } }, options: { projection?: Record<string, 1> } = {}) {
+        assert.deepEqual(Object.keys(filter), ['_id']);
+        assert.deepEqual(Object.keys(filter._id), ['$in']);
+        calls.find++;
+        const found = filter._id.$in.flatMap((id) => (docs.has(id) ? [project(docs.get(id) as Stored, options.projection)] : []));
+        return { toArray: async () => found };
       },
       async updateOne(filter: Filter, update: Update, options: { upsert?: boolean } = {}) {
         calls.updateOne++;
@@ -139,7 +150,7 @@ describe('mongo read store write path (fake MongoDB server)', () => {
       collection: i % 5 === 0 ? 'files' : 'stats', id: `u${i % 200}`, update: { inc: { n: 1, bytes: i } }, position: i + 1,
     }));
     assert.equal(await store.applyBatch(batch), 500);
-    assert.deepEqual(server.calls, { bulkWrite: 2, bulkOps: 200, updateOne: 0, findOne: 0 });
+    assert.deepEqual(server.calls, { bulkWrite: 2, bulkOps: 200, updateOne: 0, findOne: 0, find: 0 });
     assert.deepEqual(server.raw('stats', 'u1'), { _id: 'u1', n: 3, bytes: 1 + 201 + 401, _pos: 402 });
 
     // A field set and then incremented splits that document's writes into two rounds.
@@ -150,29 +161,28 @@ describe('mongo read store write path (fake MongoDB server)', () => {
       { collection: 'stats', id: 'u2', update: { inc: { n: 1 } }, position: 603 },
     ]);
     assert.equal(split, 4);
-    assert.deepEqual(server.calls, { bulkWrite: 4, bulkOps: 203, updateOne: 0, findOne: 0 });
+    assert.deepEqual(server.calls, { bulkWrite: 4, bulkOps: 203, updateOne: 0, findOne: 0, find: 0 });
     assert.deepEqual(server.raw('stats', 'u1'), { _id: 'u1', n: 5, bytes: 603, _pos: 602 });
   });
 
-  it('settles only the documents that hit a duplicate key, from the op index MongoDB reports', async () => {
+  it('settles only the documents that hit a duplicate key, from the op index MongoDB reports, reading them in one find', async () => {
     const server = fakeServer('mongodb');
     const store = makeMongoReadStore(server.db, { indexes: {} });
     assert.equal(await store.applyBatch([{ collection: 's', id: 'd', update: { inc: { n: 1 } }, position: 20 }]), 1);
     const batch: GuardedUpdate[] = [12, 18, 23].flatMap((position) => ['a', 'd', 'b'].map((id) => ({
       collection: 's', id, update: { inc: { n: 10 }, set: { last: position } }, position,
     })));
-    const before = { ...server.calls };
+    let before = { ...server.calls };
+    const since = () => Object.fromEntries(Object.entries(server.calls).map(([name, count]) => [name, count - before[name as keyof typeof before]]));
     assert.equal(await store.applyBatch(batch), 7);
-    assert.deepEqual(
-      { bulkWrite: server.calls.bulkWrite - before.bulkWrite, bulkOps: server.calls.bulkOps - before.bulkOps, updateOne: server.calls.updateOne - before.updateOne, findOne: server.calls.findOne - before.findOne },
-      { bulkWrite: 1, bulkOps: 3, updateOne: 1, findOne: 1 },
-    );
+    assert.deepEqual(since(), { bulkWrite: 1, bulkOps: 3, updateOne: 1, findOne: 0, find: 1 });
     assert.deepEqual(server.dump('s'), [
       { _id: 'a', n: 30, last: 23 }, { _id: 'b', n: 30, last: 23 }, { _id: 'd', n: 11, last: 23 },
     ]);
-    // Replayed: every op refused, every document read, nothing written.
+    // Replayed: every op refused, the three documents read in one find, nothing written.
+    before = { ...server.calls };
     assert.equal(await store.applyBatch(batch), 0);
-    assert.equal(server.calls.updateOne - before.updateOne, 1);
+    assert.deepEqual(since(), { bulkWrite: 1, bulkOps: 3, updateOne: 0, findOne: 0, find: 1 });
   });
 
   it('fails the batch on an error other than a duplicate key', async () => {
@@ -200,7 +210,7 @@ describe('mongo read store write path (fake MongoDB server)', () => {
           assert.deepEqual(server.dump(collection), await memory.find(collection, {}, { sort: [['_id', 1]] }), `${label}, ${collection}`);
         }
       });
-      assert.ok(server.calls.findOne > 50, `settled ${server.calls.findOne} times`);
+      assert.ok(server.calls.find > 50, `settled ${server.calls.find} times`);
     });
   }
 });

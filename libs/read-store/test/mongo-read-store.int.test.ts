@@ -3,11 +3,11 @@ import { after, describe, it } from 'node:test';
 import { readStoreContract } from '../src/contract.ts';
 import { makeMemoryReadStore } from '../src/memory-read-store.ts';
 import { makeMongoReadStore } from '../src/mongo-read-store.ts';
-import { BSON } from 'mongodb';
+import { BSON, MongoBulkWriteError } from 'mongodb';
 import type { Document } from 'mongodb';
 import type { Filter, FindOptions, GuardedUpdate, ReadStore, Scalar, Update } from '../src/port.ts';
 // One helper for every MongoDB integration suite: connects to MONGO_URL or fails the file.
-import { connectTestServer } from '../../event-store/test/mongo-server.ts';
+import { connectTestServer, transactionsOrChangeStreams } from '../../event-store/test/mongo-server.ts';
 import { replayRandomLog, seededRandom } from './seeded-random.ts';
 
 const server = await connectTestServer();
@@ -55,22 +55,66 @@ describe('mongo read store', () => {
     assert.ok(BSON.calculateObjectSize(stored as Document) <= first + 8, `${BSON.calculateObjectSize(stored as Document)} bytes`);
   });
 
-  it('reads documents an earlier version wrote with _seen: hidden, and guarded from then on by _pos', async () => {
-    const db = server.freshDb('rs_legacy');
+  it('applies a batch in one unordered bulkWrite per collection and round, settling only the documents a duplicate key refused', async () => {
+    const { db, commands } = await server.recordedDb('rs_bulk');
     const store = makeMongoReadStore(db);
-    await db.collection('stats').insertOne({ _id: 'u' as never, views: 3, _seen: { 'file-1': 2, 'file-2': 1 } });
-    assert.deepEqual(await store.get('stats', 'u'), { _id: 'u', views: 3 });
-    assert.deepEqual(await store.find('stats', { views: 3 }), [{ _id: 'u', views: 3 }]);
-    assert.equal(await one(store, 'stats', 'u', { inc: { views: 1 } }, 40), 1);
-    assert.equal(await one(store, 'stats', 'u', { inc: { views: 1 } }, 40), 0);
-    assert.deepEqual(await store.get('stats', 'u'), { _id: 'u', views: 4 });
-    // Settling (a duplicate key) on such a document also takes it as having applied nothing.
-    await db.collection('stats').insertOne({ _id: 'v' as never, views: 3, _seen: { 'file-1': 2 } });
-    assert.equal(await store.applyBatch([
-      { collection: 'stats', id: 'v', update: { inc: { views: 1 } }, position: 10 },
-      { collection: 'stats', id: 'v', update: { set: { views: 0 } }, position: 11 },
-    ]), 2);
-    assert.deepEqual(await store.get('stats', 'v'), { _id: 'v', views: 0 });
+    await store.applyBatch([{ collection: 'files', id: 'w', update: { set: { x: 1 } }, position: 1 }]);
+    // `d` applied position 20 in an earlier delivery; the batch below overlaps it.
+    await one(store, 'stats', 'd', { inc: { n: 1 } }, 20);
+    const sent = (): Map<string, number> => {
+      const counts = new Map<string, number>();
+      for (const { commandName, command } of commands.splice(0)) {
+        const key = `${commandName} ${String(command[commandName])}`;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+      }
+      return counts;
+    };
+    sent();
+    const batch: GuardedUpdate[] = [12, 18, 23].flatMap((position) => ['a', 'd', 'b'].map((id) => ({
+      collection: 'stats', id, update: { inc: { n: 10 }, set: { last: position } }, position,
+    })));
+    batch.push({ collection: 'files', id: 'f', update: { set: { t: 1 } }, position: 23 });
+    assert.equal(await store.applyBatch(batch), 8);
+    // One update command for each collection (3 ops on stats: one merged write per document),
+    // then `d` alone: one read of its _pos, one guarded update.
+    assert.deepEqual(Object.fromEntries(sent()), { 'update files': 1, 'update stats': 2, 'find stats': 1 });
+    assert.deepEqual(await store.find('stats', {}, { sort: [['_id', 1]] }), [
+      { _id: 'a', n: 30, last: 23 }, { _id: 'b', n: 30, last: 23 }, { _id: 'd', n: 11, last: 23 },
+    ]);
+    // Replayed whole: every op refused by its own duplicate key, each collection's documents read
+    // in one find, nothing written.
+    sent();
+    assert.equal(await store.applyBatch(batch), 0);
+    assert.deepEqual(Object.fromEntries(sent()), { 'update files': 1, 'update stats': 1, 'find files': 1, 'find stats': 1 });
+  });
+
+  it('relies on MongoDB\'s unordered bulkWrite: every op runs, each duplicate key is reported at its own index', async () => {
+    const raw = server.freshDb('rs_unordered').collection<{ _id: string; n?: number }>('c');
+    await raw.insertMany([{ _id: 'x', n: 1 }, { _id: 'z', n: 1 }]);
+    const error = await raw.bulkWrite(['w', 'x', 'y', 'z', 'v'].map((id) => ({
+      updateOne: { filter: { _id: id, n: { $exists: false } }, update: { $set: { n: 2 } }, upsert: true },
+    })), { ordered: false }).then(() => null, (e: unknown) => e);
+    assert.ok(error instanceof MongoBulkWriteError, String(error));
+    assert.deepEqual(error.result.getWriteErrors().map((e) => [e.index, e.code]), [[1, 11000], [3, 11000]]);
+    assert.equal(error.result.upsertedCount, 3);
+    assert.deepEqual(await raw.find({}).sort({ _id: 1 }).toArray(), [
+      { _id: 'v', n: 2 }, { _id: 'w', n: 2 }, { _id: 'x', n: 1 }, { _id: 'y', n: 2 }, { _id: 'z', n: 1 },
+    ]);
+  });
+
+  it('uses no transaction and no change stream (the stand-in fails a transaction at commit and has no change streams)', async () => {
+    const { db, commands } = await server.recordedDb('rs_no_txn');
+    const store = makeMongoReadStore(db, { prefix: 'p_', indexes: { stats: [{ name: 'by_n', key: [['n', 1]] }] } });
+    await store.ensureIndexes();
+    await one(store, 'stats', 'u', { inc: { n: 1 } }, 5);
+    await store.applyBatch([{ collection: 'stats', id: 'u', update: { inc: { n: 1 } }, position: 4 }, { collection: 'stats', id: 'v', update: { set: { n: 1 } }, position: 6 }]);
+    await store.get('stats', 'u');
+    await store.find('stats', { n: 1 }, { sort: [['n', -1]], limit: 5 });
+    await store.count('stats', {});
+    await store.distinct('stats', 'n', {});
+    await store.clear();
+    assert.ok(commands.length > 8);
+    assert.deepEqual(transactionsOrChangeStreams(commands), []);
   });
 
   it('creates the indexes it is given on the first write to a collection, and again after clear; none by default', async () => {
