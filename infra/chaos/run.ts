@@ -268,11 +268,12 @@ try {
   const readEvents = async (): Promise<Event[]> => {
     const out: Event[] = [];
     let next = 1;
-    const docs = await mongo.db(inst.commandDb).collection<{ position: number; count: number; events: string }>('events').find({}).sort({ position: 1 }).toArray();
+    const docs = await mongo.db(inst.commandDb).collection<{ position: number; count: number; events: unknown[] | string }>('events').find({}).sort({ position: 1 }).toArray();
     for (const doc of docs) {
       if (doc.position !== next && out.length > 0) violation(`event store: position ${doc.position} follows ${next - 1} (a gap)`);
       next = doc.position + doc.count;
-      const events = JSON.parse(doc.events) as Array<Omit<Event, 'position'>>;
+      // Events are documents; appends stored before that keep them as JSON text.
+      const events = (typeof doc.events === 'string' ? JSON.parse(doc.events) : doc.events) as Array<Omit<Event, 'position'>>;
       events.forEach((e, i) => out.push({ ...e, position: doc.position + i }));
     }
     return out;

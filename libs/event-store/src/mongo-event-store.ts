@@ -7,14 +7,13 @@ import { appendListeners, safeWarning } from './append-listeners.ts';
 import { validateAppend } from './validate.ts';
 
 /*
- * The event store on MongoDB, and on FerretDB 1.x standing in for it (docs/mongodb.md). It relies
- * only on what both servers guarantee: a single-document insert is atomic, and a unique index
- * lets exactly one of several concurrent inserts of one key through. No transactions, no change
- * streams, and no update whose atomicity matters: FerretDB 1.x runs `update`/`findAndModify` as
- * read-then-write, so concurrent `$inc`s lose increments (measured: 200 concurrent `$inc: 1`
- * moved a counter by 18). Its writes are inserts; its hot reads are lookups by string `_id` (the
- * only filter FerretDB 1.x hands to SQLite: ~1 µs per stored document scanned, against ~45 µs for
- * a filter FerretDB evaluates itself; MongoDB uses the `_id` index).
+ * The event store on MongoDB (and on its stand-in, FerretDB 2 on PostgreSQL + DocumentDB; see
+ * docs/mongodb.md). It relies only on what both guarantee: a single-document insert is atomic,
+ * and a unique index lets exactly one of several concurrent inserts of one key through. No
+ * transactions (the stand-in accepts one and fails its commit), no change streams (it has none).
+ * A duplicate key is told by its code (11000) alone: MongoDB names the index that refused it
+ * (`keyPattern`), the stand-in does not, so where the store must know which index refused an
+ * insert it looks at what is stored instead, on both servers.
  *
  * `events`: the log, and the outbox. ONE document per append, keyed by global position:
  *   _id           String(position)   the position of the append's first event
@@ -23,8 +22,11 @@ import { validateAppend } from './validate.ts';
  *   stream        the stream id
  *   firstVersion  streamversion of the first event; unique with `stream`
  *   version       the stream's version after the append; unique with `stream`
- *   events        the CloudEvents as JSON text (FerretDB 1.x refuses nested arrays in
- *                 documents; JSON text round-trips exactly what the file log would)
+ *   events        the CloudEvents, as documents: exactly what JSON.parse(JSON.stringify(events))
+ *                 gives, which is what the file log gives back. An append whose JSON a document
+ *                 cannot hold exactly (a lone surrogate, a key starting with '$' or holding NUL,
+ *                 nesting deeper than MAX_EVENT_DEPTH) keeps it as JSON text, as every append
+ *                 stored before events were documents does; readers take both (eventsOf)
  *   appendedAt    when it was stored
  * One insert decides the append: it takes the next free position (`_id`) and the stream's next
  * versions (`stream`+`firstVersion` unique) at once, or neither. A multi-event append is one
@@ -35,12 +37,13 @@ import { validateAppend } from './validate.ts';
  * So a reader that sees position n sees every position below it: the relay can read the log
  * from its checkpoint without missing an append still being written.
  *
- * `stream_index`: one document per event, keyed "<stream>:<version>", with the event (JSON text),
- * its position and the version its append reached. Reading a stream and checking its head are
- * lookups by `_id` there. It is derived from `events`: the writer inserts it after the append and
- * before acknowledging; were the writer to die in between, the outbox relay (which inserts the
- * index entries of every append it passes) or the next conflicting append fills it in. Inserting
- * an entry that exists is a no-op, and every writer of an entry writes the same thing.
+ * `stream_index`: one document per event, keyed "<stream>:<version>", with the event (in its
+ * append's form), its position and the version its append reached. Reading a stream and checking
+ * its head are lookups by `_id` there. It is derived from `events`: the writer inserts it after
+ * the append and before acknowledging; were the writer to die in between, the outbox relay
+ * (which inserts the index entries of every append it passes) or the next conflicting append
+ * fills it in. Inserting an entry that exists is a no-op, and every writer of an entry writes the
+ * same thing.
  *
  * `id_blocks`: `nextId` hands out ids from blocks reserved by inserting `{ _id: "<kind>:<n>" }`:
  * the unique `_id` gives every block to exactly one store, whichever replica it runs in.
@@ -68,7 +71,8 @@ export interface AppendDoc {
   stream: string;
   firstVersion: number;
   version: number;
-  events: string;
+  /** The events as documents, or as JSON text (see the header). */
+  events: CloudEvent[] | string;
   appendedAt: Date;
 }
 
@@ -80,7 +84,8 @@ export interface StreamIndexDoc {
   position: number;
   /** The version the event's append reached: a stream is only "at" a version that ends an append. */
   last: number;
-  event: string;
+  /** The event as a document, or as JSON text when its append keeps its events so. */
+  event: CloudEvent | string;
 }
 
 interface IdBlockDoc {
@@ -178,7 +183,7 @@ function firstWriteError(error: unknown): { index: number; code: number | undefi
   return first ? { index: first.index, code: first.code } : undefined;
 }
 
-/** Creates the missing ones of `indexes` one at a time (FerretDB 1.24 drops the connection on a multi-index createIndexes of existing indexes). */
+/** Creates the missing ones of `indexes`, in one command. */
 async function ensureIndexes<T extends Document>(
   collection: Collection<T>,
   indexes: readonly { key: Readonly<Record<string, 1 | -1>>; name: string; unique?: boolean }[],
@@ -190,23 +195,59 @@ async function ensureIndexes<T extends Document>(
     // A collection that does not exist yet has no indexes.
     if (!(error instanceof MongoServerError && error.code === 26)) throw error;
   }
-  for (const index of indexes) {
-    if (!existing.has(index.name)) await collection.createIndex({ ...index.key }, { name: index.name, unique: index.unique ?? false });
-  }
+  const missing = indexes.filter((index) => !existing.has(index.name));
+  if (missing.length === 0) return;
+  await collection.createIndexes(missing.map((index) => ({ key: { ...index.key }, name: index.name, unique: index.unique ?? false })));
 }
 
+/** Nesting (objects and arrays) an event may have and still be stored as a document (MongoDB allows 100 levels in all). */
+export const MAX_EVENT_DEPTH = 64;
+
+/**
+ * Whether `value` (JSON.parse's output) comes back from BSON exactly as it is: strings without
+ * lone surrogates (BSON holds UTF-8), keys that neither start with '$' (the driver reads
+ * `{ $ref, $id }` back as a DBRef) nor hold NUL (BSON cannot), and at most MAX_EVENT_DEPTH levels.
+ * Numbers always do (JSON.parse never gives -0), as do booleans and null.
+ */
+function exactInBson(value: unknown, depth: number): boolean {
+  if (typeof value === 'string') return value.isWellFormed();
+  if (value === null || typeof value !== 'object') return true;
+  if (depth >= MAX_EVENT_DEPTH) return false;
+  if (Array.isArray(value)) return value.every((item) => exactInBson(item, depth + 1));
+  for (const [key, item] of Object.entries(value)) {
+    if (key.startsWith('$') || key.includes('\u0000') || !key.isWellFormed() || !exactInBson(item, depth + 1)) return false;
+  }
+  return true;
+}
+
+/** How an append stores `json` (its events' JSON text): as documents when they come back exactly, else as that text. */
+function storedForm(json: string): CloudEvent[] | string {
+  const events = JSON.parse(json) as CloudEvent[];
+  return events.every((event) => exactInBson(event, 1)) ? events : json;
+}
+
+/** The events of an `events` document, either form. */
+export function eventsOf(doc: Pick<AppendDoc, 'events'>): CloudEvent[] {
+  return typeof doc.events === 'string' ? (JSON.parse(doc.events) as CloudEvent[]) : doc.events;
+}
+
+/** Whether two stored forms hold the same events (an append read back against the one written). */
+const sameEvents = (a: CloudEvent[] | string, b: CloudEvent[] | string): boolean =>
+  (typeof a === 'string' ? a : JSON.stringify(a)) === (typeof b === 'string' ? b : JSON.stringify(b));
+
 function storedEvents(doc: AppendDoc): StoredEvent<CloudEvent>[] {
-  return (JSON.parse(doc.events) as CloudEvent[]).map((event, i) => ({ position: doc.position + i, event }));
+  return eventsOf(doc).map((event, i) => ({ position: doc.position + i, event }));
 }
 
 function indexDocs(doc: AppendDoc): StreamIndexDoc[] {
-  return (JSON.parse(doc.events) as CloudEvent[]).map((event, i) => ({
+  const text = typeof doc.events === 'string';
+  return eventsOf(doc).map((event, i) => ({
     _id: indexId(doc.stream, doc.firstVersion + i),
     stream: doc.stream,
     version: doc.firstVersion + i,
     position: doc.position + i,
     last: doc.version,
-    event: JSON.stringify(event),
+    event: text ? JSON.stringify(event) : event,
   }));
 }
 
@@ -223,9 +264,9 @@ async function insertIndexEntries(index: Collection<StreamIndexDoc>, appends: re
 
 /**
  * The appends from position `start` on (which must be where an append begins), whole and in order,
- * up to `limit` events (at least one append when there is any). One range query: an index scan on
- * MongoDB, and on FerretDB still cheaper than a lookup per append. Stops at a gap, which only an
- * append being inserted right now can open (positions are otherwise gap-free).
+ * up to `limit` events (at least one append when there is any). One range query on the `position`
+ * index. Stops at a gap, which only an append being inserted right now can open (positions are
+ * otherwise gap-free).
  */
 async function readLog(events: Collection<AppendDoc>, start: number, limit: number): Promise<AppendDoc[]> {
   const docs = await events.find({ position: { $gte: start } }).sort({ position: 1 }).limit(Math.max(1, Math.min(limit, MAX_LIMIT))).toArray();
@@ -251,7 +292,7 @@ async function logEnd(events: Collection<AppendDoc>, known: number): Promise<num
   }
 }
 
-/** The next free position, from the newest append (one sort: an index scan on MongoDB, a collection scan on FerretDB; used once per open). */
+/** The next free position, from the newest append (the `position` index, read backwards; used at open and after an unknown outcome). */
 async function scanLogEnd(events: Collection<AppendDoc>): Promise<number> {
   const newest = await events.findOne({}, { sort: { position: -1 }, projection: { position: 1, count: 1 } });
   return newest ? newest.position + newest.count : 1;
@@ -289,7 +330,8 @@ interface PendingAppend {
   stream: string;
   expected: number;
   count: number;
-  json: string;
+  /** The events as stored (storedForm). */
+  events: CloudEvent[] | string;
   resolve(result: AppendResult): void;
   reject(error: unknown): void;
 }
@@ -324,9 +366,9 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
   const listeners = appendListeners('mongo event store', warn);
 
   /**
-   * The stream's version when an append at `expected` conflicted, from `events` itself (an index
-   * scan on MongoDB; a collection scan on FerretDB, but only conflicts pay it). Appends the stream
-   * index lacks get their entries, so the caller's next read sees what it conflicted with.
+   * The stream's version when an append at `expected` conflicted, from `events` itself (the
+   * `stream_version` index). Appends the stream index lacks get their entries, so the caller's
+   * next read sees what it conflicted with.
    */
   const conflictVersion = async (stream: string, expected: number): Promise<number> => {
     const newer = await events.find({ stream, version: { $gt: expected } }).sort({ stream: 1, version: 1 }).toArray();
@@ -369,7 +411,7 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
         for (const doc of docs) {
           const there = byId.get(doc._id);
           // Another writer's append at that position is not ours.
-          if (!there || there.stream !== doc.stream || there.firstVersion !== doc.firstVersion || there.events !== doc.events) break;
+          if (!there || there.stream !== doc.stream || there.firstVersion !== doc.firstVersion || !sameEvents(there.events, doc.events)) break;
           count++;
         }
         return count;
@@ -396,7 +438,7 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
           stream: entry.stream,
           firstVersion: entry.expected + 1,
           version: entry.expected + entry.count,
-          events: entry.json,
+          events: entry.events,
           appendedAt,
         };
         position += entry.count;
@@ -450,8 +492,8 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
         continue;
       }
       // The duplicate is either the position (another writer appended there first: step over its
-      // append and retry) or the stream's next version (a conflict). FerretDB does not name the
-      // index, so look: the position is taken iff an append sits there.
+      // append and retry) or the stream's next version (a conflict). Not every server names the
+      // index (see the header), so look: the position is taken iff an append sits there.
       try {
         const end = await logEnd(events, knownEnd);
         if (end !== knownEnd) {
@@ -512,7 +554,7 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
 
   const appendNow = async (streamId: string, expectedVersion: number, appended: readonly CloudEvent[]): Promise<AppendResult> => {
     validateAppend(streamId, expectedVersion, appended);
-    const json = JSON.stringify(appended);
+    const events = storedForm(JSON.stringify(appended));
     // The stream must be exactly at `expectedVersion`, and that must end an append (a version
     // inside a multi-event append, or past the head, is refused). Whether anything follows it
     // the insert itself decides: the unique stream+firstVersion refuses a second append of
@@ -524,7 +566,7 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
       }
     }
     return new Promise<AppendResult>((resolve, reject) => {
-      queue.push({ stream: streamId, expected: expectedVersion, count: appended.length, json, resolve, reject });
+      queue.push({ stream: streamId, expected: expectedVersion, count: appended.length, events, resolve, reject });
       flushing ??= flush();
     });
   };
@@ -617,7 +659,9 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
     let end = docs.length;
     while (end > 0 && (docs[end - 1] as StreamIndexDoc).last !== (docs[end - 1] as StreamIndexDoc).version) end--;
     if (end > 0) rememberEnd(streamId, (docs[end - 1] as StreamIndexDoc).version);
-    return docs.slice(0, end).map((doc) => ({ position: doc.position, event: JSON.parse(doc.event) as CloudEvent }));
+    return docs.slice(0, end).map((doc) => ({
+      position: doc.position, event: typeof doc.event === 'string' ? (JSON.parse(doc.event) as CloudEvent) : doc.event,
+    }));
   };
 
   return {

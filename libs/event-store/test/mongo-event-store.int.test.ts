@@ -1,11 +1,17 @@
 import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import { MongoServerError } from 'mongodb';
+import type { CloudEvent } from '@docshare/contracts';
 import { testEvent, testEvents } from '@docshare/contracts/testing';
 import { eventStoreContract } from '../src/contract.ts';
-import { mongoOutbox, openMongoEventStore } from '../src/mongo-event-store.ts';
+import { openFileEventLog } from '../src/file-log.ts';
+import { MAX_EVENT_DEPTH, mongoOutbox, openMongoEventStore } from '../src/mongo-event-store.ts';
 import type { AppendDoc, MongoEventStore, StreamIndexDoc } from '../src/mongo-event-store.ts';
 import { VersionConflict } from '../src/port.ts';
-import { connectTestServer } from './mongo-server.ts';
+import { connectTestServer, transactionsOrChangeStreams } from './mongo-server.ts';
 
 const server = await connectTestServer();
 after(() => server.cleanup());
@@ -32,7 +38,7 @@ const contractDb = server.freshDb('es_contract');
 eventStoreContract('mongo', () => openMongoEventStore(contractDb));
 
 describe('mongo event store', () => {
-  it('stores one document per append keyed by position, and one stream-index entry per event', async () => {
+  it('stores one document per append keyed by position, its events as documents, and one stream-index entry per event', async () => {
     const db = server.freshDb('es_shape');
     const store = await openMongoEventStore(db);
     const first = [testEvent('shape', 1, { nested: [[1, 2], [3, [4]]], empty: {}, list: [] })];
@@ -42,15 +48,15 @@ describe('mongo event store', () => {
 
     const docs = await db.collection<AppendDoc>('events').find({}).sort({ position: 1 }).toArray();
     assert.deepEqual(docs.map((doc) => ({ ...doc, appendedAt: doc.appendedAt instanceof Date })), [
-      { _id: '1', position: 1, count: 1, stream: 'shape', firstVersion: 1, version: 1, events: JSON.stringify(first), appendedAt: true },
-      { _id: '2', position: 2, count: 3, stream: 'shape', firstVersion: 2, version: 4, events: JSON.stringify(more), appendedAt: true },
+      { _id: '1', position: 1, count: 1, stream: 'shape', firstVersion: 1, version: 1, events: first, appendedAt: true },
+      { _id: '2', position: 2, count: 3, stream: 'shape', firstVersion: 2, version: 4, events: more, appendedAt: true },
     ]);
     const entries = await db.collection<StreamIndexDoc>('stream_index').find({}).sort({ version: 1 }).toArray();
     assert.deepEqual(entries.map((e) => [e._id, e.version, e.position, e.last]), [
       ['shape:1', 1, 1, 1], ['shape:2', 2, 2, 4], ['shape:3', 3, 3, 4], ['shape:4', 4, 4, 4],
     ]);
-    assert.deepEqual(JSON.parse(entries[2]!.event), more[1]);
-    // Nested arrays, which FerretDB 1.x refuses inside BSON documents, come back intact.
+    assert.deepEqual(entries[2]!.event, more[1]);
+    // Nested arrays and empty objects come back intact.
     assert.deepEqual((await store.readStream('shape')).map((r) => r.event), [...first, ...more]);
     assert.deepEqual((await store.readStream('shape', 2)).map((r) => [r.position, r.event.streamversion]), [[3, 3], [4, 4]]);
 
@@ -65,6 +71,110 @@ describe('mongo event store', () => {
     await (await openMongoEventStore(db)).close();
   });
 
+  it('gives back what the file log gives back, whatever JSON.stringify makes of the events (stored as documents, or as text where BSON would change them)', async () => {
+    const db = server.freshDb('es_exact');
+    const store = await openMongoEventStore(db);
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'docshare-es-exact-'));
+    const fileLog = await openFileEventLog(dir);
+    try {
+      let deep: unknown = 'bottom';
+      for (let i = 0; i < MAX_EVENT_DEPTH + 5; i++) deep = { d: deep };
+      const asDocuments: Record<string, unknown>[] = [
+        // What JSON changes: a Date becomes its ISO text, -0 becomes 0, undefined goes (and is
+        // null in arrays), NaN and Infinity become null, toJSON applies.
+        { at: new Date('2026-01-02T03:04:05.678Z'), zero: -0, gone: undefined, list: [undefined, -0, NaN, Infinity], custom: { toJSON: () => 'custom' } },
+        // What BSON keeps: int32 or double, keys in their order (integer-like keys first, as JS orders them).
+        { big: 2 ** 53 - 1, over: 2 ** 53 + 2, tiny: 5e-324, huge: 1.7976931348623157e308, fraction: 0.1 + 0.2, negative: -2147483649, int: 2147483647 },
+        { b: 1, 10: 'ten', a: 2, 2: 'two', '': 'empty key', 'dotted.key': 1, nested: [[[]], {}, [null, true]] },
+        // An own key named __proto__ (as JSON.parse makes one) stays a key, not a prototype.
+        JSON.parse('{"__proto__": {"polluted": true}, "after": 1}') as Record<string, unknown>,
+        { text: 'é ✓ "quoted"\nline \u0000 nul \u{1F600} 𝄞', sameAsKeys: { é: 1, '✓': 2 } },
+      ];
+      const asText: Record<string, unknown>[] = [
+        { lone: 'a\ud800b' },
+        { $ref: 'files', $id: 7 },
+        { 'nul\u0000key': 1 },
+        { deep },
+      ];
+      const streams = new Map<string, CloudEvent[]>();
+      for (const [i, data] of [...asDocuments, ...asText].entries()) {
+        const stream = `exact-${i}`;
+        const events = [testEvent(stream, 1, data), testEvent(stream, 2, { i })];
+        streams.set(stream, events);
+        await store.append(stream, 0, events);
+        await fileLog.append(stream, 0, events);
+      }
+      const raw = await db.collection<AppendDoc>('events').find({}).sort({ position: 1 }).toArray();
+      assert.deepEqual(raw.map((doc) => typeof doc.events), [...asDocuments.map(() => 'object'), ...asText.map(() => 'string')]);
+      // Compared as JSON text too: deepEqual does not see key order, nor tell -0 from 0 in every place.
+      const same = (actual: unknown, expected: unknown, label: string): void => {
+        assert.deepEqual(actual, expected, label);
+        assert.equal(JSON.stringify(actual), JSON.stringify(expected), label);
+      };
+      for (const [stream, events] of streams) {
+        const fromFile = (await fileLog.readStream(stream)).map((r) => r.event);
+        same(fromFile, JSON.parse(JSON.stringify(events)), `file log ${stream}`);
+        same((await store.readStream(stream)).map((r) => r.event), fromFile, `readStream ${stream}`);
+      }
+      const fromFile = (await fileLog.readAll(0, 100)).map((r) => r.event);
+      same((await store.readAll(0, 100)).map((r) => r.event), fromFile, 'readAll');
+      same((await mongoOutbox(db).readAfter(0, 100)).map((r) => r.event), fromFile, 'outbox');
+      // The numbers came back as numbers, -0 as 0 (Object.is tells them apart).
+      const [first] = (await store.readStream('exact-0')).map((r) => r.event.data as { zero: number; list: unknown[] });
+      assert.ok(Object.is(first?.zero, 0));
+      assert.deepEqual(first?.list, [null, 0, null, null]);
+      const [proto] = (await store.readStream('exact-3')).map((r) => r.event.data as object);
+      assert.equal(Object.getPrototypeOf(proto), Object.prototype);
+      assert.deepEqual(Object.keys(proto ?? {}), ['__proto__', 'after']);
+    } finally {
+      await store.close();
+      await fileLog.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('tells a lost position from a version conflict without the duplicate-key error\'s keyPattern (the stand-in sends none, MongoDB does)', async (t) => {
+    const db = server.freshDb('es_duplicate');
+    const [a, b] = [await openMongoEventStore(db), await openMongoEventStore(db)];
+    // What the server says of each duplicate: code 11000 on both; keyPattern on MongoDB only.
+    await a.append('d1', 0, testEvents('d1', 1, 1));
+    const described: string[] = [];
+    for (const doc of [
+      { _id: '1', position: 99, count: 1, stream: 'x', firstVersion: 1, version: 1 },
+      { _id: '99', position: 99, count: 1, stream: 'd1', firstVersion: 1, version: 1 },
+    ]) {
+      const error = await db.collection('events').insertOne(doc as never).then(() => null, (e: unknown) => e);
+      assert.ok(error instanceof MongoServerError && error.code === 11000, String(error));
+      described.push(`keyPattern ${JSON.stringify(error.keyPattern ?? null)}`);
+    }
+    t.diagnostic(`${server.server}: duplicate key on _id, on stream+firstVersion: ${described.join('; ')}`);
+    // b's end of the log is stale: its append loses position 2 to a's, steps over it and is stored after it.
+    await a.append('d2', 0, testEvents('d2', 1, 1));
+    assert.deepEqual(await b.append('d3', 0, testEvents('d3', 1, 1)), { version: 1, position: 3 });
+    // A second append of d1's version 1 is a conflict, also from a store that knew nothing of d1.
+    await assert.rejects(b.append('d1', 0, testEvents('d1', 1, 1)), (error: unknown) => error instanceof VersionConflict && error.actual === 1);
+    assert.deepEqual((await a.readAll(0, 10)).map((r) => r.event.subject), ['d1', 'd2', 'd3']);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('uses no transaction and no change stream (the stand-in fails a transaction at commit and has no change streams)', async () => {
+    const { db, commands } = await server.recordedDb('es_no_txn');
+    const [a, b] = [await openMongoEventStore(db), await openMongoEventStore(db)];
+    await a.append('t', 0, testEvents('t', 1, 2));
+    await b.append('u', 0, testEvents('u', 1, 1));
+    await assert.rejects(b.append('t', 0, testEvents('t', 1, 1)), VersionConflict);
+    await a.readStream('t');
+    await b.readAll(0, 10);
+    await a.nextId('files');
+    const outbox = mongoOutbox(db);
+    await outbox.readAfter(0, 10);
+    await outbox.lastPosition();
+    await outbox.appendedAfter(0);
+    await Promise.all([a.close(), b.close()]);
+    assert.ok(commands.length > 10);
+    assert.deepEqual(transactionsOrChangeStreams(commands), []);
+  });
+
   it('refuses an append at a version inside a multi-event append', async () => {
     const store = await openMongoEventStore(server.freshDb('es_inside'));
     await store.append('in', 0, testEvents('in', 1, 3));
@@ -77,11 +187,12 @@ describe('mongo event store', () => {
     await store.close();
   });
 
-  it('recovers from a writer that died between storing an append and indexing it', async () => {
+  it('recovers from a writer that died between storing an append and indexing it (appends in the earlier JSON-text form)', async () => {
     const db = server.freshDb('es_repair');
     const store = await openMongoEventStore(db);
     await store.append('r', 0, testEvents('r', 1, 1));
-    // What a writer killed right after its insert leaves behind: the append, no stream-index entries.
+    // What a writer killed right after its insert leaves behind: the append, no stream-index
+    // entries. Written with its events as JSON text, as appends stored before events were documents.
     const orphan = testEvents('r', 2, 2);
     await db.collection<AppendDoc>('events').insertOne({
       _id: '2', position: 2, count: 2, stream: 'r', firstVersion: 2, version: 3, events: JSON.stringify(orphan), appendedAt: new Date(),
