@@ -28,7 +28,7 @@ declare -A TAG=(
   [kafka]="$REPO/kafka:$KAFKA_VERSION"
   [elasticsearch]="$REPO/elasticsearch:$(es_version)"
   [minio]="$REPO/minio:${MINIO_VERSION##*-}"
-  [ferretdb]="$REPO/ferretdb:${FERRETDB_VERSION#v}"
+  [ferretdb]="$REPO/ferretdb:${FERRETDB_VERSION#v}-documentdb$(cut -d. -f1,2 <<<"$DOCUMENTDB_VERSION")"
   [redis]="$REPO/redis:7.0.15-deb12"
   [app]="docshare:$APP_VERSION"
 )
@@ -141,9 +141,16 @@ build_minio() {
   build minio "$hash" "$ctx" "$ctx/Containerfile.local" --build-arg "BASE=${TAG[debian]}"
 }
 
+# The MongoDB stand-in: FerretDB 2 + PostgreSQL 15 + DocumentDB. The recipe names the versions and
+# hashes what infra/local built (the staged extension files and the ferretdb binary), so a new
+# build of either makes a new image and a warm run keeps it.
 build_ferretdb() {
-  local ctx hash pkg="$CACHE/mongosh/$MONGOSH_VERSION"
-  hash="$(recipe "$IMAGES_DIR/ferretdb" "$FERRETDB_VERSION" "mongosh $MONGOSH_VERSION" "$(id_of "${TAG[node]}")")"
+  local ctx hash stage pkg="$CACHE/mongosh/$MONGOSH_VERSION" pglib="usr/lib/postgresql/$PG_MAJOR/lib" pgext="usr/share/postgresql/$PG_MAJOR/extension"
+  stage="$(documentdb_home)/stage"
+  [ -f "$stage/$pglib/pg_documentdb.so" ] || edie "ferretdb: no DocumentDB build in $stage (infra/local/provision.sh ferretdb)"
+  hash="$(recipe "$IMAGES_DIR/ferretdb" "$FERRETDB_VERSION" "documentdb $DOCUMENTDB_VERSION ($DOCUMENTDB_VERSION_STRING)" "postgresql $PG_MAJOR" \
+    "stage $( (cd "$stage" && find "$pglib" "$pgext" -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16)" \
+    "ferretdb $(sha256sum <"$(ferretdb_bin)" | cut -c1-16)" "mongosh $MONGOSH_VERSION" "$(id_of "${TAG[node]}")")"
   [ "$(label_of "${TAG[ferretdb]}")" = "$hash" ] && { elog "ferretdb: ${TAG[ferretdb]} is up to date"; return 0; }
   if [ ! -f "$pkg/.provisioned" ]; then
     elog "mongosh: npm install mongosh@$MONGOSH_VERSION"
@@ -154,9 +161,12 @@ build_ferretdb() {
   fi
   ctx="$(context ferretdb)"
   cp "$(ferretdb_bin)" "$ctx/ferretdb"
-  mkdir -p "$ctx/mongosh"
+  mkdir -p "$ctx/stage" "$ctx/mongosh"
+  link "$stage/$pglib" "$ctx/stage/lib"
+  link "$stage/$pgext" "$ctx/stage/extension"
   link "$pkg/node_modules" "$ctx/mongosh/node_modules"
-  build ferretdb "$hash" "$ctx" "$ctx/Containerfile" --build-arg "NODE_IMAGE=${TAG[node]}"
+  build ferretdb "$hash" "$ctx" "$ctx/Containerfile" --build-arg "NODE_IMAGE=${TAG[node]}" --build-arg "PG_MAJOR=$PG_MAJOR" \
+    --build-arg "FERRETDB_VERSION=$FERRETDB_VERSION" --build-arg "DOCUMENTDB_VERSION_STRING=$DOCUMENTDB_VERSION_STRING"
 }
 
 build_redis() {
