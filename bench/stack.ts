@@ -1,22 +1,31 @@
 /**
  * npm run bench:stack: the distributed counterpart of `npm run bench`. Starts real servers
- * (infra/local: Kafka, Elasticsearch, MinIO, FerretDB, Redis, without containers, on the default
- * ports + BENCH_STACK_PORT_OFFSET under a temp dir) and one distributed docshare instance (five
+ * (infra/local: Kafka, Elasticsearch, MinIO, Redis and the MongoDB stand-in, FerretDB 2 on
+ * PostgreSQL + DocumentDB, run as one server named `ferretdb`; without containers, on the default
+ * ports + BENCH_STACK_PORT_OFFSET under a temp dir) and one distributed docshare instance (six
  * services), seeds it through the public API, then measures, side by side in one run, each
  * docshare figure and the ceiling it should approach (the servers asked directly, with the clients
- * and queries the services use):
+ * and queries the services use; the store named by its buildInfo):
  *
- *   1. sustained mixed writes (4 KiB uploads and comments)   vs  Kafka producer, FerretDB insert/upsert
+ *   1. sustained mixed writes (4 KiB uploads and comments)   vs  Kafka producer, the store's insert/upsert
  *   2. read-your-writes: ack → visible in search, file list and stats, under ~100 writes/s
- *   3. api-files req/s                                        vs  its query sent to FerretDB
+ *   3. api-files req/s                                        vs  its query sent to the store
  *   4. api-stats req/s                                        vs  its query, a bare express, one proxy hop
  *   5. api-search req/s                                       vs  its query sent to Elasticsearch
  *   6. big upload / download MiB/s                            vs  MinIO put / get
  *   7. npm run rebuild -- stats|files|search events/s         vs  reading the event log
+ *   8. what each operation costs, for sizing (docs/ops.md): upload, comment, view, download,
+ *      api-stats, api-files and api-search, each alone at a steady rate for BENCH_STACK_COST_SECONDS;
+ *      CPU time of every service and of every server's whole process tree (bench/stack/procs.ts:
+ *      ferretdb = bash + PostgreSQL with its backends + FerretDB) from the first request until the
+ *      pipeline (projectors and text extractor) caught up, the idle rate over the same span taken
+ *      off; and each service's `docshare_store_commands_total` from /metrics (bench/stack/cost.ts)
  *
- * and the memory (RSS) of each service. Prints a `measure | docshare | ceiling | ratio` table
- * (ratio = docshare ÷ ceiling); nothing is asserted. Everything it started is stopped at the end,
- * on failure and on Ctrl-C.
+ * and the memory of each service (RSS) and server (PSS of its process tree). Prints a
+ * `measure | docshare | ceiling | ratio` table (ratio = docshare ÷ ceiling), then section 8's
+ * tables: CPU-s per 1,000 operations per process, what one core carries, store commands per
+ * operation; nothing is asserted. Everything it started is stopped at the end, on failure and on
+ * Ctrl-C.
  *
  *   npm run bench:stack
  *   BENCH_STACK_FILES=300 BENCH_STACK_WRITE_SECONDS=30 BENCH_STACK_READ_SECONDS=5 BENCH_STACK_BIG_MIB=64 npm run bench:stack
@@ -29,7 +38,10 @@
  * BENCH_STACK_POLL_MS (5), BENCH_STACK_BIG_MIB (512), BENCH_STACK_KAFKA_JAVA_RECORDS (50000; 0
  * skips Kafka's own perf test), BENCH_STACK_CATCHUP_SECONDS (600: longest wait for the pipeline to
  * catch up after the seeding, the writes and the read-your-writes phase), BENCH_STACK_REBUILD_TIMEOUT_SECONDS
- * (1800, per model), BENCH_STACK_PORT_OFFSET (5000), BENCH_STACK_OUT (write the table
+ * (1800, per model), BENCH_STACK_COST_SECONDS (30 per operation; 0 skips section 8),
+ * BENCH_STACK_COST_IDLE_SECONDS (15), BENCH_STACK_COST_WRITE_RATE (50/s: uploads, comments, views,
+ * downloads), BENCH_STACK_COST_READ_RATE (100/s: api-stats, api-files, api-search),
+ * BENCH_STACK_COST_CATCHUP_SECONDS (120), BENCH_STACK_PORT_OFFSET (5000), BENCH_STACK_OUT (write the table
  * as JSON there), BENCH_STACK_LOG_LEVEL (services' LOG_LEVEL, warn), BENCH_STACK_KEEP=1 (keep the
  * temp dir with the logs), BENCH_STACK_REUSE=1 (servers already running: KAFKA_BROKERS, MONGO_URL,
  * ELASTICSEARCH_URL, MINIO_ENDPOINT, MINIO_ACCESS_KEY, MINIO_SECRET_KEY, REDIS_URL from the
@@ -52,8 +64,13 @@ import {
   minioCeiling, mongoWriteCeiling, startHttpCeiling, type HttpCeilingServer,
 } from './stack/ceilings.ts';
 import {
-  Instance, Servers, SERVICE_NAMES, cpuSnapshot, describeLag, makeLagProbe, removeNamespace, reusedServerEnv, serverRss, serviceRss, type PipelineLag,
+  Instance, PIPELINE_GROUPS, PROJECTORS, Servers, SERVICE_NAMES, cpuSnapshot, cpuUsed, describeLag, makeLagProbe, removeNamespace, reusedServerEnv,
+  serverMemory, serviceRss, storeName, type CpuSnapshot, type PipelineLag,
 } from './stack/infra.ts';
+import {
+  commandsByName, renderCapacityTable, renderCommandsTable, renderCpuTable, cpuPerThousand, commandsPerOp, type PhaseCost, type SpanCost,
+} from './stack/cost.ts';
+import { storeCommandsSnapshot, storeCommandsUsed, type StoreCommandsSnapshot } from './stack/metrics.ts';
 import { closedLoop, expectOk, pacedLoad, percentile, request, sleep, summarizeErrors, windowRates, type LoadResult } from './stack/load.ts';
 import { fmt, ratioOf, renderTable, rowsJson, type Row } from './stack/report.ts';
 import { freePort } from '../infra/stack/ports.ts';
@@ -84,6 +101,11 @@ const cfg = {
   catchUpSeconds: num('BENCH_STACK_CATCHUP_SECONDS', 600),
   rebuildTimeoutSeconds: num('BENCH_STACK_REBUILD_TIMEOUT_SECONDS', 1800),
   portOffset: Math.round(num('BENCH_STACK_PORT_OFFSET', 5000)),
+  costSeconds: num('BENCH_STACK_COST_SECONDS', 30),
+  costIdleSeconds: Math.max(1, num('BENCH_STACK_COST_IDLE_SECONDS', 15)),
+  costWriteRate: Math.max(1, num('BENCH_STACK_COST_WRITE_RATE', 50)),
+  costReadRate: Math.max(1, num('BENCH_STACK_COST_READ_RATE', 100)),
+  costCatchUpSeconds: num('BENCH_STACK_COST_CATCHUP_SECONDS', 120),
   reuse: env.BENCH_STACK_REUSE === '1',
   keep: env.BENCH_STACK_KEEP === '1',
   out: env.BENCH_STACK_OUT,
@@ -171,6 +193,9 @@ const logTail = async (path: string, lines = 40): Promise<string> =>
 
 // ---- results ----------------------------------------------------------------------------------
 const rows: Row[] = [];
+/** The cost phases (section 8), printed as tables of their own after the main one. */
+const costPhases: PhaseCost[] = [];
+let costIdle: SpanCost | undefined;
 const details: Record<string, unknown> = {};
 const failures: string[] = [];
 /** Runs one measure; a failure is reported and the bench goes on. */
@@ -221,6 +246,8 @@ try {
       RATE_LIMIT_WINDOW_SECONDS: '60',
       MAX_UPLOAD_BYTES: String(Math.max(100 * MiB, bigBytes + MiB)),
       STORAGE_QUOTA_BYTES: '0',
+      // the gateway's metrics listener (the other services get theirs from the instance), for the store commands
+      METRICS_PORT: String(await freePort()),
     },
   });
   instance = inst;
@@ -238,12 +265,11 @@ try {
   log(`instance ${inst.ns}: ready on ${inst.baseUrl} in ${instanceSeconds.toFixed(1)} s`);
   details.startup = { serversSeconds, instanceSeconds, ns: inst.ns, reuse: cfg.reuse };
   const rss: Record<string, Record<string, number>> = { start: await serviceRss(inst) };
-  /** CPU each process used between two snapshots, in % of one core. */
-  const cpuPercent = (before: Record<string, number>, after: Record<string, number>, seconds: number): Record<string, string> =>
-    Object.fromEntries(Object.entries(after).map(([name, value]) => {
-      const used = value - (before[name] ?? NaN);
-      return [name, Number.isFinite(used) && used >= 0 ? `${((used / seconds) * 100).toFixed(0)}%` : 'n/a (restarted?)'];
-    }));
+  /** CPU each process tree used between two snapshots, in % of one core. */
+  const cpuPercent = (before: CpuSnapshot, after: CpuSnapshot, seconds: number): Record<string, string> =>
+    Object.fromEntries(Object.entries(cpuUsed(before, after)).map(([name, used]) => [
+      name, Number.isFinite(used) ? `${((used / seconds) * 100).toFixed(0)}%` : 'n/a (restarted?)',
+    ]));
   const cpuRow = (measure: string, cpu: Record<string, string>): Row => ({
     measure,
     docshareText: SERVICE_NAMES.map((n) => `${n.replace(/-projector$/, '')} ${cpu[n]}`).join(', '),
@@ -260,6 +286,10 @@ try {
 
   const api = new Api(inst.baseUrl);
   const mongo = await connectMongo(serverEnv.MONGO_URL!);
+  // What answers MONGO_URL, by its buildInfo (FerretDB 2 names itself in `ferretdb.version`).
+  const store = await storeName(mongo);
+  log(`store: ${store} at ${serverEnv.MONGO_URL}`);
+  details.store = store;
   const es = new EsClient({ node: serverEnv.ELASTICSEARCH_URL!, requestTimeout: 30_000 });
   const commandDb = mongo.db(inst.commandDb);
   const readDb = mongo.db(inst.readDb);
@@ -273,9 +303,9 @@ try {
    * group committed up to the topic's end, twice in a row), at most BENCH_STACK_CATCHUP_SECONDS;
    * reports how long that took and, per projector, the rate at which it drained its backlog.
    */
-  const catchUp = async (label: string): Promise<CatchUp> => {
+  const catchUp = async (label: string, groups: readonly string[] = PROJECTORS, timeoutSeconds = cfg.catchUpSeconds): Promise<CatchUp> => {
     const t0 = performance.now();
-    const start = await lagProbe.lag();
+    const start = await lagProbe.lag(groups);
     const drainedAt: Record<string, number> = {};
     let lag = start;
     let zeros = 0;
@@ -284,13 +314,13 @@ try {
       const now = performance.now();
       for (const [group, behind] of Object.entries(lag.groups)) if (behind === 0 && drainedAt[group] === undefined) drainedAt[group] = now - t0;
       zeros = lag.total === 0 ? zeros + 1 : 0;
-      if (zeros >= 2 || now - t0 > cfg.catchUpSeconds * 1000) break;
+      if (zeros >= 2 || now - t0 > timeoutSeconds * 1000) break;
       if (now - lastLog > 10_000) {
         log(`${label}: waiting for the pipeline to catch up: ${describeLag(lag)}`);
         lastLog = now;
       }
       await sleep(500);
-      lag = await lagProbe.lag();
+      lag = await lagProbe.lag(groups);
     }
     const seconds = (performance.now() - t0) / 1000;
     const drainRates = Object.fromEntries(Object.entries(start.groups).filter(([, n]) => n > 0)
@@ -383,16 +413,16 @@ try {
   const apiFiles = await attempt('api-files', () => readLoop('api-files', async (n) => expectOk(await api.rawFiles(viewer.token, userIds[n % userIds.length]!), 'api-files')));
   const directFiles = await attempt('api-files direct', async () => {
     const query = await directFilesQuery(readDb, viewer.userId);
-    return readLoop('api-files direct (FerretDB)', (n) => query(userIds[n % userIds.length]!));
+    return readLoop(`api-files direct (${store})`, (n) => query(userIds[n % userIds.length]!));
   });
-  rows.push(...rateRows('api-files', apiFiles, directFiles, 'its query on FerretDB'));
+  rows.push(...rateRows('api-files', apiFiles, directFiles, `its query on ${store}`));
 
   const apiStats = await attempt('api-stats', () => readLoop('api-stats', async (n) => expectOk(await api.rawStats(users[n % users.length]!.token), 'api-stats')));
   const directStats = await attempt('api-stats direct', async () => {
     const query = await directStatsQuery(readDb);
-    return readLoop('api-stats direct (FerretDB)', (n) => query(userIds[n % userIds.length]!));
+    return readLoop(`api-stats direct (${store})`, (n) => query(userIds[n % userIds.length]!));
   });
-  rows.push(...rateRows('api-stats', apiStats, directStats, 'its query on FerretDB'));
+  rows.push(...rateRows('api-stats', apiStats, directStats, `its query on ${store}`));
   // HTTP ceilings: a bare express answering api-stats, and the gateway's proxy in front of it.
   const httpServers: HttpCeilingServer[] = [];
   try {
@@ -426,6 +456,80 @@ try {
   const directSearch = await attempt('api-search direct', () => readLoop('api-search direct (Elasticsearch _search)', (n) => searchQuery(SEARCH_TERMS[n % SEARCH_TERMS.length]!)));
   rows.push(...rateRows('api-search', apiSearch, directSearch, 'its query on ES _search'));
 
+  // ---- 8. what each operation costs, for sizing (docs/ops.md) ------------------------------------
+  // Each operation alone at a steady rate; CPU of every process tree and the services' store
+  // commands from before its first request to the pipeline caught up with it, idle taken off
+  // (bench/stack/cost.ts).
+  if (cfg.costSeconds > 0) {
+    interface Mark { at: number; cpu: CpuSnapshot; commands: StoreCommandsSnapshot }
+    const mark = async (): Promise<Mark> => {
+      const [cpu, commands] = await Promise.all([cpuSnapshot(inst, servers), storeCommandsSnapshot(inst.dataDir, SERVICE_NAMES)]);
+      return { at: performance.now(), cpu, commands };
+    };
+    const spanOf = (a: Mark, b: Mark): SpanCost => ({ seconds: (b.at - a.at) / 1000, cpu: cpuUsed(a.cpu, b.cpu), commands: storeCommandsUsed(a.commands, b.commands) });
+    await attempt('cost: pipeline caught up before', () => catchUp('cost', PIPELINE_GROUPS, cfg.costCatchUpSeconds));
+    costIdle = await attempt('cost: idle', async () => {
+      const a = await mark();
+      await sleep(cfg.costIdleSeconds * 1000);
+      return spanOf(a, await mark());
+    });
+    const someFile = (): number => files[Math.floor(Math.random() * files.length)]!;
+    const someUser = (n: number): User => users[n % users.length]!;
+    const w = cfg.costWriteRate;
+    const r = cfg.costReadRate;
+    const operations: { operation: string; rate: number; op: (n: number) => Promise<void> }[] = [
+      { operation: 'upload (4 KiB)', rate: w, op: (n) => upload(n % cfg.clients) },
+      { operation: 'comment', rate: w, op: (n) => comment(n % cfg.clients, n) },
+      {
+        operation: 'view (GET /docs/<id>)', rate: w,
+        op: async () => { expectOk(await request('GET', `${inst.baseUrl}/docs/${someFile()}`), 'view page'); },
+      },
+      {
+        operation: 'download (api-download + the 4 KiB)', rate: w,
+        op: async (n) => {
+          const url = await api.downloadUrl(someUser(n).token, someFile());
+          const res = await fetch(url);
+          if (!res.ok || !res.body) throw new Error(`download: ${res.status}`);
+          await drain(res.body as unknown as AsyncIterable<Uint8Array>);
+        },
+      },
+      { operation: 'api-stats', rate: r, op: async (n) => { expectOk(await api.rawStats(someUser(n).token), 'api-stats'); } },
+      { operation: 'api-files', rate: r, op: async (n) => { expectOk(await api.rawFiles(viewer.token, userIds[n % userIds.length]!), 'api-files'); } },
+      {
+        operation: 'api-search', rate: r,
+        op: async (n) => {
+          const answer = await api.rawSearch(viewer.token, SEARCH_TERMS[n % SEARCH_TERMS.length]!);
+          if (answer.status !== 404) expectOk(answer, 'api-search');
+        },
+      },
+    ];
+    if (costIdle) {
+      for (const { operation, rate, op } of operations) {
+        const phase = await attempt(`cost: ${operation}`, async (): Promise<PhaseCost> => {
+          const a = await mark();
+          const stop = pacedLoad(rate, 64, op);
+          await sleep(cfg.costSeconds * 1000);
+          const load = await stop();
+          const settled = await catchUp(`cost: ${operation}`, PIPELINE_GROUPS, cfg.costCatchUpSeconds);
+          const span = spanOf(a, await mark());
+          if (!settled.caughtUp) failures.push(`cost: ${operation}: the pipeline had not caught up after ${cfg.costCatchUpSeconds} s (its figures miss the rest)`);
+          log(`cost: ${operation}: ${brief(load)}; span ${span.seconds.toFixed(1)} s`);
+          return { operation, ok: load.ok, errors: load.errors, rate: load.rate, ...span };
+        });
+        if (phase) costPhases.push(phase);
+      }
+    }
+    details.cost = {
+      idle: costIdle ?? null,
+      phases: costPhases.map((p) => ({
+        ...p,
+        cpuSecondsPer1000: cpuPerThousand(p, costIdle!),
+        storeCommandsPerOp: commandsPerOp(p, costIdle!),
+        storeCommandsPerOpByName: Object.fromEntries(SERVICE_NAMES.map((name) => [name, commandsByName(p, costIdle!, name)])),
+      })),
+    };
+  }
+
   // ---- 1. sustained writes and their ceilings --------------------------------------------------
   rows.push({ section: `sustained mixed writes (4 KiB uploads and comments, ${cfg.clients} clients, ${cfg.writeSeconds} s)` });
   const ceilingSeconds = Math.max(2, cfg.readSeconds);
@@ -446,12 +550,12 @@ try {
     log(`kafka (Java ProducerPerformance): ${java.line}`);
     details.kafkaJava = java;
   }
-  const mongoCeiling = await attempt('FerretDB write ceiling', () => mongoWriteCeiling(mongo.db(ceilingDb), ceilingSeconds, cfg.clients));
+  const mongoCeiling = await attempt('store write ceiling', () => mongoWriteCeiling(mongo.db(ceilingDb), ceilingSeconds, cfg.clients));
   if (mongoCeiling) {
-    log(`FerretDB insertOne (event-log document): ${brief(mongoCeiling.insert)}`);
-    log(`FerretDB guarded upsert ($inc): ${brief(mongoCeiling.upsert)}`);
-    details.ferretInsert = summary(mongoCeiling.insert);
-    details.ferretUpsert = summary(mongoCeiling.upsert);
+    log(`${store} insertOne (event-log document): ${brief(mongoCeiling.insert)}`);
+    log(`${store} guarded upsert ($inc): ${brief(mongoCeiling.upsert)}`);
+    details.storeInsert = summary(mongoCeiling.insert);
+    details.storeUpsert = summary(mongoCeiling.upsert);
   }
   await mongo.db(ceilingDb).dropDatabase().catch(() => undefined);
 
@@ -507,14 +611,14 @@ try {
     if (kafka) rows.push({ measure: 'commands/s vs Kafka batched', docshare: writes.rate, ceiling: kafka.batched.rate * kafka.batchSize, unit: '/s', ceilingName: `kafkajs, ${kafka.batchSize} msgs per send` });
     if (java) rows.push({ measure: 'commands/s vs Kafka perf-test', docshare: writes.rate, ceiling: java.recordsPerSecond, unit: '/s', ceilingName: 'Java producer, 1 KiB, acks=all' });
     if (mongoCeiling) {
-      rows.push({ measure: 'commands/s vs FerretDB insert', docshare: writes.rate, ceiling: mongoCeiling.insert.rate, unit: '/s', ceilingName: 'insertOne of an append' });
-      rows.push({ measure: 'commands/s vs FerretDB upsert', docshare: writes.rate, ceiling: mongoCeiling.upsert.rate, unit: '/s', ceilingName: 'guarded upsert $inc' });
+      rows.push({ measure: 'commands/s vs store insert', docshare: writes.rate, ceiling: mongoCeiling.insert.rate, unit: '/s', ceilingName: `insertOne of an append, ${store}` });
+      rows.push({ measure: 'commands/s vs store upsert', docshare: writes.rate, ceiling: mongoCeiling.upsert.rate, unit: '/s', ceilingName: `guarded upsert $inc, ${store}` });
     }
     rows.push(cpuRow('CPU during the writes (% of one core)', cpu));
     rows.push(cpuRow('CPU idle, before seeding (% of one core)', idleCpu));
     rows.push({ measure: 'write latency p50', docshare: percentile(writes.latencies, 50), ...(kafka ? { ceiling: percentile(kafka.single.latencies, 50) } : {}), unit: 'ms', ceilingName: 'kafkajs send' });
     rows.push({ measure: 'write latency p99', docshare: percentile(writes.latencies, 99), ...(kafka ? { ceiling: percentile(kafka.single.latencies, 99) } : {}), unit: 'ms', ceilingName: 'kafkajs send' });
-    if (mongoCeiling) rows.push({ measure: 'write latency p50 vs FerretDB', docshare: percentile(writes.latencies, 50), ceiling: percentile(mongoCeiling.insert.latencies, 50), unit: 'ms', ceilingName: 'insertOne' });
+    if (mongoCeiling) rows.push({ measure: 'write latency p50 vs store insert', docshare: percentile(writes.latencies, 50), ceiling: percentile(mongoCeiling.insert.latencies, 50), unit: 'ms', ceilingName: 'insertOne' });
     if (writesLag > 0) rows.push({ measure: 'commands acked after the RYW timeout', docshareText: `${writesLag} of ${writes.ok}`, ceilingText: '0', ratioText: '' });
     rows.push({ measure: `upload p50 / p99 (${uploadLatencies.length})`, docshareText: `${ms(percentile(uploadLatencies, 50))} / ${ms(percentile(uploadLatencies, 99))}`, ceilingText: '', ratioText: '' });
     rows.push({ measure: `comment p50 / p99 (${commentLatencies.length})`, docshareText: `${ms(percentile(commentLatencies, 50))} / ${ms(percentile(commentLatencies, 99))}`, ceilingText: '', ratioText: '' });
@@ -729,7 +833,7 @@ try {
 
   // ---- memory ------------------------------------------------------------------------------------
   rss.end = await serviceRss(inst);
-  const serversMemory = servers ? await serverRss(servers) : {};
+  const serversMemory = servers ? await serverMemory(servers) : {};
   details.rssMiB = { services: rss, servers: serversMemory };
   rows.push({ section: 'memory (RSS)' });
   for (const name of SERVICE_NAMES) {
@@ -738,7 +842,7 @@ try {
       docshareText: `${fmt(rss.start?.[name])} → ${fmt(rss.seeded?.[name])} → ${fmt(rss.end[name])} MiB`, ceilingText: '', ratioText: '',
     });
   }
-  for (const [name, mib] of Object.entries(serversMemory)) rows.push({ measure: `server ${name} RSS`, docshareText: `${fmt(mib)} MiB`, ceilingText: '', ratioText: '' });
+  for (const [name, mib] of Object.entries(serversMemory)) rows.push({ measure: `server ${name} memory (PSS of its process tree)`, docshareText: `${fmt(mib)} MiB`, ceilingText: '', ratioText: '' });
 
   await lagProbe.close();
   await es.close();
@@ -755,6 +859,15 @@ if (rows.length > 0) {
   const title = `docshare bench:stack (${process.version}, ${new Date().toISOString()}, ${cfg.reuse ? 'reused servers' : `own servers, ports +${cfg.portOffset}`})`;
   console.log(`\n${title}\nratio = docshare ÷ ceiling (a rate below 1x is slower than the ceiling; a latency above 1x is slower)\n`);
   console.log(renderTable(rows));
+  if (costIdle && costPhases.length > 0) {
+    console.log(`\nCPU-seconds per 1,000 operations (each operation alone at a steady rate for ${cfg.costSeconds} s, until the pipeline caught up; `
+      + `idle over the same span taken off; process trees: ferretdb(+postgres) = FerretDB, PostgreSQL and its backends)\n`);
+    console.log(renderCpuTable(costPhases, costIdle));
+    console.log('\nOne core carries (ops/s of that operation alone = 1,000 ÷ CPU-s per 1,000 ops; - : under 0.05 CPU-s per 1,000 ops)\n');
+    console.log(renderCapacityTable(costPhases, costIdle));
+    console.log(`\nStore commands per operation (${'docshare_store_commands_total'} of each service, idle rate taken off; n/a: the service exports no such counter)\n`);
+    console.log(renderCommandsTable(costPhases, costIdle));
+  }
   if (failures.length > 0) console.log(`\nfailed measures:\n${failures.map((f) => `  - ${f}`).join('\n')}`);
   if (cfg.out) {
     await writeFile(cfg.out, `${JSON.stringify({ title, config: cfg, rows: rowsJson(rows), failures, details }, null, 2)}\n`);

@@ -91,17 +91,25 @@ export const kafkaJavaPerf = async (
   return { recordsPerSecond: Number(m[1]), mibPerSecond: Number(m[2]), avgMs: Number(m[3]), p50Ms: Number(m[4]), p99Ms: Number(m[5]), line: line!.trim() };
 };
 
-// ---- FerretDB ---------------------------------------------------------------------------------
+// ---- the MongoDB store (FerretDB 2 + DocumentDB here, MongoDB in compose) ------------------------
 
 export interface MongoWriteCeiling { insert: LoadResult; upsert: LoadResult }
 
 /**
- * On a throw-away database: insertOne of an event-log-shaped document (one append), and a guarded
- * upsert with $inc (a read-model update), each by `clients` callers.
+ * On a throw-away database: insertOne of an event-log-shaped document (one append, with the event
+ * log's three unique indexes: libs/event-store/src/mongo-event-store.ts), and a read-model update
+ * as libs/read-store/src/mongo-read-store.ts sends it (an upsert guarded by the document's `_pos`,
+ * with $inc and $set), each by `clients` callers.
  */
 export const mongoWriteCeiling = async (db: Db, seconds: number, clients: number): Promise<MongoWriteCeiling> => {
   const events = db.collection<Document & { _id: string }>('events');
   const counters = db.collection<Document & { _id: string }>('counters');
+  const indexes: { key: Record<string, 1>; name: string }[] = [
+    { key: { stream: 1, firstVersion: 1 }, name: 'stream_first_version' },
+    { key: { stream: 1, version: 1 }, name: 'stream_version' },
+    { key: { position: 1 }, name: 'position' },
+  ];
+  for (const index of indexes) await events.createIndex(index.key, { name: index.name, unique: true });
   await events.insertOne({ _id: 'warm', position: 0, count: 1, stream: 'warm', firstVersion: 1, version: 1, events: '[]', appendedAt: new Date() });
   const json = `[${eventJson(1)}]`;
   const insert = await closedLoop({
@@ -113,10 +121,11 @@ export const mongoWriteCeiling = async (db: Db, seconds: number, clients: number
   const upsert = await closedLoop({
     clients, seconds,
     op: async (_c, n) => {
-      const id = String(n % 1000);
+      // 1,000 documents; a document's positions only grow (n and n + 1,000 are never in flight together)
+      const position = n + 1;
       await counters.updateOne(
-        { _id: id, [`_seen.file-${n}`]: { $not: { $gte: 1 } } },
-        { $inc: { total_comments: 1 }, $set: { [`_seen.file-${n}`]: 1, updated: new Date().toISOString() } },
+        { _id: String(n % 1000), _pos: { $not: { $gte: position } } },
+        { $inc: { total_comments: 1 }, $set: { updated: new Date().toISOString(), _pos: position } },
         { upsert: true },
       );
     },
@@ -133,8 +142,9 @@ export const eventLogRead = async (db: Db): Promise<{ events: number; seconds: n
   for (;;) {
     const page = await log.find({ position: { $gte: position } }).sort({ position: 1 }).limit(1000).toArray();
     for (const doc of page) {
-      // the rebuild parses every append's events
-      JSON.parse((doc as unknown as { events: string }).events);
+      // the rebuild decodes every append's events (JSON text; documents if the store keeps them so)
+      const stored = (doc as unknown as { events: unknown }).events;
+      if (typeof stored === 'string') JSON.parse(stored);
       events += doc.count;
     }
     const last = page.at(-1);
@@ -160,13 +170,13 @@ export const directFilesQuery = async (readDb: Db, viewerId: number) => {
   const users = readDb.collection<Document & { _id: string }>(`${prefix}users`);
   const files = readDb.collection(`${prefix}files`);
   return async (userId: number): Promise<number> => {
-    const user = await users.findOne({ _id: String(userId) }, { projection: { _seen: 0 } });
+    const user = await users.findOne({ _id: String(userId) }, { projection: { _pos: 0 } });
     if (!user) throw new Error(`files read model: no user ${userId}`);
     const filter: Document = { owner_id: userId, deleted: false };
     if (userId !== viewerId) filter.enabled = true;
     const [, page] = await Promise.all([
       files.countDocuments(filter),
-      files.find(filter, { projection: { _seen: 0 } }).sort([['uploaded_at', -1], ['file_id', -1]]).limit(20).toArray(),
+      files.find(filter, { projection: { _pos: 0 } }).sort([['uploaded_at', -1], ['file_id', -1]]).limit(20).toArray(),
     ]);
     return page.length;
   };
@@ -177,7 +187,7 @@ export const directStatsQuery = async (readDb: Db) => {
   const prefix = await generationPrefix(readDb, 'stats');
   const stats = readDb.collection<Document & { _id: string }>(`${prefix}stats`);
   return async (userId: number): Promise<void> => {
-    await stats.findOne({ _id: String(userId) }, { projection: { _seen: 0 } });
+    await stats.findOne({ _id: String(userId) }, { projection: { _pos: 0 } });
   };
 };
 

@@ -11,9 +11,10 @@ import { Client as EsClient } from '@elastic/elasticsearch';
 import { Client as MinioClient } from 'minio';
 import { parseEndPoint } from '@docshare/blob-store/minio';
 import { MongoClient, type Db } from 'mongodb';
-import { SERVER_NAMES, Servers, groupMembers } from '../../infra/chaos/servers.ts';
+import { SERVER_NAMES, Servers } from '../../infra/chaos/servers.ts';
 import { Instance, SERVICE_NAMES } from '../../infra/chaos/instance.ts';
 import { parseEnvFile } from '../../infra/stack/services.ts';
+import { readProcTable, treeCpuSeconds, treeMemoryMiB } from './procs.ts';
 
 export { Instance, Servers, SERVER_NAMES, SERVICE_NAMES };
 
@@ -57,21 +58,16 @@ export const serviceRss = async (instance: Instance): Promise<Record<string, num
   return out;
 };
 
-/** RSS of every server's whole process group (MiB), for servers the bench started. */
-export const serverRss = async (servers: Servers): Promise<Record<string, number>> => {
+/**
+ * Memory of every server the bench started (MiB): its whole process tree (procs.ts; the ferretdb
+ * server is bash + PostgreSQL and its backends + FerretDB), PSS summed.
+ */
+export const serverMemory = async (servers: Servers): Promise<Record<string, number>> => {
+  const table = await readProcTable();
   const out: Record<string, number> = {};
   for (const name of SERVER_NAMES) {
     const leader = await servers.pid(name);
-    if (leader === null) {
-      out[name] = NaN;
-      continue;
-    }
-    let total = 0;
-    for (const pid of await groupMembers(leader)) {
-      const rss = await rssMiB(pid);
-      if (!Number.isNaN(rss)) total += rss;
-    }
-    out[name] = total;
+    out[name] = leader === null ? NaN : await treeMemoryMiB(table, leader);
   }
   return out;
 };
@@ -139,6 +135,16 @@ export const removeNamespace = async (serverEnv: Record<string, string>, ns: str
   return problems;
 };
 
+/**
+ * What answers MONGO_URL, from its buildInfo: FerretDB 2 reports `ferretdb.version` (and
+ * MongoDB's `version`, 7.0.77), FerretDB 1.x `ferretdbVersion`; anything else is MongoDB.
+ */
+export const storeName = async (client: MongoClient): Promise<string> => {
+  const info = await client.db('admin').command({ buildInfo: 1 }) as { version?: string; ferretdb?: { version?: string }; ferretdbVersion?: string };
+  const ferret = info.ferretdb?.version ?? info.ferretdbVersion;
+  return ferret ? `FerretDB ${ferret.replace(/^v/, '')}` : `MongoDB ${info.version ?? '?'}`;
+};
+
 /** A minio-js client on MINIO_ENDPOINT (http://host:port) with the stack's credentials. */
 export const minioClient = (serverEnv: Record<string, string>, partSize = 16 * 1024 * 1024): MinioClient => {
   return new MinioClient({
@@ -149,42 +155,39 @@ export const minioClient = (serverEnv: Record<string, string>, partSize = 16 * 1
   });
 };
 
-/** CPU time (user + system) a process used so far, in seconds; NaN when it is gone. */
-export const cpuSeconds = async (pid: number): Promise<number> => {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // fields[0] is field 3 (state): utime is field 14, stime field 15; clock ticks of 1/100 s
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
-};
+/** CPU seconds so far of one process tree (`root`: the process it was read from; NaN seconds when gone). */
+export interface CpuReading { root: number | null; seconds: number }
+export type CpuSnapshot = Record<string, CpuReading>;
 
-/** CPU seconds so far of every service, and of every server's process group the bench started. */
-export const cpuSnapshot = async (instance: Instance, servers: Servers | undefined): Promise<Record<string, number>> => {
-  const out: Record<string, number> = {};
-  for (const name of SERVICE_NAMES) {
-    const pid = await instance.servicePid(name);
-    out[name] = pid === null ? NaN : await cpuSeconds(pid);
-  }
-  if (servers) {
-    for (const name of SERVER_NAMES) {
-      const leader = await servers.pid(name);
-      if (leader === null) continue;
-      let total = 0;
-      for (const pid of await groupMembers(leader)) {
-        const s = await cpuSeconds(pid);
-        if (!Number.isNaN(s)) total += s;
-      }
-      out[name] = total;
-    }
-  }
+/**
+ * CPU seconds so far of every service (its process and any children, e.g. extraction children),
+ * and of every server the bench started (its whole process tree: procs.ts).
+ */
+export const cpuSnapshot = async (instance: Instance, servers: Servers | undefined): Promise<CpuSnapshot> => {
+  const table = await readProcTable();
+  const out: CpuSnapshot = {};
+  const read = (root: number | null): CpuReading => ({ root, seconds: root === null ? NaN : treeCpuSeconds(table, root) });
+  for (const name of SERVICE_NAMES) out[name] = read(await instance.servicePid(name));
+  if (servers) for (const name of SERVER_NAMES) out[name] = read(await servers.pid(name));
   return out;
 };
 
+/** CPU seconds each process tree used between two snapshots; NaN where it was restarted (another root) or is gone. */
+export const cpuUsed = (before: CpuSnapshot, after: CpuSnapshot): Record<string, number> =>
+  Object.fromEntries(Object.entries(after).map(([name, a]) => {
+    const b = before[name];
+    const used = b && b.root !== null && b.root === a.root ? a.seconds - b.seconds : NaN;
+    return [name, Number.isFinite(used) && used >= 0 ? used : NaN];
+  }));
+
 /** The projector groups of an instance, as infra/stack/instance.ts names them (`<service>.<ns>`). */
 export const PROJECTORS = ['stats-projector', 'files-projector', 'search-projector'] as const;
+/**
+ * The whole pipeline behind an upload: the projectors and the text extractor's settling group
+ * (it commits an upload's offset once its text is recorded through docs-command, whose event the
+ * projectors then read).
+ */
+export const PIPELINE_GROUPS = [...PROJECTORS, 'text-extractor'] as const;
 
 export interface PipelineLag {
   /** events in the event log the outbox relay has not yet checkpointed as published */
@@ -205,13 +208,14 @@ export const makeLagProbe = async (brokers: string[], commandDb: Db, ns: string)
   const topic = `docshare.events.${ns}`;
   const events = commandDb.collection<{ _id: string; position: number; count: number }>('events');
   const checkpoints = commandDb.collection<{ _id: string; position: number }>('outbox_checkpoints');
-  const lag = async (): Promise<PipelineLag> => {
+  /** `names`: the consumer groups (services) to count; the projectors by default, PIPELINE_GROUPS for the whole pipeline. */
+  const lag = async (names: readonly string[] = PROJECTORS): Promise<PipelineLag> => {
     const last = (await events.find({}, { projection: { position: 1, count: 1 } }).sort({ position: -1 }).limit(1).toArray())[0];
     const end = last ? last.position + last.count - 1 : 0;
     const published = Math.max(0, ...(await checkpoints.find({}).toArray()).map((c) => c.position));
     const high = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
     const groups: Record<string, number> = {};
-    for (const name of PROJECTORS) {
+    for (const name of names) {
       const [offsets] = await admin.fetchOffsets({ groupId: `${name}.${ns}`, topics: [topic] });
       let behind = 0;
       for (const [partition, h] of high) {

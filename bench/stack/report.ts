@@ -40,14 +40,16 @@ const cells = (row: MeasureRow): [string, string, string, string] => {
   return [row.measure, docshare, ceiling, row.ratioText ?? ratioOf(row.docshare, row.ceiling)];
 };
 
-/** A markdown table; ratio = docshare ÷ ceiling (for a rate, below 1 is slower; for a latency, above 1 is slower). */
-export const renderTable = (rows: readonly Row[]): string => {
-  const header: [string, string, string, string] = ['measure', 'docshare', 'ceiling', 'ratio'];
-  const body = rows.map((row) => (row.section !== undefined ? [`**${row.section}**`, '', '', ''] : cells(row)));
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
-  const line = (r: readonly string[]): string => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+/** A markdown table of text cells, columns padded to their widest cell. */
+export const renderGrid = (header: readonly string[], body: readonly (readonly string[])[]): string => {
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] ?? '').length)));
+  const line = (r: readonly string[]): string => `| ${widths.map((w, i) => (r[i] ?? '').padEnd(w)).join(' | ')} |`;
   return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...body.map(line)].join('\n');
 };
+
+/** A markdown table; ratio = docshare ÷ ceiling (for a rate, below 1 is slower; for a latency, above 1 is slower). */
+export const renderTable = (rows: readonly Row[]): string =>
+  renderGrid(['measure', 'docshare', 'ceiling', 'ratio'], rows.map((row) => (row.section !== undefined ? [`**${row.section}**`, '', '', ''] : cells(row))));
 
 /** The rows as JSON-friendly objects (with the text each cell shows). */
 export const rowsJson = (rows: readonly Row[]): object[] => rows.map((row) => {
