@@ -15,13 +15,20 @@ export interface LogLine { msg?: unknown; s?: unknown }
 /** Startup lines FerretDB 2 always logs, which say nothing is wrong. */
 const BENIGN = [/^Powered by FerretDB v\S+ and DocumentDB \S+ \(PostgreSQL [^)]*\)\.$/, /^Please star .* us on GitHub/];
 
+/** FerretDB's version from `buildInfo` (2.x: `ferretdb.version`; 1.x: `ferretdbVersion`), or null for MongoDB. */
+export const ferretdbVersion = (buildInfo: Record<string, unknown>): string | null => {
+  const nested = buildInfo['ferretdb'];
+  const version = typeof nested === 'object' && nested !== null ? (nested as Record<string, unknown>)['version'] : buildInfo['ferretdbVersion'];
+  return typeof version === 'string' ? version : null;
+};
+
 /**
  * The problems with a server, given its `buildInfo` and `getLog startupWarnings` lines: empty for
  * MongoDB and for the expected stand-in. Pure, so that the rule is unit-tested.
  */
 export const standInProblems = (buildInfo: Record<string, unknown>, startupWarnings: readonly LogLine[]): string[] => {
-  const ferret = buildInfo['ferretdbVersion'];
-  if (typeof ferret !== 'string') return [];
+  const ferret = ferretdbVersion(buildInfo);
+  if (ferret === null) return [];
   const problems: string[] = [];
   const version = ferret.replace(/^v/, '');
   if (version !== STAND_IN.ferretdb) problems.push(`FerretDB ${version} answers; docshare tests on FerretDB ${STAND_IN.ferretdb} (infra/local/provision.sh ferretdb)`);
@@ -41,13 +48,13 @@ export const checkMongoServer = async (url: string): Promise<string> => {
   try {
     const admin = client.db('admin');
     const info = await admin.command({ buildInfo: 1 });
-    const ferret = typeof info['ferretdbVersion'] === 'string';
+    const ferret = ferretdbVersion(info) !== null;
     const log = ferret ? await admin.command({ getLog: 'startupWarnings' }) : { log: [] };
     const lines = (log['log'] as unknown[] ?? []).map((l): LogLine => (typeof l === 'string' ? JSON.parse(l) as LogLine : l as LogLine));
     const problems = standInProblems(info, lines);
     if (problems.length > 0) throw new Error(`the MongoDB stand-in is not the expected one:\n  ${problems.join('\n  ')}`);
     return ferret
-      ? `FerretDB ${String(info['ferretdbVersion'])} + DocumentDB ${STAND_IN.documentdb} standing in for MongoDB ${String(info['version'])}`
+      ? `FerretDB ${String(ferretdbVersion(info))} + DocumentDB ${STAND_IN.documentdb} standing in for MongoDB ${String(info['version'])}`
       : `MongoDB ${String(info['version'])}`;
   } finally {
     await client.close();
