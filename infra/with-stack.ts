@@ -74,6 +74,8 @@ const fromTestcontainers = async (): Promise<Stack | null> => {
         KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS: '0', KAFKA_HEAP_OPTS: '-Xmx512m -Xms512m',
       })
       .withWaitStrategy(Wait.forLogMessage(/Kafka Server started/)).withStartupTimeout(3 * minute).start(),
+    // FerretDB 2 on PostgreSQL + DocumentDB, without credentials: --no-auth. It binds 27017 only
+    // once PostgreSQL is up and the extension is created (infra/containers/images/ferretdb).
     new GenericContainer(tag('ferretdb')).withLabels(label).withExposedPorts(27017)
       .withWaitStrategy(Wait.forListeningPorts()).withStartupTimeout(2 * minute).start(),
     // Every port the image EXPOSEs: podman lists them all, and testcontainers waits until each is bound.
