@@ -1,35 +1,34 @@
 import { randomUUID } from 'node:crypto';
 import { MongoServerError, type Db } from 'mongodb';
-import type { Begun, CompletedKey, IdempotencyStore } from './port.ts';
+import type { Begun, IdempotencyStore, StoredAnswer } from './port.ts';
 
 /*
- * Idempotency keys on MongoDB (or FerretDB), collection `idempotency_keys`, up to two documents
- * per key:
+ * Idempotency keys on MongoDB (and on its stand-in, FerretDB 2 on PostgreSQL + DocumentDB),
+ * collection `idempotency_keys`, up to two documents per key:
  *   { _id: "claim/<key>", token, leaseUntil, expireAt }   a request working on the key
  *   { _id: "done/<key>", fingerprint, answer, expiresAt, expireAt }   its kept answer
- * (`answer` is JSON text: FerretDB 1.x refuses nested arrays; `expireAt` is a Date for the TTL
- * index, or for the store's own sweep where the server has none, which only saves space: reads
- * check the times themselves.)
+ * `answer` is the StoredAnswer as a document `{ status, headers, body }` (answers kept before
+ * this version hold its JSON text, still replayed until they expire, a day at most). `expireAt`
+ * is a Date for the TTL index, which removes a document once it has passed (the server's TTL
+ * monitor runs every minute or so): that only saves space, reads check the times themselves.
  *
- * Who holds a key is decided by inserts under a unique `_id`, the one write FerretDB 1.x decides
- * atomically (its updates and deletes are read-then-write, docs/mongodb.md): of concurrent
- * requests for a free key exactly one inserts its claim, and an answer is kept by inserting its
- * `done/` document once. A request's hot path is therefore lookups and inserts by string `_id`
- * only, the one shape FerretDB does not evaluate document by document; its updates and deletes
- * cost in proportion to the collection (measured: ~45 ms each at 20,000 keys, against ~1 ms for a
- * lookup or an insert), so none is on that path:
- *   - completing keeps the claim: the answer is looked for first, and the claim lapses with its
- *     lease (MongoDB's TTL index then removes it, FerretDB's the sweep below);
- *   - releasing (a failed request), renewing (a request over 20 s) and taking over a claim whose
- *     lease lapsed (its process died) are conditional on the owner's token, which MongoDB decides
- *     atomically; FerretDB does not, so there a stale owner (paused past its lease) may release a
- *     newer owner's claim, as any lease on FerretDB may be overrun.
+ * Every write is one single-document write the server applies atomically; none needs a
+ * transaction:
+ *   - begin takes the claim with one upsert conditional on its lease having lapsed,
+ *     `{ _id: claim, leaseUntil <= now }`: a free key's claim is inserted, a lapsed one (its
+ *     request completed, or its process died) is taken over with a new token, and a live one makes
+ *     the upsert's insert collide with its `_id` (a duplicate key, told by its code alone): the
+ *     key is in flight. Of concurrent begins exactly one starts;
+ *   - complete keeps the answer by inserting `done/<key>` once; the claim stays until its lease
+ *     lapses (begin looks for an answer first);
+ *   - renew, and abandon (a failed request), are conditional on the owner's token: a stale owner
+ *     (paused past its lease) finds no claim of its own to extend or release.
  */
 
 const COLLECTION = 'idempotency_keys';
 
 interface ClaimDoc { _id: string; token: string; leaseUntil: number; expireAt: Date }
-interface DoneDoc { _id: string; fingerprint: string; answer: string; expiresAt: number; expireAt: Date }
+interface DoneDoc { _id: string; fingerprint: string; answer: StoredAnswer | string; expiresAt: number; expireAt: Date }
 type KeyDoc = ClaimDoc | DoneDoc;
 
 const isDuplicate = (error: unknown): boolean => error instanceof MongoServerError && error.code === 11000;
@@ -37,76 +36,53 @@ const claimId = (key: string): string => `claim/${key}`;
 const doneId = (key: string): string => `done/${key}`;
 
 const begunOf = (done: DoneDoc): Begun => ({
-  state: 'done', fingerprint: done.fingerprint, answer: JSON.parse(done.answer) as CompletedKey['answer'], expiresAt: done.expiresAt,
+  state: 'done',
+  fingerprint: done.fingerprint,
+  answer: typeof done.answer === 'string' ? (JSON.parse(done.answer) as StoredAnswer) : done.answer,
+  expiresAt: done.expiresAt,
 });
 
-export interface MongoIdempotencyOptions {
-  /**
-   * How often expired keys are removed by the store itself. Default: every 10 minutes, and only
-   * on a server that refuses the TTL index (FerretDB 1.x); given, also where the index exists.
-   */
-  sweepEveryMs?: number;
-  /** How long past its `expireAt` a document is left to the key's own requests (default 1 hour). */
-  sweepGraceMs?: number;
-}
-
-/** An IdempotencyStore on `db`. `close` leaves the client open: its owner closes it. */
-export async function openMongoIdempotencyStore(db: Db, options: MongoIdempotencyOptions = {}): Promise<IdempotencyStore> {
+/** An IdempotencyStore on `db`, with the TTL index it relies on. `close` leaves the client open: its owner closes it. */
+export async function openMongoIdempotencyStore(db: Db): Promise<IdempotencyStore> {
   const keys = db.collection<KeyDoc>(COLLECTION);
-  const ttl = await keys.createIndex({ expireAt: 1 }, { expireAfterSeconds: 0 }).then(() => true, () => false);
+  await keys.createIndex({ expireAt: 1 }, { expireAfterSeconds: 0 });
   let closed = false;
   const assertOpen = (): void => {
     if (closed) throw new Error('idempotency store is closed');
   };
-  // Reads check the times themselves, so an expired key left in place is never replayed; removing
-  // it only keeps the collection, and FerretDB's lookups that scan it, to a day's keys. The grace
-  // keeps the sweep away from a key being taken afresh (FerretDB's deletes are read-then-write).
-  const sweepEveryMs = options.sweepEveryMs ?? (ttl ? undefined : 10 * 60_000);
-  const sweepGraceMs = options.sweepGraceMs ?? 3_600_000;
-  const sweeper = sweepEveryMs === undefined ? undefined : setInterval(() => {
-    // A sweep that fails (the server is away) is tried again at the next interval.
-    keys.deleteMany({ expireAt: { $lt: new Date(Date.now() - sweepGraceMs) } }).catch(() => {});
-  }, sweepEveryMs);
-  sweeper?.unref();
 
   const answerOf = async (key: string): Promise<DoneDoc | null> => keys.findOne({ _id: doneId(key) }) as Promise<DoneDoc | null>;
   const claimOf = async (key: string): Promise<ClaimDoc | null> => keys.findOne({ _id: claimId(key) }) as Promise<ClaimDoc | null>;
   const live = (done: DoneDoc | null, at: number): done is DoneDoc => done !== null && done.expiresAt > at;
 
-  const begin = async (key: string, at: number, leaseMs: number, attempt = 0): Promise<Begun> => {
-    assertOpen();
-    const kept = await answerOf(key);
-    if (live(kept, at)) return begunOf(kept);
-    const token = randomUUID();
-    try {
-      await keys.insertOne({ _id: claimId(key), token, leaseUntil: at + leaseMs, expireAt: new Date(at + leaseMs) });
-    } catch (error) {
-      if (!isDuplicate(error)) throw error;
-      const claim = await claimOf(key);
-      if (claim !== null && claim.leaseUntil > at) {
-        // Its request may have completed since our first look (a completed key keeps its claim).
+  return {
+    async begin(key, at, leaseMs): Promise<Begun> {
+      assertOpen();
+      const kept = await answerOf(key);
+      if (live(kept, at)) return begunOf(kept);
+      const token = randomUUID();
+      try {
+        await keys.updateOne(
+          { _id: claimId(key), leaseUntil: { $lte: at } },
+          { $set: { token, leaseUntil: at + leaseMs, expireAt: new Date(at + leaseMs) } },
+          { upsert: true },
+        );
+      } catch (error) {
+        if (!isDuplicate(error)) throw error;
+        // Held under a live lease: by a request in flight, or by one that completed since our look.
         const answered = await answerOf(key);
         return live(answered, at) ? begunOf(answered) : { state: 'in_flight' };
       }
-      if (attempt >= 3) return { state: 'in_flight' };
-      // Lapsed (a completed request's, or one whose process died), or gone meanwhile: take it
-      // over, unless another request did.
-      if (claim !== null) await keys.deleteOne({ _id: claimId(key), token: claim.token });
-      return begin(key, at, leaseMs, attempt + 1);
-    }
-    // A stale owner that completed between our look and our claim kept its answer first.
-    const raced = await answerOf(key);
-    if (live(raced, at)) {
-      await keys.deleteOne({ _id: claimId(key), token });
-      return begunOf(raced);
-    }
-    // An expired answer is removed once the key is ours again, so that ours can be kept.
-    if (raced !== null) await keys.deleteOne({ _id: doneId(key) });
-    return { state: 'started', token };
-  };
-
-  return {
-    begin: (key, at, leaseMs) => begin(key, at, leaseMs),
+      // A stale owner that completed between our look and our claim kept its answer first.
+      const raced = await answerOf(key);
+      if (live(raced, at)) {
+        await keys.deleteOne({ _id: claimId(key), token });
+        return begunOf(raced);
+      }
+      // An expired answer is removed once the key is ours again, so that ours can be kept.
+      if (raced !== null) await keys.deleteOne({ _id: doneId(key), expiresAt: { $lte: at } });
+      return { state: 'started', token };
+    },
 
     async renew(key, token, at, leaseMs): Promise<boolean> {
       assertOpen();
@@ -119,9 +95,10 @@ export async function openMongoIdempotencyStore(db: Db, options: MongoIdempotenc
     async complete(key, token, completed): Promise<boolean> {
       assertOpen();
       if ((await claimOf(key))?.token !== token) return false;
+      const { status, headers, body } = completed.answer;
       try {
         await keys.insertOne({
-          _id: doneId(key), fingerprint: completed.fingerprint, answer: JSON.stringify(completed.answer),
+          _id: doneId(key), fingerprint: completed.fingerprint, answer: { status, headers: { ...headers }, body },
           expiresAt: completed.expiresAt, expireAt: new Date(completed.expiresAt),
         });
       } catch (error) {
@@ -139,7 +116,6 @@ export async function openMongoIdempotencyStore(db: Db, options: MongoIdempotenc
 
     async close(): Promise<void> {
       closed = true;
-      clearInterval(sweeper);
     },
   };
 }

@@ -4,9 +4,9 @@
  * At each number of keys kept, times what a write with a new key costs the store (begin, then
  * complete) and what a replay costs (begin on a completed key), beside the ceiling in the same
  * run: the primitives that path is made of, sent directly to the same collection (a lookup by a
- * string `_id` that finds nothing, as a new key's does, and an insert). On MongoDB every one is an
- * index operation; on FerretDB 1.x a lookup scans its table, so there both grow with the keys kept,
- * and the ratio to the ceiling is what to watch (docs/mongodb.md).
+ * string `_id` that finds nothing, as a new key's does, and an insert). Every one is an `_id`
+ * index operation, so neither should grow with the keys kept; the ratio to the ceiling is what to
+ * watch (docs/mongodb.md).
  */
 import { randomUUID } from 'node:crypto';
 import { connectTestServer } from '../../event-store/test/mongo-server.ts';
