@@ -2,16 +2,20 @@ import { MongoServerError } from 'mongodb';
 import type { Db } from 'mongodb';
 
 /*
- * A lease that lets one of many replicas do something (publish the outbox), on MongoDB or FerretDB.
+ * A lease that lets one of many replicas do something (publish the outbox), on MongoDB (and on its
+ * stand-in, FerretDB 2 on PostgreSQL + DocumentDB, whose conditional updates are as atomic).
  *
- * The obvious lease, one document taken with findOneAndUpdate({ expiresAt < now or owner == me }),
- * is atomic on MongoDB but not on FerretDB 1.x, which runs an update as read-then-write: two
- * replicas can both "take" an expired lease (measured: of 20 concurrent conditional updates of one
- * document, 5 matched). So taking a lease is an insert instead, which both servers decide atomically:
- * the lease is a series of terms, documents `{ _id: "<name>:<term>" }`, numbered 1, 2, ... without
- * gaps. The holder is the owner of the newest term until its `expiresAt`; only the holder updates
- * its term (to renew it, or to release it), so no two writers ever race on one document. A replica
- * that finds the newest term expired inserts the next term: exactly one contender's insert succeeds.
+ * One document per lease, `{ _id: <name>, owner, expiresAt }`. Holding it (taking it, or renewing
+ * it) is ONE conditional upsert the server applies atomically:
+ *
+ *   updateOne({ _id: name, $or: [{ owner: me }, { expiresAt: { $lte: now } }] },
+ *             { $set: { owner: me, expiresAt: now + leaseMs } }, { upsert: true })
+ *
+ * It matches when the lease is this owner's (also after a restart under the same owner) or has
+ * expired, and inserts it when there is none; when another owner holds it, nothing matches and the
+ * insert collides with the `_id`: a duplicate key (told by its code alone), so not held. Of
+ * concurrent contenders for an expired lease exactly one matches: the others' filters no longer do.
+ * Releasing sets `expiresAt` to the epoch, conditional on the owner.
  *
  * Expiry compares the holder's clock (which wrote `expiresAt`) with the contender's: skew between
  * replicas shortens or lengthens a takeover by that much. A holder stalled past its expiry may
@@ -23,11 +27,8 @@ const LEASES = 'leases';
 
 export interface LeaseDoc {
   _id: string;
-  name: string;
-  term: number;
   owner: string;
   expiresAt: Date;
-  acquiredAt: Date;
 }
 
 export interface Lease {
@@ -58,72 +59,34 @@ export function makeLease({ db, name, owner, leaseMs, now = Date.now }: LeaseOpt
   if (typeof owner !== 'string' || owner === '') throw new Error('a lease needs a non-empty owner');
   if (!(leaseMs > 0)) throw new Error(`leaseMs must be positive, got ${leaseMs}`);
   const leases = db.collection<LeaseDoc>(LEASES);
-  const termDoc = (term: number): Promise<LeaseDoc | null> => leases.findOne({ _id: `${name}:${term}` });
 
-  /** The highest term known to exist. */
-  let knownTerm = 0;
-  /** The term this owner holds, and until when it counts it as held (its own clock). */
-  let mine: { term: number; until: number } | null = null;
-
-  /** The newest term: gallops up from the newest one known, then bisects (terms have no gaps). */
-  const newestTerm = async (): Promise<LeaseDoc | null> => {
-    let low = knownTerm;
-    let lowDoc = low === 0 ? null : await termDoc(low);
-    let step = 1;
-    let highDoc = await termDoc(low + step);
-    while (highDoc) {
-      low += step;
-      lowDoc = highDoc;
-      step *= 2;
-      highDoc = await termDoc(low + step);
-    }
-    let high = low + step;
-    while (high - low > 1) {
-      const middle = Math.floor((low + high) / 2);
-      const doc = await termDoc(middle);
-      if (doc) [low, lowDoc] = [middle, doc];
-      else high = middle;
-    }
-    knownTerm = low;
-    return lowDoc;
-  };
-
-  const renew = async (term: number, at: number): Promise<boolean> => {
-    const result = await leases.updateOne({ _id: `${name}:${term}`, owner }, { $set: { expiresAt: new Date(at + leaseMs) } });
-    if (result.matchedCount === 0) return false;
-    mine = { term, until: at + leaseMs };
-    return true;
-  };
+  /** Until when this owner counts the lease as held (its own clock), if it does. */
+  let mine: { until: number } | null = null;
 
   return {
     async hold() {
       const at = now();
       if (mine && at < mine.until - (leaseMs * 2) / 3) return true;
-      const newest = await newestTerm();
-      if (newest && newest.owner === owner) {
-        // Ours (also after a restart under the same owner): keep it, unless a newer term appeared.
-        if (await renew(newest.term, at)) return true;
-      } else if (!newest || newest.expiresAt.getTime() <= at) {
-        const term = (newest?.term ?? 0) + 1;
-        try {
-          await leases.insertOne({ _id: `${name}:${term}`, name, term, owner, expiresAt: new Date(at + leaseMs), acquiredAt: new Date(at) });
-          knownTerm = term;
-          mine = { term, until: at + leaseMs };
-          return true;
-        } catch (error) {
-          // Another replica took this term first.
-          if (!(error instanceof MongoServerError && error.code === 11000)) throw error;
-        }
-      }
       mine = null;
-      return false;
+      try {
+        await leases.updateOne(
+          { _id: name, $or: [{ owner }, { expiresAt: { $lte: new Date(at) } }] },
+          { $set: { owner, expiresAt: new Date(at + leaseMs) } },
+          { upsert: true },
+        );
+      } catch (error) {
+        // Another owner holds it.
+        if (error instanceof MongoServerError && error.code === 11000) return false;
+        throw error;
+      }
+      mine = { until: at + leaseMs };
+      return true;
     },
     held: () => mine !== null && now() < mine.until,
     async release() {
       if (!mine) return;
-      const { term } = mine;
       mine = null;
-      await leases.updateOne({ _id: `${name}:${term}`, owner }, { $set: { expiresAt: new Date(0) } });
+      await leases.updateOne({ _id: name, owner }, { $set: { expiresAt: new Date(0) } });
     },
   };
 }
