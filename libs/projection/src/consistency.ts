@@ -15,6 +15,8 @@ export interface Checkpoints {
   low(group: string, partitions: number): Promise<number>;
   /** Calls `listener` after each record in this process (lets a gate in the same process skip its poll). */
   onRecord?(listener: () => void): () => void;
+  /** Writes what `record` holds back, if it holds anything (a graceful stop). */
+  flush?(): Promise<void>;
 }
 
 const lowOf = (throughs: readonly (number | undefined)[]): number =>
@@ -42,22 +44,107 @@ export const makeMemoryCheckpoints = (): Checkpoints => {
 
 interface CheckpointDoc { _id: string; through: number }
 
+export interface MongoCheckpointsOptions {
+  /** How long a record waits for others to share its write (default 5 ms). */
+  coalesceMs?: number;
+  /** Longest wait before a failed write is tried again (from 100 ms, doubling; default 2 000). */
+  retryMaxMs?: number;
+}
+
 /**
  * Checkpoints in MongoDB, shared by every replica of every projector and query service: one tiny
- * document per (group, partition), read by `_id` (an index lookup on MongoDB; a scan of these few
- * documents on FerretDB).
+ * document per (group, partition), read by `_id`.
+ *
+ * Writes carry information only: a `record` at or below what this process last wrote for that
+ * (group, partition) sends nothing, and the records made while a write is pending or in flight
+ * (the six partitions' batches of one relay publish, every group of this process) go out together
+ * as ONE unordered bulk of `$max` upserts, one update command, at most one in flight. `record`
+ * resolves once its value is written; a failed write keeps its values and is tried again with
+ * backoff (and rejects the records that waited on it). Each value is recorded only after its
+ * batch was applied, so a checkpoint never claims an event that is not in the read model; one
+ * that is lost (a crash before its write) is overtaken by the partition's next batch or watermark.
  */
-export const makeMongoCheckpoints = (db: Db, collection = 'projection_checkpoints'): Checkpoints => {
+export const makeMongoCheckpoints = (db: Db, collection = 'projection_checkpoints', options: MongoCheckpointsOptions = {}): Checkpoints => {
   const docs = db.collection<CheckpointDoc>(collection);
+  const coalesceMs = options.coalesceMs ?? 5;
+  const retryMaxMs = options.retryMaxMs ?? 2_000;
   const id = (group: string, partition: number): string => `${group}/${partition}`;
+  /** What this process has written (or found written) per checkpoint id. */
+  const written = new Map<string, number>();
+  /** Values recorded and not yet written, and the callers waiting for them. */
+  let pending = new Map<string, number>();
+  let waiting: { resolve(): void; reject(error: unknown): void }[] = [];
+  let timer: NodeJS.Timeout | null = null;
+  let inFlight: Promise<void> | null = null;
+  let failures = 0;
+
+  const schedule = (delayMs: number): void => {
+    if (timer !== null || inFlight !== null || pending.size === 0) return;
+    timer = setTimeout(() => {
+      timer = null;
+      void write();
+    }, delayMs);
+  };
+
+  const write = (): Promise<void> => {
+    if (inFlight !== null) return inFlight;
+    const batch = pending;
+    const settle = waiting;
+    pending = new Map();
+    waiting = [];
+    if (batch.size === 0) {
+      for (const w of settle) w.resolve();
+      return Promise.resolve();
+    }
+    inFlight = (async () => {
+      try {
+        await docs.bulkWrite([...batch].map(([_id, through]) => ({
+          updateOne: { filter: { _id }, update: { $max: { through } }, upsert: true },
+        })), { ordered: false });
+        failures = 0;
+        for (const [key, through] of batch) if ((written.get(key) ?? -1) < through) written.set(key, through);
+        for (const w of settle) w.resolve();
+      } catch (error) {
+        failures++;
+        // Kept for the next write, with whatever was recorded meanwhile.
+        for (const [key, through] of batch) if ((pending.get(key) ?? -1) < through) pending.set(key, through);
+        for (const w of settle) w.reject(error);
+      } finally {
+        inFlight = null;
+        schedule(failures === 0 ? coalesceMs : Math.min(retryMaxMs, 100 * 2 ** (failures - 1)));
+      }
+    })();
+    return inFlight;
+  };
+
   return {
-    async record(group, partition, through) {
-      await docs.updateOne({ _id: id(group, partition) }, { $max: { through } }, { upsert: true });
+    record(group, partition, through) {
+      const key = id(group, partition);
+      if (through <= (written.get(key) ?? -1) || through <= (pending.get(key) ?? -1)) {
+        // Nothing new: resolves with the write that carries a value at least this high, if one is pending.
+        if (!pending.has(key)) return Promise.resolve();
+      } else {
+        pending.set(key, through);
+      }
+      return new Promise<void>((resolve, reject) => {
+        waiting.push({ resolve, reject });
+        schedule(coalesceMs);
+      });
     },
     async low(group, partitions) {
       const ids = Array.from({ length: partitions }, (_, p) => id(group, p));
       const found = new Map((await docs.find({ _id: { $in: ids } }).toArray()).map((d) => [d._id, d.through]));
       return lowOf(ids.map((i) => found.get(i)));
+    },
+    async flush() {
+      if (timer !== null) {
+        clearTimeout(timer);
+        timer = null;
+      }
+      while (inFlight !== null || pending.size > 0) {
+        await (inFlight ?? write()).catch(() => {});
+        if (failures > 0) throw new Error('checkpoints could not be written');
+      }
     },
   };
 };

@@ -38,11 +38,18 @@ export const guarded = (record: StoredEvent<CloudEvent>, ops: readonly ReadOp[])
 /**
  * The batch handler of a projector group: applies the batch to the read model, then records the
  * group's checkpoint for the batch's partition (what consistency tokens wait on).
+ *
+ * The checkpoint is recorded after the apply and not waited for: the store writes the records of
+ * every partition and group of the process together (makeMongoCheckpoints), which it could not if
+ * each batch held its partition until its own write. The bus's offsets, not the checkpoints, say
+ * where a restarted projector resumes, so a checkpoint lost in a crash costs no event: it only
+ * holds a consistency token until the partition's next batch or watermark records a later one.
  */
 export const projectBatches = (apply: BatchApply, checkpoints: Checkpoints, group: string) =>
   async (batch: EventBatch): Promise<void> => {
     if (batch.records.length > 0) await apply(batch.records);
-    await checkpoints.record(group, batch.partition, batch.through);
+    // A failed write is retried by the store with what comes after it.
+    checkpoints.record(group, batch.partition, batch.through).catch(() => {});
   };
 
 export interface RunningProjector {

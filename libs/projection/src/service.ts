@@ -159,6 +159,7 @@ export const startProjectorService = async (options: ProjectorServiceOptions): P
       wake?.();
       if (was === 'joining') await consuming;
       await projector?.stop();
+      await options.checkpoints.flush?.().catch((err: unknown) => logger.warn({ err }, 'could not write the last checkpoints'));
       await options.close();
     })();
     return stopped;
