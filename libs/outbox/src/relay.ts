@@ -51,8 +51,19 @@ export interface OutboxRelayOptions {
   owner: string;
   /** Events per publish, about (whole appends; default 256). */
   batchSize?: number;
-  /** Poll interval when the log has nothing new and nobody called notify (default 50). */
+  /**
+   * Poll interval when the log has nothing new and nobody called notify (default 50), doubling
+   * while the log stays quiet up to idleMaxMs (default 200): how late, at most, a quiet relay sees
+   * an append of another replica (its own replica's appends notify it at once).
+   */
   idleMs?: number;
+  idleMaxMs?: number;
+  /**
+   * The durable checkpoint is written at most this often while events flow (default 1000), and
+   * once the log is quiet: a relay that dies publishes again what it published since (consumers
+   * absorb repeats), instead of one checkpoint write per publish.
+   */
+  checkpointEveryMs?: number;
   /** Lease length; a standby checks for a lapsed lease every leaseMs/4 (default 10000). */
   leaseMs?: number;
   /**
@@ -70,7 +81,10 @@ export interface OutboxRelay {
   notify(): void;
   /** Finishes the batch in hand (publish and checkpoint), then stops and releases the lease. */
   stop(): Promise<void>;
-  /** Events in the log after the durable checkpoint: appended but not yet known to be published. */
+  /**
+   * Events in the log not yet known to be published: after what this relay has published while it
+   * leads, else after the durable checkpoint.
+   */
   lag(): Promise<number>;
   /**
    * The backlog: `events` as `lag()`, and `oldestAgeMs`, how long ago the oldest of them was
@@ -93,6 +107,8 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const { db, publisher, logger, owner } = options;
   const batchSize = options.batchSize ?? 256;
   const idleMs = options.idleMs ?? 50;
+  const idleMaxMs = Math.max(idleMs, options.idleMaxMs ?? 200);
+  const checkpointEveryMs = options.checkpointEveryMs ?? 1_000;
   const leaseMs = options.leaseMs ?? 10_000;
   const retryMinMs = options.retryMinMs ?? 100;
   const retryMaxMs = options.retryMaxMs ?? 2_000;
@@ -122,11 +138,21 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   let stopping = false;
   let woken = false;
   let wake: (() => void) | null = null;
-  let published = 0;
+  let publishedEvents = 0;
   /** Where this relay, as leader, has published up to; null when it must be (re)read. */
   let checkpoint: number | null = null;
-  /** Published but not yet saved (the save failed). */
+  /** Published but not yet saved (not yet due, or the save failed). */
   let unsaved = false;
+  /** When the checkpoint was last saved (performance.now()). */
+  let savedAt = -Infinity;
+  /** Consecutive polls that found nothing (the idle backoff). */
+  let quiet = 0;
+
+  const save = async (position: number): Promise<void> => {
+    await saveCheckpoint(position);
+    unsaved = false;
+    savedAt = performance.now();
+  };
 
   /** Waits `ms`, or less when stopped (or notified, if `notifiable`). */
   const pause = (ms: number, notifiable: boolean): Promise<void> => {
@@ -172,13 +198,12 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
           // Everything read is published: whatever failed before has passed.
           failures = 0;
           failure = null;
-          if (unsaved) {
-            await saveCheckpoint(checkpoint);
-            unsaved = false;
-          }
-          await pause(idleMs, true);
+          if (unsaved && performance.now() - savedAt >= checkpointEveryMs) await save(checkpoint);
+          quiet++;
+          await pause(Math.min(idleMaxMs, idleMs * 2 ** Math.min(quiet - 1, 16)), true);
           continue;
         }
+        quiet = 0;
         // A slow bus must not let the lease lapse mid-publish (a standby would publish the same batch).
         const keepAlive = setInterval(() => void lease.hold().catch(() => {}), leaseMs / 3);
         try {
@@ -197,11 +222,13 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         }
         failures = 0;
         failure = null;
-        published += records.length;
+        publishedEvents += records.length;
         checkpoint = (records.at(-1) as StoredEvent<CloudEvent>).position;
         unsaved = true;
-        await saveCheckpoint(checkpoint);
-        unsaved = false;
+        if (performance.now() - savedAt >= checkpointEveryMs) await save(checkpoint);
+        // A short read took everything there was: unless notified since, the next read would find
+        // nothing, so wait as on an empty one (the first step of the idle backoff).
+        if (records.length < batchSize) await pause(idleMs, true);
       } catch (error) {
         // The database (lease, log or checkpoint): back off and carry on from the checkpoint in hand.
         failures++;
@@ -215,6 +242,8 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   };
 
   const running = run();
+  /** Where publishing has got to: this leader's position (no read), else the durable checkpoint. */
+  const published = async (): Promise<number> => (checkpoint !== null && lease.held() ? checkpoint : loadCheckpoint());
 
   return {
     notify() {
@@ -227,16 +256,16 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       await running;
     },
     async lag() {
-      const [last, durable] = await Promise.all([outbox.lastPosition(), loadCheckpoint()]);
+      const [last, durable] = await Promise.all([outbox.lastPosition(), published()]);
       return Math.max(0, last - durable);
     },
     async backlog() {
-      const durable = await loadCheckpoint();
+      const durable = await published();
       const [last, oldest] = await Promise.all([outbox.lastPosition(), outbox.appendedAfter(durable)]);
       return { events: Math.max(0, last - durable), oldestAgeMs: oldest ? Math.max(0, Date.now() - oldest.getTime()) : 0 };
     },
     lastError: () => failure,
     isLeader: () => lease.held(),
-    publishedCount: () => published,
+    publishedCount: () => publishedEvents,
   };
 }

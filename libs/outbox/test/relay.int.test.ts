@@ -276,6 +276,32 @@ describe('outbox relay', () => {
     await store.close();
   });
 
+  it('writes its checkpoint once per checkpointEveryMs while events flow, and polls a quiet log ever less often', { timeout: 60_000 }, async () => {
+    const { db, commands } = await server.recordedDb('relay_store_commands');
+    const store = await openMongoEventStore(db);
+    const publisher = new FakePublisher();
+    const relay = start({ db, publisher, logger: quietLogger(), owner: 'a', idleMs: 5, idleMaxMs: 100, checkpointEveryMs: 3_600_000 });
+    store.onAppend(() => relay.notify());
+    for (let v = 0; v < 5; v++) {
+      await store.append('c', v, [testEvent('c', v + 1)]);
+      await publisher.until(v + 1);
+    }
+    const saves = (): number => commands.filter((c) => c.commandName === 'update' && c.command['update'] === 'outbox_checkpoints').length;
+    assert.equal(publisher.calls, 5, 'one publish per append');
+    assert.equal(saves(), 1, 'the first publish saves; the next four are not due');
+    // A quiet log: polls back off from 5 ms to 100 ms (500 ms would take 100 polls at 5 ms).
+    const reads = (): number => commands.filter((c) => c.commandName === 'find' && c.command['find'] === 'events').length;
+    const before = reads();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.ok(reads() - before <= 30, `${reads() - before} polls of a quiet log in 500 ms`);
+    assert.equal(await relay.lag(), 0, 'the leader counts what it published, saved or not');
+    await relay.stop();
+    assert.equal(saves(), 2, 'stop saves the last position');
+    const durable = await db.collection<{ _id: string; position: number }>('outbox_checkpoints').findOne({ _id: 'outbox' });
+    assert.equal(durable?.position, 5);
+    await store.close();
+  });
+
   it('wakes on notify rather than waiting out a long idle interval', { timeout: 20_000 }, async () => {
     const db = server.freshDb('relay_notify');
     const store = await openMongoEventStore(db);
