@@ -23,6 +23,9 @@
 # root role, then /docker-entrypoint-initdb.d/*.js (mongosh, authenticated) and *.sh, with
 # FerretDB on a Unix socket only, so nothing outside the container reaches a half-initialized
 # server. A first start that dies half-way starts over on the next one.
+#
+# FerretDB logs at FERRETDB_LOG_LEVEL (default error): at warn it dumps every error answer whole
+# (a duplicate key, mongosh's atlasVersion probe at each healthcheck), some 30 lines each.
 set -euo pipefail
 
 DB_DIR=/data/db
@@ -126,8 +129,11 @@ start_postgres() {
   postgres -D "$PGDATA" &
   pg_pid=$!
   local i
+  # postmaster.pid's 8th line turns "ready" once connections are accepted (what pg_ctl -w reads);
+  # polling with connections instead would log a FATAL for each one refused during recovery.
   for i in $(seq 1 600); do
-    pg_isready -q -h "$RUN_DIR" -p "$PG_PORT" -U postgres && return 0
+    [ "$(sed -n 8p "$PGDATA/postmaster.pid" 2>/dev/null | tr -d ' ')" = ready ] &&
+      pg_isready -q -h "$RUN_DIR" -p "$PG_PORT" -U postgres && return 0
     kill -0 "$pg_pid" 2>/dev/null || die "PostgreSQL exited during start-up"
     sleep 0.1
   done
@@ -138,7 +144,7 @@ start_postgres() {
 start_ferretdb() {
   local auth="$1"; shift
   local flags=(--postgresql-url="postgres://postgres@/postgres?host=$RUN_DIR&port=$PG_PORT"
-    --state-dir="$STATE_DIR" --debug-addr=- --telemetry=disable --log-level="${FERRETDB_LOG_LEVEL:-warn}")
+    --state-dir="$STATE_DIR" --debug-addr=- --telemetry=disable --log-level="${FERRETDB_LOG_LEVEL:-error}")
   [ "$auth" = on ] && flags+=(--auth) || flags+=(--no-auth)
   mkdir -p "$STATE_DIR"
   ferretdb "${flags[@]}" "$@" &
