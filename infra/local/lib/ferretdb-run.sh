@@ -7,6 +7,8 @@
 # <dir>/pgdata   PostgreSQL's cluster (owned by $PG_USER; PostgreSQL refuses to run as root)
 # <dir>/run      its Unix socket (PostgreSQL listens on no TCP port: nothing to collide with)
 # <dir>/state    FerretDB's state
+# FerretDB logs at "error" (DOCSHARE_FERRETDB_LOG_LEVEL): at "warn" it dumps every error answer,
+# duplicate keys included, which docshare's appends and claims meet as a matter of course.
 # Durability: synchronous_commit is on, so an acknowledged write is in the WAL (in the kernel's
 # page cache) before FerretDB answers: it survives kill -9 of either process. fsync is off by
 # default (DOCSHARE_PG_FSYNC=on turns it on): a power loss of this machine may lose the last
@@ -87,8 +89,11 @@ trap 'stop_all; exit 143' TERM INT
 # A postmaster.pid left by a killed server is PostgreSQL's to judge (it checks that pid itself).
 "${as_pg[@]}" "$PG_BIN/postgres" -D "$pgdata" &
 pg_pid=$!
-for _ in $(seq 1 600); do
-  "$PG_BIN/pg_isready" -q -h "$sock" -p "$pgport" -U postgres && break
+# postmaster.pid's 8th line turns "ready" once connections are accepted (what pg_ctl -w reads):
+# polling with connections instead logs a FATAL for each one refused during crash recovery.
+for _ in $(seq 1 1800); do
+  [ "$(sed -n 8p "$pgdata/postmaster.pid" 2>/dev/null | tr -d ' ')" = ready ] &&
+    "$PG_BIN/pg_isready" -q -h "$sock" -p "$pgport" -U postgres && break
   kill -0 "$pg_pid" 2>/dev/null || { say "PostgreSQL exited during start-up"; exit 1; }
   sleep 0.1
 done
@@ -109,7 +114,7 @@ fi
 
 "$(ferretdb_bin)" --listen-addr="127.0.0.1:$port" \
   --postgresql-url="postgres://postgres@/postgres?host=$sock&port=$pgport" \
-  --no-auth --debug-addr=- --telemetry=disable --state-dir="$dir/state" --log-level=warn &
+  --no-auth --debug-addr=- --telemetry=disable --state-dir="$dir/state" --log-level="${DOCSHARE_FERRETDB_LOG_LEVEL:-error}" &
 fdb_pid=$!
 say "PostgreSQL (pid $pg_pid, socket $sock) and FerretDB $FERRETDB_VERSION (pid $fdb_pid, 127.0.0.1:$port)"
 rc=0
