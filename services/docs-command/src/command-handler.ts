@@ -55,6 +55,12 @@ export const envelope = (
  * handleCommand = read the stream, fold, decide, append at the expected version; on a concurrent
  * append, read again and decide again. Folded states are cached by stream and only the newer
  * events are read, so hot streams (views, downloads) stay cheap.
+ *
+ * A stream whose fold is cached is not read first at all: the command is decided on the cached
+ * fold and appended at its version, which the store refuses (a version conflict) when another
+ * writer appended since; only then is it read and decided again, at once. A decision on the cached
+ * fold that records nothing or refuses is made again on a fresh read, so no answer ever rests on a
+ * fold that may be stale. A command on a cached stream is then one append, not a read and an append.
  */
 export const makeCommandHandler = (store: EventStore, options: CommandHandlerOptions = {}) => {
   const cacheSize = options.cacheSize ?? 10_000;
@@ -70,11 +76,16 @@ export const makeCommandHandler = (store: EventStore, options: CommandHandlerOpt
     }
   };
 
-  /** The entity's current state and version. */
+  /**
+   * The entity's current state and version. With `settled`, a cached fold it holds for final (a
+   * state no later event can change in what the caller asks, e.g. a user who is registered) is
+   * returned as it is, without a read.
+   */
   const load = async <C, S, E extends { type: string; data: unknown }>(
-    decider: Decider<C, S, E>, streamId: string,
+    decider: Decider<C, S, E>, streamId: string, settled?: (state: S) => boolean,
   ): Promise<{ state: S; version: number }> => {
     const cached = cache.get(streamId);
+    if (cached && settled?.(cached.state as S)) return { state: cached.state as S, version: cached.version };
     let state = cached ? (cached.state as S) : decider.initialState();
     let version = cached?.version ?? 0;
     const newer = await store.readStream(streamId, version);
@@ -97,10 +108,25 @@ export const makeCommandHandler = (store: EventStore, options: CommandHandlerOpt
   const attempt = async <C, S, E extends { type: string; data: unknown }>(
     decider: Decider<C, S, E>, streamId: string, command: C, now: string, meta: CommandMeta,
   ): Promise<Handled<S>> => {
+    // The first attempt decides on the cached fold, if there is one, without reading the stream.
+    let optimistic = cache.get(streamId);
     for (let attempt = 1; ; attempt++) {
-      const { state, version } = await load(decider, streamId);
-      const bodies = decider.decide(command, state);
-      if (bodies.length === 0) return { state, events: [], position: null };
+      const fresh = optimistic === undefined;
+      const { state, version } = optimistic ? { state: optimistic.state as S, version: optimistic.version } : await load(decider, streamId);
+      optimistic = undefined;
+      let bodies: E[];
+      try {
+        bodies = decider.decide(command, state);
+      } catch (error) {
+        if (fresh) throw error;
+        attempt--; // refused on a fold that may be stale: decide again on a fresh one
+        continue;
+      }
+      if (bodies.length === 0) {
+        if (fresh) return { state, events: [], position: null };
+        attempt--;
+        continue;
+      }
       const events = bodies.map((body, i) => envelope(body, streamId, version + i + 1, now, meta));
       try {
         const result = await store.append(streamId, version, events);
@@ -109,6 +135,11 @@ export const makeCommandHandler = (store: EventStore, options: CommandHandlerOpt
         return { state: next, events, position: result.position };
       } catch (error) {
         if (!(error instanceof VersionConflict)) throw error;
+        // The cached fold was behind: read what it lacks and decide again at once.
+        if (!fresh) {
+          attempt--;
+          continue;
+        }
         cache.delete(streamId);
         if (attempt >= maxAttempts) throw new DocshareError('unavailable', 'Too many concurrent changes, try again');
         await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * 2 ** attempt));

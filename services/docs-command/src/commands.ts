@@ -99,6 +99,8 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   const { events, claims, blobs, tokens, signer, logger } = deps;
   const clock = deps.now ?? (() => new Date());
   const handler = makeCommandHandler(events);
+  /** A registered user stays registered: a cached fold that says so needs no read (command-handler load). */
+  const registered = (state: UserState): boolean => state.status === 'registered';
   const quotaBytes = deps.storageQuotaBytes ?? 0;
   const { storageUsedBy } = deps;
   if (quotaBytes > 0 && !storageUsedBy) throw new Error('a storage quota needs storageUsedBy');
@@ -117,7 +119,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
 
   /** Makes sure the user's stream exists (repairs a registration cut off between its two writes). */
   const ensureUser = async (account: Account, email: string, meta: CommandMeta): Promise<Handled<unknown> | null> => {
-    const { state } = await handler.load(userDecider, streamIds.user(account.userId));
+    const { state } = await handler.load(userDecider, streamIds.user(account.userId), registered);
     if (state.status === 'registered') return null;
     try {
       const now = clock().toISOString();
@@ -152,7 +154,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   };
 
   const categoryById = async (categoryId: number): Promise<CategoryCreated | null> => {
-    const { state } = await handler.load(categoryDecider, streamIds.category(categoryId));
+    const { state } = await handler.load(categoryDecider, streamIds.category(categoryId), (s) => s.status === 'created');
     return state.status === 'created' ? state.category : null;
   };
 
@@ -225,7 +227,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     let owner: Extract<UserState, { status: 'registered' }>;
     let category: CategoryCreated | null;
     try {
-      const { state } = await handler.load(userDecider, streamIds.user(actorId));
+      const { state } = await handler.load(userDecider, streamIds.user(actorId), registered);
       if (state.status !== 'registered') throw unauthorized(M.invalidToken);
       owner = state;
       await storage?.confirm(file.size);
@@ -351,7 +353,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   };
 
   const comment = async (actorId: number, fileId: number, text: string, meta: CommandMeta) => {
-    const { state: author } = await handler.load(userDecider, streamIds.user(actorId));
+    const { state: author } = await handler.load(userDecider, streamIds.user(actorId), registered);
     if (author.status !== 'registered') throw unauthorized(M.invalidToken);
     const commentId = await events.nextId('comment');
     await onFile(fileId, { type: 'PostComment', fileId, actorId, commentId, comment: text, now: clock().toISOString() }, meta);

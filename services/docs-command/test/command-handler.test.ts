@@ -55,4 +55,69 @@ describe('command handler', () => {
     assert.deepEqual((await a.handle(counter, 'counter-3', { by: 1 }, NOW, meta)).state, { n: 7 });
     await store.close();
   });
+
+  /** The file log, counting the reads of a stream. */
+  const countingStore = async () => {
+    const store = await openFileEventLog(await mkdtemp(join(tmpdir(), 'handler-')));
+    const reads = { count: 0 };
+    const readStream = store.readStream.bind(store);
+    store.readStream = (...args: Parameters<typeof readStream>) => {
+      reads.count++;
+      return readStream(...args);
+    };
+    return { store, reads };
+  };
+
+  it('decides on its cached fold without reading the stream, when nobody appended since', async () => {
+    const { store, reads } = await countingStore();
+    const handler = makeCommandHandler(store);
+    await handler.handle(counter, 'counter-4', { by: 1 }, NOW, meta);
+    const first = reads.count;
+    await handler.handle(counter, 'counter-4', { by: 1 }, NOW, meta);
+    await handler.handle(counter, 'counter-4', { by: 1 }, NOW, meta);
+    assert.equal(reads.count, first, 'no read for a cached stream');
+    assert.deepEqual((await makeCommandHandler(store).load(counter, 'counter-4')).state, { n: 3 });
+    await store.close();
+  });
+
+  it('a refusal or a no-op decided on the cached fold is decided again on a fresh read', async () => {
+    type Set = { type: 'test.set.v1'; data: { to: number } };
+    // Refuses to go above 1; records nothing for a value it already has.
+    const setter: Decider<{ to: number }, Counter, Set> = {
+      initialState: () => ({ n: 0 }),
+      evolve: (_s, e) => ({ n: e.data.to }),
+      decide: (c, s) => {
+        if (s.n === c.to) return [];
+        if (s.n >= 1 && c.to > 1) throw new Error('refused');
+        return [{ type: 'test.set.v1', data: { to: c.to } }];
+      },
+    };
+    const store = await openFileEventLog(await mkdtemp(join(tmpdir(), 'handler-')));
+    const a = makeCommandHandler(store);
+    const b = makeCommandHandler(store);
+    await a.handle(setter, 's', { to: 1 }, NOW, meta); // a's fold: 1
+    await b.handle(setter, 's', { to: 0 }, NOW, meta); // now 0, a does not know
+    const raised = await a.handle(setter, 's', { to: 5 }, NOW, meta);
+    assert.deepEqual(raised.state, { n: 5 }, 'refused on the stale fold, accepted on the fresh one');
+    // b's fold is 0: its append at version 3 is refused, and decided again on n = 5, it is refused.
+    await b.handle(setter, 's', { to: 2 }, NOW, meta)
+      .then(() => assert.fail('expected a refusal'), (error: unknown) => assert.match(String(error), /refused/));
+    await a.handle(setter, 's', { to: 7 }, NOW, meta).then(() => assert.fail('expected a refusal'), (error: unknown) => assert.match(String(error), /refused/));
+    const same = await b.handle(setter, 's', { to: 5 }, NOW, meta);
+    assert.equal(same.position, null, 'nothing recorded: the value is already 5');
+    assert.equal((await a.load(setter, 's')).version, 3);
+    await store.close();
+  });
+
+  it('load takes a cached fold the caller holds for settled without a read', async () => {
+    const { store, reads } = await countingStore();
+    const handler = makeCommandHandler(store);
+    await handler.handle(counter, 'counter-5', { by: 2 }, NOW, meta);
+    const before = reads.count;
+    assert.deepEqual((await handler.load(counter, 'counter-5', (s) => s.n >= 2)).state, { n: 2 });
+    assert.equal(reads.count, before);
+    await handler.load(counter, 'counter-5', (s) => s.n >= 3);
+    assert.equal(reads.count, before + 1, 'a fold not settled is read');
+    await store.close();
+  });
 });
