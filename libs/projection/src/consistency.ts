@@ -45,7 +45,10 @@ export const makeMemoryCheckpoints = (): Checkpoints => {
 interface CheckpointDoc { _id: string; through: number }
 
 export interface MongoCheckpointsOptions {
-  /** How long a record waits for others to share its write (default 5 ms). */
+  /**
+   * How long a record waits for others to share its write (default 25 ms: a relay publish reaches
+   * a group's six partitions one after the other, each with its own apply, within about that).
+   */
   coalesceMs?: number;
   /** Longest wait before a failed write is tried again (from 100 ms, doubling; default 2 000). */
   retryMaxMs?: number;
@@ -66,7 +69,7 @@ export interface MongoCheckpointsOptions {
  */
 export const makeMongoCheckpoints = (db: Db, collection = 'projection_checkpoints', options: MongoCheckpointsOptions = {}): Checkpoints => {
   const docs = db.collection<CheckpointDoc>(collection);
-  const coalesceMs = options.coalesceMs ?? 5;
+  const coalesceMs = options.coalesceMs ?? 25;
   const retryMaxMs = options.retryMaxMs ?? 2_000;
   const id = (group: string, partition: number): string => `${group}/${partition}`;
   /** What this process has written (or found written) per checkpoint id. */

@@ -158,18 +158,30 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     return state.status === 'created' ? state.category : null;
   };
 
+  /**
+   * Category-name claims seen by this process: a claim is never changed or removed (first claim
+   * wins, for good), so an upload naming a known category needs no lookup. Bounded, oldest out.
+   */
+  const categoryClaims = new Map<string, CategoryClaim>();
+  const rememberCategoryClaim = (key: string, claim: CategoryClaim): void => {
+    categoryClaims.delete(key);
+    categoryClaims.set(key, claim);
+    if (categoryClaims.size > 10_000) categoryClaims.delete(categoryClaims.keys().next().value!);
+  };
+
   /** The category named (ignoring case), created on first use; the name claim makes creation race-free. */
   const categoryNamed = async (
     choice: { name: string; description: string; tags: string[] }, actorId: number, meta: CommandMeta,
   ): Promise<CategoryCreated> => {
     const key = choice.name.toLowerCase();
-    let claim = await claims.get<CategoryClaim>('category-name', key);
+    let claim = categoryClaims.get(key) ?? await claims.get<CategoryClaim>('category-name', key);
     if (!claim) {
       const categoryId = await events.nextId('category');
       claim = (await claims.claim<CategoryClaim>('category-name', key, {
         categoryId, name: choice.name, description: choice.description, tags: choice.tags, createdBy: actorId,
       })).value;
     }
+    rememberCategoryClaim(key, claim);
     const existing = await categoryById(claim.categoryId);
     if (existing) return existing;
     const now = clock().toISOString();
