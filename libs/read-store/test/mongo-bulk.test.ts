@@ -94,7 +94,8 @@ function fakeServer(mode: Mode) {
         assert.deepEqual(Object.keys(filter._id), ['$in']);
         calls.find++;
         const found = filter._id.$in.flatMap((id) => (docs.has(id) ? [project(docs.get(id) as Stored, options.projection)] : []));
-        return { toArray: async () => found };
+        const cursor = { toArray: async () => found, sort: () => cursor };
+        return cursor;
       },
       async updateOne(filter: Filter, update: Update, options: { upsert?: boolean } = {}) {
         calls.updateOne++;

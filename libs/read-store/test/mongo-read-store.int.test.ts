@@ -102,6 +102,19 @@ describe('mongo read store', () => {
     ]);
   });
 
+  it('sorts every find it sends (by _id when asked for no order): the stand-in\'s unsorted cursors can repeat documents across batches', async () => {
+    const { db, commands } = await server.recordedDb('rs_sorted');
+    const store = makeMongoReadStore(db);
+    await store.applyBatch(Array.from({ length: 150 }, (_, i) => ({ collection: 'c', id: `d${i}`, update: { set: { k: i % 2 } }, position: i + 1 })));
+    assert.equal((await store.find('c', {})).length, 150);
+    assert.equal((await store.find('c', { k: 1 }, { limit: 10 })).length, 10);
+    assert.equal((await store.find('c', { k: 0 }, { sort: [['k', -1]], skip: 70 })).length, 5);
+    const finds = commands.filter((c) => c.commandName === 'find' && c.command['find'] === 'c');
+    assert.equal(finds.length, 3);
+    const sortOf = (sort: unknown): unknown => (sort instanceof Map ? Object.fromEntries(sort) : sort);
+    assert.deepEqual(finds.map((c) => sortOf(c.command['sort'])), [{ _id: 1 }, { _id: 1 }, { k: -1 }]);
+  });
+
   it('uses no transaction and no change stream (the stand-in fails a transaction at commit and has no change streams)', async () => {
     const { db, commands } = await server.recordedDb('rs_no_txn');
     const store = makeMongoReadStore(db, { prefix: 'p_', indexes: { stats: [{ name: 'by_n', key: [['n', 1]] }] } });
