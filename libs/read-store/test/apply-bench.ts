@@ -66,7 +66,8 @@ try {
     await bulk.bulkWrite(ops, { ordered: false });
   });
 
-  const sums = async (name: string): Promise<number> => (await db.collection(name).find().toArray())
+  // Sorted: the stand-in's unsorted multi-batch finds can repeat documents (mongo-read-store.ts).
+  const sums = async (name: string): Promise<number> => (await db.collection(name).find().sort({ _id: 1 }).toArray())
     .reduce((sum, doc) => sum + kinds.reduce((s, kind) => s + Number(doc[kind] ?? 0), 0), 0);
   const counted = [await sums('store_stats'), await sums('plain_one'), await sums('plain_bulk')];
   if (counted.some((n) => n !== total)) throw new Error(`sums ${counted.join(', ')}, expected ${total}`);
