@@ -37,7 +37,7 @@ export async function ensureTopics(
     const existingSpecs = topics.filter((spec) => present.has(spec.topic));
     const mismatched: EnsureTopicsResult['mismatched'] = [];
     if (existingSpecs.length > 0) {
-      const { topics: metadata } = await admin.fetchTopicMetadata({ topics: existingSpecs.map((spec) => spec.topic) });
+      const metadata = await topicMetadata(admin, existingSpecs.map((spec) => spec.topic));
       for (const spec of existingSpecs) {
         const actual = metadata.find((topic) => topic.name === spec.topic)?.partitions.length ?? 0;
         if (actual !== spec.numPartitions) mismatched.push({ topic: spec.topic, planned: spec.numPartitions, actual });
@@ -46,6 +46,28 @@ export async function ensureTopics(
     return { created: missing.map((spec) => spec.topic), existing: existingSpecs.map((spec) => spec.topic), mismatched };
   } finally {
     await admin.disconnect();
+  }
+}
+
+/**
+ * The metadata of topics just listed. A broker can list a topic whose metadata it does not serve
+ * yet (KRaft propagates a new topic to the broker's cache after the controller commits it) and
+ * answers UNKNOWN_TOPIC_OR_PARTITION, a retriable error kafkajs does not retry here: ask again,
+ * a bounded number of times.
+ */
+export async function topicMetadata(
+  admin: Admin,
+  topics: string[],
+  { attempts = 20, delayMs = (attempt: number) => Math.min(100 * attempt, 1_000) }: { attempts?: number; delayMs?: (attempt: number) => number } = {},
+): Promise<{ name: string; partitions: unknown[] }[]> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return (await admin.fetchTopicMetadata({ topics })).topics;
+    } catch (error) {
+      const retriable = (error as { type?: string }).type === 'UNKNOWN_TOPIC_OR_PARTITION';
+      if (!retriable || attempt >= attempts) throw error;
+      await new Promise((resolve) => setTimeout(resolve, delayMs(attempt)));
+    }
   }
 }
 
