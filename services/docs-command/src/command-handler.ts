@@ -56,8 +56,8 @@ export const envelope = (
  * append, read again and decide again. Folded states are cached by stream and only the newer
  * events are read, so hot streams (views, downloads) stay cheap.
  *
- * A stream whose fold is cached is not read first at all: the command is decided on the cached
- * fold and appended at its version, which the store refuses (a version conflict) when another
+ * A stream whose fold is cached is not read first at all (nor one this process has not seen: it
+ * is taken for empty): the command is decided on the cached (or empty) fold and appended at its version, which the store refuses (a version conflict) when another
  * writer appended since; only then is it read and decided again, at once. A decision on the cached
  * fold that records nothing or refuses is made again on a fresh read, so no answer ever rests on a
  * fold that may be stale. A command on a cached stream is then one append, not a read and an append.
@@ -108,8 +108,10 @@ export const makeCommandHandler = (store: EventStore, options: CommandHandlerOpt
   const attempt = async <C, S, E extends { type: string; data: unknown }>(
     decider: Decider<C, S, E>, streamId: string, command: C, now: string, meta: CommandMeta,
   ): Promise<Handled<S>> => {
-    // The first attempt decides on the cached fold, if there is one, without reading the stream.
-    let optimistic = cache.get(streamId);
+    // The first attempt decides without reading the stream: on the cached fold, or, for a stream
+    // this process has not seen, on the empty one (a new file's, a new category's stream: nothing to
+    // read; a stream that exists refuses the append at version 0, or the decision, and is read).
+    let optimistic: { state: unknown; version: number } | undefined = cache.get(streamId) ?? { state: decider.initialState(), version: 0 };
     for (let attempt = 1; ; attempt++) {
       const fresh = optimistic === undefined;
       const { state, version } = optimistic ? { state: optimistic.state as S, version: optimistic.version } : await load(decider, streamId);

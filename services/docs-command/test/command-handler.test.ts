@@ -80,6 +80,19 @@ describe('command handler', () => {
     await store.close();
   });
 
+  it('creates a stream it has not seen without reading it, and reads one that exists after its append is refused', async () => {
+    const { store, reads } = await countingStore();
+    const a = makeCommandHandler(store);
+    await a.handle(counter, 'counter-6', { by: 2 }, NOW, meta);
+    assert.equal(reads.count, 0, 'a new stream is not read');
+    const b = makeCommandHandler(store); // has not seen counter-6: takes it for empty, its append at 0 is refused
+    const { state, events } = await b.handle(counter, 'counter-6', { by: 1 }, NOW, meta);
+    assert.deepEqual(state, { n: 3 });
+    assert.equal(events[0]?.streamversion, 2);
+    assert.equal(reads.count, 1);
+    await store.close();
+  });
+
   it('a refusal or a no-op decided on the cached fold is decided again on a fresh read', async () => {
     type Set = { type: 'test.set.v1'; data: { to: number } };
     // Refuses to go above 1; records nothing for a value it already has.
