@@ -17,8 +17,10 @@
  *    prints the plan: on FerretDB 2 + DocumentDB, PostgreSQL's plan nodes (Seq Scan, Index Scan,
  *    Bitmap Index Scan(<index>), Sort...); on MongoDB, the winning plan's stages (COLLSCAN, IXSCAN...).
  *
- * Exits 1 when a query on a collection that grows with data is answered by a sequential scan of it
- * (a whole-collection read by design, an empty filter without a limit, is reported, not failed).
+ * Exits 1 when a query on a collection that grows with data reads all of it: a sequential scan, or
+ * an index scan that selects every document (DocumentDB's way of scanning a collection it has no
+ * statistics for yet). A whole-collection read by design, an empty filter without a limit, is
+ * reported, not failed.
  *
  * Env: MONGO_URL, PLANS_FILES (20000). Flags: --json (one JSON document on stdout), --keep (leave
  * the databases, named on stderr, for a second look, e.g. after PostgreSQL's autovacuum analyzed them).
@@ -39,7 +41,13 @@ import { makeStatsQueries, statsHandler } from '@docshare/stats-projector';
 /** Collections whose size does not grow with users, files or events (a document per lease, relay, group and partition, model, read-model collection). */
 export const FIXED_SIZE = new Set(['leases', 'outbox_checkpoints', 'projection_checkpoints', 'read_model_generations', 'read_store_collections']);
 
-export interface PlanNode { node: string; index?: string; relation?: string }
+export interface PlanNode {
+  node: string;
+  index?: string;
+  relation?: string;
+  /** An index scan that selects every document: its condition is only DocumentDB's `shard_key_value` (the collection). */
+  whole?: boolean;
+}
 
 export interface PathPlan {
   /** The read path, as docs/mongodb.md names it. */
@@ -54,7 +62,7 @@ export interface PathPlan {
   plan: PlanNode[];
   /** Indexes the plan uses. */
   indexes: string[];
-  /** A sequential scan (PostgreSQL) or COLLSCAN (MongoDB) of the collection. */
+  /** The whole collection read: a sequential scan (PostgreSQL) or COLLSCAN (MongoDB), or an index scan that selects every document. */
   scans: boolean;
   /** Sorted after reading (PostgreSQL Sort node, MongoDB SORT stage), not read in index order. */
   sorts: boolean;
@@ -73,7 +81,14 @@ export interface PlansReport { server: string; seeded: string; paths: PathPlan[]
 export const postgresNodes = (plan: Document | undefined): PlanNode[] => {
   if (!plan) return [];
   const node: PlanNode = { node: String(plan['Node Type']) };
-  if (typeof plan['Index Name'] === 'string') node.index = plan['Index Name'];
+  if (typeof plan['Index Name'] === 'string') {
+    node.index = plan['Index Name'];
+    // DocumentDB's indexes lead with the collection's shard_key_value: a condition on that alone is
+    // the whole collection read through the index (the planner's way of scanning before it has
+    // statistics), not a lookup. A real one compares the document (`document OPERATOR(...)`) or `_id` (`object_id`).
+    const cond = typeof plan['Index Cond'] === 'string' ? plan['Index Cond'] : '';
+    if (!/document OPERATOR|object_id/.test(cond)) node.whole = true;
+  }
   if (typeof plan['Relation Name'] === 'string') node.relation = plan['Relation Name'];
   return [node, ...((plan.Plans ?? []) as Document[]).flatMap(postgresNodes)];
 };
@@ -105,7 +120,10 @@ const SEQUENTIAL = new Set(['Seq Scan', 'COLLSCAN']);
 const SORTS = new Set(['Sort', 'Incremental Sort', 'SORT']);
 
 export const showPlan = (nodes: readonly PlanNode[]): string =>
-  nodes.map((n) => (n.index ? `${n.node}(${n.index})` : n.node)).join(' ← ');
+  nodes.map((n) => (n.index ? `${n.node}(${n.index}${n.whole ? ': every document' : ''})` : n.node)).join(' ← ');
+
+/** Whether a plan reads the whole collection: a sequential scan, or an index scan that selects every document. */
+export const readsAll = (nodes: readonly PlanNode[]): boolean => nodes.some((n) => SEQUENTIAL.has(n.node) || n.whole === true);
 
 // ---- commands --------------------------------------------------------------------------------
 
@@ -335,7 +353,7 @@ export async function collectPlans(url: string, options: PlansOptions = {}): Pro
     await untilPublished(relay, last);
     await relay.stop();
     const counts = await Promise.all(['events', 'files_files', 'files_comments', 'files_purchases', 'idempotency_keys']
-      .map(async (name) => `${name} ${await (name.startsWith('files_') ? readDb : commandDb).collection(name).estimatedDocumentCount()}`));
+      .map(async (name) => `${name} ${await (name.startsWith('files_') ? readDb : commandDb).collection(name).countDocuments()}`));
     const seeded = `${last} events of ${fx.users} users, ${files} files (${counts.join(', ')}) in ${Math.round(performance.now() - started)} ms`;
     log(`seeded ${seeded}`);
 
@@ -438,8 +456,8 @@ export async function collectPlans(url: string, options: PlansOptions = {}): Pro
           const db = client.db(query.db);
           const explained = await db.command({ explain: query.explain, verbosity: 'queryPlanner' });
           entry.plan = planNodes(explained);
-          entry.indexes = [...new Set(entry.plan.flatMap((n) => (n.index ? [n.index] : [])))];
-          entry.scans = entry.plan.some((n) => SEQUENTIAL.has(n.node));
+          entry.indexes = [...new Set(entry.plan.flatMap((n) => (n.index && !n.whole ? [n.index] : [])))];
+          entry.scans = readsAll(entry.plan);
           entry.sorts = entry.plan.some((n) => SORTS.has(n.node));
           const times: number[] = [];
           for (let i = 0; i < 5; i++) {
@@ -481,7 +499,7 @@ export const formatReport = (report: PlansReport): string => {
       continue;
     }
     const verdict = p.error ? `explain failed: ${p.error}`
-      : p.scans ? (p.whole ? 'whole collection, by design' : p.growing ? 'SEQUENTIAL SCAN of a growing collection' : 'sequential scan (fixed size)')
+      : p.scans ? (p.whole ? 'whole collection, by design' : p.growing ? 'WHOLE COLLECTION READ: a growing collection' : 'whole collection (fixed size)')
       : p.indexes.length > 0 ? `index ${p.indexes.join(', ')}` : 'no scan';
     lines.push(`  ${p.command}`);
     lines.push(`    ${showPlan(p.plan)}  => ${verdict}${p.sorts ? ', sorted after the scan' : ''}${p.ms === null ? '' : `; ${p.ms} ms`}`);

@@ -8,13 +8,13 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { MongoClient, type Db } from 'mongodb';
 import { FILES_INDEXES } from '@docshare/files-projector';
-import { collectPlans, formatReport, planNodes, queriesOf, showPlan } from '../mongo-plans.ts';
+import { collectPlans, formatReport, planNodes, queriesOf, readsAll, showPlan } from '../mongo-plans.ts';
 
 const url = process.env.MONGO_URL;
 if (!url) throw new Error('MONGO_URL is not set: run this suite under infra/with-stack.ts (npm run test:real)');
 
 /** Enough documents for a planner to prefer an index to reading everything (PLANS_FILES to change). */
-const FILES = Number(process.env.PLANS_FILES ?? 5_000);
+const FILES = Number(process.env.PLANS_FILES ?? 2_000);
 
 describe('read paths on the MongoDB server at MONGO_URL', () => {
   let client: MongoClient;
@@ -29,7 +29,7 @@ describe('read paths on the MongoDB server at MONGO_URL', () => {
     await client?.close();
   });
 
-  it('a filter no index serves is a sequential scan; with the index, an index scan', async () => {
+  it('a filter no index serves reads the whole collection; with the index, it does not', async () => {
     const docs = db.collection<{ _id: string; owner_id: number }>('docs');
     const all = Array.from({ length: 20_000 }, (_, i) => ({ _id: String(i), owner_id: i % 500 }));
     for (let i = 0; i < all.length; i += 2_000) await docs.insertMany(all.slice(i, i + 2_000));
@@ -37,11 +37,12 @@ describe('read paths on the MongoDB server at MONGO_URL', () => {
       const [query] = queriesOf({ commandName: 'find', databaseName: db.databaseName, command: { find: 'docs', filter: { owner_id: 7 } } });
       return planNodes(await db.command({ explain: query?.explain, verbosity: 'queryPlanner' }));
     };
+    // A Seq Scan, or (on DocumentDB before its statistics) a scan of the _id index selecting every document.
     const before = await explain();
-    assert.ok(before.some((n) => n.node === 'Seq Scan' || n.node === 'COLLSCAN'), showPlan(before));
+    assert.ok(readsAll(before), showPlan(before));
     await docs.createIndex({ owner_id: 1 }, { name: 'owner' });
     const indexed = await explain();
-    assert.ok(!indexed.some((n) => n.node === 'Seq Scan' || n.node === 'COLLSCAN'), showPlan(indexed));
+    assert.ok(!readsAll(indexed), showPlan(indexed));
     assert.ok(indexed.some((n) => n.index === 'owner'), showPlan(indexed));
   });
 
