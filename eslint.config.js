@@ -55,6 +55,18 @@ export default tseslint.config(
     },
   },
   {
+    // One dependency across services, on purpose: with MONGO_URL the gateway answers api-stats
+    // from the stats read model itself, through the stats projector's own query app (the same
+    // composition as embedded mode; services/gateway/src/local-query.ts, docs/architecture.md).
+    files: ['services/gateway/src/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [
+        { group: [...SERVICES, '!@docshare/stats-projector'], message: 'a service must not import another service (only services/standalone composes them).' },
+        { group: ['../../*/src/**', '**/services/*/src/**'], message: 'a service imports other packages by name, never by path.' },
+      ] }],
+    },
+  },
+  {
     // Two dependencies across services, on purpose: the storage quota reads the stats read model
     // (bytes_stored, bytes_at) through the stats projector's own queries, and api-purchases the
     // files read model through the files projector's (it signs each link; docs/architecture.md).

@@ -1,13 +1,22 @@
+import type { RequestHandler } from 'express';
 import { loadOrCreateSecret, makeTokens } from '@docshare/auth';
+import { backoffMs } from '@docshare/contracts';
 import {
   closeServer, CONFIG_ERROR_EXIT_CODE, configOrExit, exitGracefully, HTTP_VARS, httpLimitsOf, installLastResort, intVar, listen, makeLogger, makeOps,
-  metricsListenOrExit, optionalVar, publicBaseUrlOf, serveMetrics, stringVar, trustProxyOf,
+  metricsListenOrExit, optionalVar, publicBaseUrlOf, sendUnavailable, serveMetrics, stringVar, trustProxyOf,
 } from '@docshare/http';
+import { COMMON_VARS, connectMongo } from '@docshare/projection/distributed';
+import { makeMongoReadStore } from '@docshare/read-store/mongo';
+import { makeMinioBlobStore } from '@docshare/blob-store/minio';
+import { statsProjector } from '@docshare/stats-projector';
+import type { MongoClient } from 'mongodb';
 import { makeRateLimiter } from '@docshare/rate-limit';
 import { makeGateway } from './app.ts';
 import { httpUpstream } from './proxy.ts';
 import { makeMemorySessionTokens, makeRedisSessionTokens } from './consistency.ts';
 import { corsOriginsVar } from './cors.ts';
+import { localQuery } from './local-query.ts';
+import type { BlobReader } from './blob-handoff.ts';
 
 const NAME = 'gateway';
 const logger = makeLogger(NAME);
@@ -36,6 +45,30 @@ const GATEWAY_VARS = {
   STATS_URL: stringVar('http://127.0.0.1:8082'),
   FILES_URL: stringVar('http://127.0.0.1:8083'),
   SEARCH_URL: stringVar('http://127.0.0.1:8084'),
+  /**
+   * With MONGO_URL the gateway answers api-stats itself from the stats read model (one `_id`
+   * lookup, no hop to the stats projector); without it, it forwards to STATS_URL.
+   */
+  MONGO_URL: optionalVar(),
+  MONGO_USERNAME: COMMON_VARS.MONGO_USERNAME,
+  MONGO_PASSWORD: COMMON_VARS.MONGO_PASSWORD,
+  MONGO_READ_DB: COMMON_VARS.MONGO_READ_DB,
+  MONGO_SERVER_SELECTION_TIMEOUT_MS: COMMON_VARS.MONGO_SERVER_SELECTION_TIMEOUT_MS,
+  MONGO_CONNECT_TIMEOUT_MS: COMMON_VARS.MONGO_CONNECT_TIMEOUT_MS,
+  MONGO_SOCKET_TIMEOUT_MS: COMMON_VARS.MONGO_SOCKET_TIMEOUT_MS,
+  /** The stats projector's checkpoint group is its name + this suffix (as the projector's). */
+  KAFKA_GROUP_SUFFIX: COMMON_VARS.KAFKA_GROUP_SUFFIX,
+  KAFKA_EVENTS_PARTITIONS: COMMON_VARS.KAFKA_EVENTS_PARTITIONS,
+  CONSISTENCY_WAIT_MS: COMMON_VARS.CONSISTENCY_WAIT_MS,
+  /**
+   * With MinIO's address and keys the gateway streams a signed link's bytes from MinIO itself,
+   * once docs-command has checked the link (blob-handoff.ts); without them docs-command streams.
+   */
+  MINIO_ENDPOINT: optionalVar(),
+  MINIO_ACCESS_KEY: optionalVar(),
+  MINIO_SECRET_KEY: optionalVar(),
+  MINIO_BUCKET: stringVar('docshare-files'),
+  MINIO_REQUEST_TIMEOUT_MS: intVar(10_000, 1),
 };
 const env = configOrExit(GATEWAY_VARS, process.env, (message) => logger.fatal(message));
 const port = env.PORT;
@@ -62,18 +95,82 @@ const upstreamReady = (url: string) => async (): Promise<void> => {
 };
 
 // The gateway is ready whenever it runs: it answers every request itself, with a 503 for a route
-// whose service is down. So each upstream (and Redis) is reported in the /readyz body and never
-// fails it: a load balancer must not take every gateway out while one projector restarts, and a
-// limiter outage must not become an API outage (each replica then limits on its own,
-// docs/minio-redis.md).
+// whose service is down. So each upstream (and Redis, and MongoDB when it reads the stats model
+// itself) is reported in the /readyz body and never fails it: a load balancer must not take every
+// gateway out while one projector restarts, and a limiter outage must not become an API outage
+// (each replica then limits on its own, docs/minio-redis.md).
+const stats: { handler?: RequestHandler; client?: MongoClient; stopped: boolean } = { stopped: false };
 const ops = makeOps(NAME, {}, undefined, {
   'docs-command': upstreamReady(upstreamUrls.docs),
   'stats-projector': upstreamReady(upstreamUrls.stats),
   'files-projector': upstreamReady(upstreamUrls.files),
   'search-projector': upstreamReady(upstreamUrls.search),
   redis: () => rateLimiter.ready(),
+  ...(env.MONGO_URL === undefined ? {} : {
+    'stats-read-model': async () => {
+      if (!stats.client) throw new Error('not connected yet');
+      await stats.client.db(env.MONGO_READ_DB).command({ ping: 1 });
+    },
+  }),
 });
 const publicBaseUrl = publicBaseUrlOf(process.env, port);
+
+/**
+ * With MONGO_URL, api-stats is answered here from the stats read model (local-query.ts): the
+ * connection is made in the background, retried, so the gateway starts and answers every other
+ * route while MongoDB is down; until it is reached api-stats answers 503 `Error fetching user
+ * stats` (the route's failure message), as the stats service would.
+ */
+const mongoUrl = env.MONGO_URL;
+if (mongoUrl !== undefined) {
+  void (async () => {
+    for (let attempt = 1; !stats.stopped; attempt++) {
+      try {
+        const { client, db } = await connectMongo(mongoUrl, env.MONGO_READ_DB, {
+          mongoServerSelectionTimeoutMs: env.MONGO_SERVER_SELECTION_TIMEOUT_MS, mongoConnectTimeoutMs: env.MONGO_CONNECT_TIMEOUT_MS,
+          mongoSocketTimeoutMs: env.MONGO_SOCKET_TIMEOUT_MS, mongoUsername: env.MONGO_USERNAME, mongoPassword: env.MONGO_PASSWORD,
+        });
+        stats.client = client;
+        if (stats.stopped) return void (await client.close());
+        stats.handler = localQuery(statsProjector, {
+          db, open: (prefix) => makeMongoReadStore(db, { prefix, indexes: statsProjector.indexes }),
+          group: `${statsProjector.name}${env.KAFKA_GROUP_SUFFIX}`, partitions: env.KAFKA_EVENTS_PARTITIONS,
+          consistencyWaitMs: env.CONSISTENCY_WAIT_MS, publicBaseUrl, logger, ops,
+        });
+        logger.info({ db: env.MONGO_READ_DB }, 'api-stats answered from the stats read model');
+        return;
+      } catch (err) {
+        const delay = backoffMs(attempt, 200, 5_000);
+        logger.warn({ err, attempt, retryInMs: delay }, 'could not reach MongoDB for the stats read model; api-stats answers 503 meanwhile');
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  })();
+}
+/** The blob store for handed-off content (blob-handoff.ts), once MinIO is reached (retried in the background like MongoDB). */
+let blobs: BlobReader | undefined;
+const minio = env.MINIO_ENDPOINT !== undefined && env.MINIO_ACCESS_KEY !== undefined && env.MINIO_SECRET_KEY !== undefined
+  ? { endPoint: env.MINIO_ENDPOINT, accessKey: env.MINIO_ACCESS_KEY, secretKey: env.MINIO_SECRET_KEY } : undefined;
+if (minio !== undefined) {
+  void (async () => {
+    for (let attempt = 1; !stats.stopped; attempt++) {
+      try {
+        blobs = await makeMinioBlobStore({ ...minio, bucket: env.MINIO_BUCKET, requestTimeoutMs: env.MINIO_REQUEST_TIMEOUT_MS });
+        logger.info({ bucket: env.MINIO_BUCKET }, 'file content streamed from MinIO by the gateway');
+        return;
+      } catch (err) {
+        const delay = backoffMs(attempt, 200, 5_000);
+        logger.warn({ err, attempt, retryInMs: delay }, 'could not reach MinIO; docs-command streams file content meanwhile');
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  })();
+}
+
+const statsUpstream: RequestHandler = mongoUrl === undefined
+  ? httpUpstream(upstreamUrls.stats, logger)
+  : (req, res, next) => (stats.handler ? stats.handler(req, res, next) : sendUnavailable(res));
+
 const httpLimits = httpLimitsOf(process.env);
 const app = makeGateway({
   tokens: makeTokens(jwtSecret, env.JWT_TTL_SECONDS),
@@ -84,8 +181,8 @@ const app = makeGateway({
   requestTimeoutMs: httpLimits.requestTimeoutMs,
   sessions: rateLimiter.redis ? makeRedisSessionTokens(rateLimiter.redis, logger, consistencyKeyPrefix) : makeMemorySessionTokens(),
   upstreams: {
-    docs: httpUpstream(upstreamUrls.docs, logger),
-    stats: httpUpstream(upstreamUrls.stats, logger),
+    docs: httpUpstream(upstreamUrls.docs, logger, { blobs: () => blobs }),
+    stats: statsUpstream,
     files: httpUpstream(upstreamUrls.files, logger),
     search: httpUpstream(upstreamUrls.search, logger),
   },
@@ -94,7 +191,11 @@ const app = makeGateway({
 const metricsAt = metricsListenOrExit(process.env, port, (message) => logger.fatal(message));
 const metrics = metricsAt === undefined ? undefined : await serveMetrics(ops, metricsAt, logger, httpLimits);
 const { server, port: bound } = await listen(app, port, env.HOST, httpLimits, logger);
-logger.info({ port: bound, upstreams: upstreamUrls }, `${NAME} listening`);
+logger.info({ port: bound, upstreams: upstreamUrls, statsFrom: mongoUrl === undefined ? 'stats-projector' : 'read model' }, `${NAME} listening`);
 exitGracefully(logger, [
   () => closeServer(server), async () => { if (metrics) await closeServer(metrics.server, 1_000); }, () => rateLimiter.close(),
+  async () => {
+    stats.stopped = true;
+    await stats.client?.close();
+  },
 ]);
