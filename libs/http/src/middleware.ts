@@ -8,6 +8,17 @@ export const IDENTITY_HEADER = 'x-docshare-user-id';
 export const REQUEST_ID_HEADER = 'x-request-id';
 export const CORRELATION_HEADER = 'x-correlation-id';
 
+/**
+ * A file's bytes handed to the gateway (distributed mode): the gateway asks with
+ * BLOB_HANDOFF_HEADER (never passed on from a client); docs-command then checks the link and
+ * answers the headers with the blob's key (BLOB_KEY_HEADER) and the chosen range
+ * (BLOB_RANGE_HEADER, `start-end`) instead of the bytes, which the gateway streams from the blob
+ * store itself. Both answer headers stay between the two.
+ */
+export const BLOB_HANDOFF_HEADER = 'x-docshare-blob-handoff';
+export const BLOB_KEY_HEADER = 'x-docshare-blob-key';
+export const BLOB_RANGE_HEADER = 'x-docshare-blob-range';
+
 const CLIENT_REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
 /** Keeps a well-formed client X-Request-Id or makes one; always echoes it. */

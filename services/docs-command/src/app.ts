@@ -5,7 +5,7 @@ import {
 } from '@docshare/contracts';
 import { RangeNotSatisfiable, type ByteRange } from '@docshare/blob-store';
 import {
-  actorOf, bodyOf, errorHandler, failureMessage, IDENTITY_HEADER, jsonBody, metaOf, sendError, uploadSlot, type Logger,
+  actorOf, BLOB_HANDOFF_HEADER, BLOB_KEY_HEADER, BLOB_RANGE_HEADER, bodyOf, errorHandler, failureMessage, IDENTITY_HEADER, jsonBody, metaOf, sendError, uploadSlot, type Logger,
 } from '@docshare/http';
 import { pageOf } from '@docshare/http';
 import { CONTENT_CACHE_CONTROL, type DocsCommands } from './commands.ts';
@@ -280,6 +280,9 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
 
   app.get('/files/:fileId/content', async (req, res) => {
     const fileId = positiveId(req.params.fileId);
+    // The gateway streams the bytes itself from the blob store (BLOB_HANDOFF_HEADER): the link,
+    // the file and the range are checked here, no blob is opened.
+    const handoff = req.get(BLOB_HANDOFF_HEADER) === '1' && req.method === 'GET';
     // What the conditional headers decided, once the file's validators are known (http-caching.ts).
     const chosen: { notModified?: boolean; range?: ByteRange } = {};
     let opened;
@@ -293,7 +296,7 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
           if (range === 'unsatisfiable') return range;
           chosen.range = range;
           // Neither a 304 nor a HEAD needs the bytes.
-          return chosen.notModified || req.method === 'HEAD' ? 'headers' : range;
+          return chosen.notModified || req.method === 'HEAD' || handoff ? 'headers' : range;
         }, req.query.sale);
     } catch (error) {
       if (error instanceof RangeNotSatisfiable) {
@@ -328,6 +331,13 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     res.setHeader('Content-Security-Policy', CONTENT_SECURITY_POLICY);
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Accept-Ranges', 'bytes');
+    if (handoff) {
+      // No body and no length: the gateway sets them from the blob store's answer, as below.
+      res.setHeader(BLOB_KEY_HEADER, file.blobKey);
+      if (chosen.range) res.setHeader(BLOB_RANGE_HEADER, `${chosen.range.start}-${chosen.range.end}`);
+      res.status(200).end();
+      return;
+    }
     const range = blob ? blob.range : chosen.range;
     const size = blob?.size ?? file.size;
     if (range) {

@@ -11,7 +11,7 @@ import { makeFsBlobStore, type BlobStore } from '@docshare/blob-store';
 import { openFileClaimStore, type ClaimStore } from '@docshare/claim-store';
 import { openFileEventLog, type EventStore } from '@docshare/event-store';
 import { makeTokens, makeUrlSigner } from '@docshare/auth';
-import { IDENTITY_HEADER, makeLogger } from '@docshare/http';
+import { BLOB_HANDOFF_HEADER, BLOB_KEY_HEADER, BLOB_RANGE_HEADER, IDENTITY_HEADER, makeLogger } from '@docshare/http';
 import { makeDocsCommands } from '../src/commands.ts';
 import { makeDocsCommandApp } from '../src/app.ts';
 
@@ -93,6 +93,35 @@ describe('conditional requests on docs-command', () => {
       assert.equal(res.status, 200, range);
       assert.equal(await res.text(), 'abcdef');
     }
+  });
+
+  it('content handed to the gateway: the link and the range are checked, the blob is named, not opened', async () => {
+    const { url } = await uploadOne(Buffer.from('abcdefghij'));
+    const handoff = { [BLOB_HANDOFF_HEADER]: '1' };
+    const before = blobGets;
+    const whole = await fetch(url, { headers: handoff });
+    assert.equal(whole.status, 200);
+    assert.equal(await whole.text(), '');
+    assert.match(whole.headers.get(BLOB_KEY_HEADER) ?? '', /\S/);
+    assert.equal(whole.headers.get(BLOB_RANGE_HEADER), null);
+    assert.equal(whole.headers.get('content-type'), 'application/x-test');
+    assert.match(whole.headers.get('content-disposition') ?? '', /^attachment/);
+    assert.equal(whole.headers.get('x-content-type-options'), 'nosniff');
+    const part = await fetch(url, { headers: { ...handoff, Range: 'bytes=2-4' } });
+    assert.equal(part.headers.get(BLOB_RANGE_HEADER), '2-4');
+    assert.equal(part.headers.get(BLOB_KEY_HEADER), whole.headers.get(BLOB_KEY_HEADER));
+    assert.equal(blobGets, before, 'no blob opened');
+    // What stays here: a bad link, a range past the end, a HEAD (the headers, no key).
+    assert.equal((await fetch(url.replace(/signature=[0-9a-f]+/, 'signature=00'), { headers: handoff })).status, 403);
+    const unsatisfiable = await fetch(url, { headers: { ...handoff, Range: 'bytes=50-60' } });
+    assert.equal(unsatisfiable.status, 416);
+    assert.equal(unsatisfiable.headers.get(BLOB_KEY_HEADER), null);
+    const head = await fetch(url, { method: 'HEAD', headers: handoff });
+    assert.equal(head.headers.get(BLOB_KEY_HEADER), null);
+    assert.equal(head.headers.get('content-length'), '10');
+    // Without the header: the bytes, as before.
+    assert.equal(await (await fetch(url)).text(), 'abcdefghij');
+    assert.equal(blobGets, before + 1);
   });
 
   it('page: a fresh nonce on every 200 under one tag; a 304 without CSP, counted as a view', async () => {

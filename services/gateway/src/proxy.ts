@@ -1,7 +1,10 @@
 import { Agent, request, type IncomingHttpHeaders } from 'node:http';
 import type { RequestHandler } from 'express';
 import { pipeline } from 'node:stream';
-import { closeEarly, sendUnavailable, type Logger } from '@docshare/http';
+import {
+  BLOB_HANDOFF_HEADER, BLOB_KEY_HEADER, BLOB_RANGE_HEADER, closeEarly, sendUnavailable, type Logger,
+} from '@docshare/http';
+import { isHandoff, serveHandoff, type BlobReader } from './blob-handoff.ts';
 
 /** Headers that belong to one connection, not to the request (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set([
@@ -24,10 +27,24 @@ const forwardable = (headers: IncomingHttpHeaders, drop: ReadonlySet<string>): R
 const framingOf = (headers: IncomingHttpHeaders): Record<string, string> =>
   headers['transfer-encoding'] !== undefined && headers['content-length'] === undefined ? { 'transfer-encoding': 'chunked' } : {};
 
-const FROM_SERVICE_DROP = new Set(['x-request-id', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy', 'ratelimit']);
+const FROM_SERVICE_DROP = new Set([
+  'x-request-id', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy', 'ratelimit', BLOB_KEY_HEADER, BLOB_RANGE_HEADER,
+]);
 // x-internal-token: the text extractor's credential for docs-command's internal route
-// (INTERNAL_TOKEN_HEADER there), sent on the back network only; never a client's to pass on.
-const TO_SERVICE_DROP = new Set(['host', 'x-internal-token']);
+// (INTERNAL_TOKEN_HEADER there), sent on the back network only; never a client's to pass on; nor
+// the gateway's request for a file's blob (blob-handoff.ts).
+const TO_SERVICE_DROP = new Set(['host', 'x-internal-token', BLOB_HANDOFF_HEADER]);
+
+export interface UpstreamOptions {
+  /** Longest wait for the service's answer (its headers), in ms (default 120 000). */
+  timeoutMs?: number;
+  /**
+   * The blob store, for a service that hands a file's bytes over (docs-command's content links):
+   * a GET asks for the handoff, and an answer that carries a blob key is served from the store
+   * here (blob-handoff.ts), one hop for the bytes instead of two.
+   */
+  blobs?: () => BlobReader | undefined;
+}
 
 /**
  * Forwards a request to a service over HTTP, streaming both bodies (uploads and downloads are
@@ -40,16 +57,21 @@ const TO_SERVICE_DROP = new Set(['host', 'x-internal-token']);
  * mid-answer cuts the client's (never a whole answer that is not). No stream of either side is
  * without an error listener.
  */
-export const httpUpstream = (baseUrl: string, logger: Logger, timeoutMs = 120_000): RequestHandler => {
+export const httpUpstream = (baseUrl: string, logger: Logger, options: UpstreamOptions = {}): RequestHandler => {
   const target = new URL(baseUrl);
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  const timeoutMs = options.timeoutMs ?? 120_000;
   return (req, res) => {
     let answered = false;
     let incomingDone = false;
+    const blobs = req.method === 'GET' ? options.blobs?.() : undefined;
     const outgoing = request({
       protocol: target.protocol, hostname: target.hostname, port: target.port, agent,
       method: req.method, path: req.originalUrl, timeout: timeoutMs,
-      headers: { ...forwardable(req.headers, TO_SERVICE_DROP), ...framingOf(req.headers), 'x-forwarded-for': req.ip ?? '' },
+      headers: {
+        ...forwardable(req.headers, TO_SERVICE_DROP), ...framingOf(req.headers), 'x-forwarded-for': req.ip ?? '',
+        ...(blobs ? { [BLOB_HANDOFF_HEADER]: '1' } : {}),
+      },
     }, (incoming) => {
       answered = true;
       incoming.once('end', () => { incomingDone = true; });
@@ -62,6 +84,12 @@ export const httpUpstream = (baseUrl: string, logger: Logger, timeoutMs = 120_00
       if (res.headersSent || res.destroyed) {
         // The gateway answered already (its deadline passed): the service's answer goes nowhere.
         incoming.resume();
+        return;
+      }
+      if (blobs && isHandoff(incoming.headers)) {
+        // docs-command checked the link and chose the range; its answer has no body.
+        incoming.resume();
+        serveHandoff(incoming.headers, forwardable(incoming.headers, FROM_SERVICE_DROP), res, blobs, logger);
         return;
       }
       res.status(incoming.statusCode ?? 502);
