@@ -4,7 +4,8 @@
  * Rebuilds a read model from the event store while everything runs, exactly:
  *
  *   1. replay every event into a fresh generation (a new MongoDB collection prefix, or a new
- *      Elasticsearch index), in pages with one bulk write each; then again from where it ended,
+ *      Elasticsearch index), in pages with one bulk write each, the next page read while one is
+ *      written (rebuild-replay.ts); then again from where it ended,
  *      so the rest is short;
  *   2. begin the switch (libs/projection/src/fence.ts): the live projectors finish the batch in
  *      hand and wait, so from now on only this process writes the new generation;
@@ -13,7 +14,9 @@
  *   4. point the model at the new generation and end the switch: the projectors go on from their
  *      committed offsets into the new generation (what they re-apply up to that end changes
  *      nothing: each document's guard is the position of the last event it applied);
- *   5. drop the old generation once readers' pointer caches have moved on.
+ *   5. drop the old generation once readers' pointer caches have moved on (2.5 s after the
+ *      switch), after every model asked for is swapped in: off the rebuild's path, and with
+ *      `all` the time has passed by then. The time and rate printed are up to the swap.
  *
  * The projectors are held only for step 3 (usually well under a second); a rebuild that dies
  * during it holds them until the switch's deadline (SWITCH_MAX_MS), then they go on with the old
@@ -25,7 +28,6 @@
  * ./data), so beside `npm run stack` the command works as the README types it.
  */
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
-import type { EventStore } from '@docshare/event-store';
 import { openMongoEventStore } from '@docshare/event-store/mongo';
 import { configOrExit, intVar, optionalVar, stringVar } from '@docshare/http';
 import { beginSwitch, finishSwitch, type DocumentProjector, type ProjectorModule, type SearchProjector } from '@docshare/projection';
@@ -37,27 +39,10 @@ import { statsProjector } from '@docshare/stats-projector';
 import { searchProjector } from '@docshare/search-projector';
 import { resolve, join } from 'node:path';
 import { parseEnvFile } from './stack/services.ts';
+import { replay } from './rebuild-replay.ts';
 
 /** Every projector's read model, by its name (what the command line names). */
 const PROJECTORS: readonly ProjectorModule[] = [statsProjector, filesProjector, searchProjector];
-
-const PAGE = 1_000;
-
-/** Replays the log after `after` into `handle` a page at a time: one bulk write per page. */
-const replay = async (
-  events: EventStore, after: number, handle: (records: readonly StoredEvent<CloudEvent>[]) => Promise<void>,
-): Promise<{ count: number; last: number }> => {
-  let position = after;
-  let count = 0;
-  for (;;) {
-    const page = await events.readAll(position, PAGE);
-    if (page.length > 0) await handle(page);
-    count += page.length;
-    const last = page.at(-1);
-    if (!last || page.length < PAGE) return { count, last: last?.position ?? position };
-    position = last.position;
-  }
-};
 
 // What `npm run stack` wrote for its services, under the variables this process was not given.
 const stackEnv = await parseEnvFile(join(resolve(process.env['DATA_DIR'] ?? './data'), 'infra', 'stack.env')).catch(() => ({}));
@@ -114,6 +99,10 @@ const rebuildInto = async (
   return { count: first.count + second.count, held: performance.now() - heldFrom };
 };
 
+/** An old generation to drop once no reader can still be on it: `at` ms since the epoch. */
+interface Retired { model: string; prefix: string; at: number }
+const retired: Retired[] = [];
+
 const rebuildMongo = async (projector: DocumentProjector): Promise<string> => {
   const began = performance.now();
   const { model } = projector;
@@ -125,17 +114,27 @@ const rebuildMongo = async (projector: DocumentProjector): Promise<string> => {
   const { count, held } = await rebuildInto(model, prefix, projector.handler(fresh), async () => {
     previous = await finishSwitch(readDb, model, prefix);
   });
-  if (previous !== prefix) {
-    await new Promise((r) => setTimeout(r, READER_CACHE_MS));
-    // clear() drops exactly the collections of that generation (not every name it prefixes:
-    // the default generation `stats_` prefixes the new `stats_g…_` too).
-    const old = makeMongoReadStore(readDb, { prefix: previous });
-    await old.clear();
-    await old.close();
-  }
+  // Readers (query services, docs-command, the gateway) may keep the old pointer for up to their
+  // cache time after the switch: the old generation is dropped once that has passed since the
+  // switch, after every model asked for is rebuilt (dropOld), not by waiting here.
+  if (previous !== prefix) retired.push({ model, prefix: previous, at: Date.now() + READER_CACHE_MS });
   await fresh.close();
   const seconds = (performance.now() - began) / 1000;
   return `${model}: ${count} events replayed into ${prefix}* (${Math.round(count / seconds)} events/s), swapped in; projectors held ${Math.round(held)} ms; ${seconds.toFixed(1)} s`;
+};
+
+/** Drops the retired generations, each once the readers' pointer caches have moved past it. */
+const dropOld = async (): Promise<void> => {
+  for (const old of retired) {
+    const wait = old.at - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    // clear() drops exactly the collections of that generation (not every name it prefixes:
+    // the default generation `stats_` prefixes the new `stats_g…_` too).
+    const store = makeMongoReadStore(readDb, { prefix: old.prefix });
+    await store.clear();
+    await store.close();
+    console.log(`${old.model}: the previous generation ${old.prefix}* dropped`);
+  }
 };
 
 const rebuildSearch = async (projector: SearchProjector): Promise<string> => {
@@ -159,6 +158,7 @@ try {
   for (const projector of chosen) {
     console.log(projector.kind === 'search' ? await rebuildSearch(projector) : await rebuildMongo(projector));
   }
+  await dropOld();
 } finally {
   await events.close();
   await client.close();
