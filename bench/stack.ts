@@ -537,7 +537,7 @@ try {
           if (!settled.caughtUp) failures.push(`cost: ${operation}: the pipeline had not caught up after ${cfg.costCatchUpSeconds} s (its figures miss the rest)`);
           log(`cost: ${operation}: ${brief(load)}; span ${span.seconds.toFixed(1)} s`);
           // a phase the pipeline had not caught up with misses part of its cost, and the next one carries it
-          return { operation: settled.caughtUp ? operation : `${operation} (NOT caught up)`, ok: load.ok, errors: load.errors, rate: load.rate, ...span };
+          return { operation: settled.caughtUp ? operation : `${operation} (NOT caught up)`, ok: load.ok, errors: load.errors, rate: load.rate, errorKinds: load.errorKinds, ...span };
         });
         if (phase) costPhases.push(phase);
       }

@@ -43,6 +43,8 @@ export interface PhaseCost extends SpanCost {
   errors: number;
   /** completed operations per second while the load ran */
   rate: number;
+  /** what failed, and how often (load.ts) */
+  errorKinds?: Record<string, number>;
 }
 
 /** The idle rate × the span, taken off the span's use: what the operations themselves cost. */
