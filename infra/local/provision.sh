@@ -179,7 +179,13 @@ PC
   (cd "$src/pgvector-$PGVECTOR_VERSION" && "${NICE[@]}" "${make[@]}" OPTFLAGS="" >"$logs/pgvector.log" 2>&1 &&
     make install PG_CONFIG="$PG_BIN/pg_config" with_llvm=no DESTDIR="$stage" >>"$logs/pgvector.log" 2>&1) ||
     { tail -n 20 "$logs/pgvector.log" >&2; die "documentdb: pgvector build failed"; }
-  local d="$src/documentdb-$DOCUMENTDB_VERSION"
+  local d="$src/documentdb-$DOCUMENTDB_VERSION" p
+  # Fixes of our own to DocumentDB (infra/local/patches/documentdb-*.patch, each says why)
+  for p in "$INFRA_DIR"/patches/documentdb-*.patch; do
+    [ -e "$p" ] || continue
+    log "documentdb: applying $(basename "$p")"
+    patch -s -p1 -d "$d" <"$p" || die "documentdb: $(basename "$p") does not apply"
+  done
   # FerretDB compares the extension's version string exactly (a mismatch is only a warning in
   # getLog startupWarnings); a tarball build would report "unknown" for its git fields.
   sed -i -e 's/GIT_VERSION="unknown"/GIT_VERSION="HEAD"/' -e 's/BUILD_VER=" buildId:unknown"/BUILD_VER=" buildId:0"/' \
@@ -195,7 +201,14 @@ PC
       { tail -n 30 "$logs/$part.log" >&2; die "documentdb: $part build failed (log: $logs/$part.log)"; }
   done
   rm -rf "$src" "$deps"
-  touch "$home/.built"
+  documentdb_recipe >"$home/.built"
+}
+
+# documentdb_recipe: what the build is made of besides the tarballs (our patches); a cached
+# build from another recipe is rebuilt
+documentdb_recipe() {
+  { printf '%s\n' "$DOCUMENTDB_VERSION" "$PGVECTOR_VERSION" "$LIBBSON_VERSION" "$DOCUMENTDB_VERSION_STRING"
+    cat "$INFRA_DIR"/patches/documentdb-*.patch 2>/dev/null || true; } | sha256sum | cut -c1-16
 }
 
 # install_staged <stage>: copies the built extension files into PostgreSQL's directories where
@@ -218,7 +231,7 @@ provision_ferretdb() {
   home="$(documentdb_home)"
   bin="$(ferretdb_bin)"
   deb_install "${PG_RUNTIME_DEBS[@]}"
-  if [ ! -f "$home/.built" ]; then
+  if [ "$(cat "$home/.built" 2>/dev/null)" != "$(documentdb_recipe)" ]; then
     verify_vendor
     deb_install "${PG_BUILD_DEBS[@]}"
     log "documentdb: building $DOCUMENTDB_VERSION for PostgreSQL $PG_MAJOR from $VENDOR_DIR"

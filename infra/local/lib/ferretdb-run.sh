@@ -12,7 +12,7 @@
 # Durability: synchronous_commit is on, so an acknowledged write is in the WAL (in the kernel's
 # page cache) before FerretDB answers: it survives kill -9 of either process. fsync is off by
 # default (DOCSHARE_PG_FSYNC=on turns it on): a power loss of this machine may lose the last
-# writes; the compose image keeps fsync on.
+# writes; the compose image keeps fsync on. full_page_writes is always on.
 set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -73,7 +73,8 @@ documentdb.useFileBasedPersistedCursors = on
 # An acknowledged write is in the WAL before the answer (survives kill -9); see the header.
 synchronous_commit = on
 fsync = $fsync
-full_page_writes = $fsync
+# on even without fsync: crash recovery after kill -9 must never replay onto a half-written page
+full_page_writes = on
 EOF
 is_root && chown "$PG_USER:" "$pgdata/docshare.conf"
 
