@@ -269,7 +269,10 @@ async function insertIndexEntries(index: Collection<StreamIndexDoc>, appends: re
  * otherwise gap-free).
  */
 async function readLog(events: Collection<AppendDoc>, start: number, limit: number): Promise<AppendDoc[]> {
-  const docs = await events.find({ position: { $gte: start } }).sort({ position: 1 }).limit(Math.max(1, Math.min(limit, MAX_LIMIT))).toArray();
+  const take = Math.max(1, Math.min(limit, MAX_LIMIT));
+  // Bounded above: appends are gap-free, so those holding the next `take` events begin below
+  // start + take (the stand-in reads a whole open range before sorting it).
+  const docs = await events.find({ position: { $gte: start, $lt: start + take } }).sort({ position: 1 }).limit(take).toArray();
   const found: AppendDoc[] = [];
   let next = start;
   let taken = 0;
@@ -292,13 +295,41 @@ async function logEnd(events: Collection<AppendDoc>, known: number): Promise<num
   }
 }
 
-/** The next free position, from the newest append (the `position` index, read backwards; used at open and after an unknown outcome). */
+/** How many positions one probe of `scanLogEnd` covers: far more than any append's event count. */
+const END_PROBE_WINDOW = 1024;
+
+/**
+ * The next free position (used at open and after an unknown outcome). Not "the newest append by
+ * `position`, descending": MongoDB reads that off the index's end, but the stand-in (DocumentDB)
+ * never serves a sort in index order and scans and sorts the whole log. Positions are gap-free,
+ * so an append begins in every window of END_PROBE_WINDOW positions below the end and in none
+ * past it: an exponential, then binary, search of such windows (each a bounded range of the
+ * `position` index) finds the last window in about 2·log2(end / window) lookups, the newest
+ * append of that window is read, and `logEnd` walks on from it (which also makes the answer right
+ * if some append were longer than a window).
+ */
 async function scanLogEnd(events: Collection<AppendDoc>): Promise<number> {
-  const newest = await events.findOne({}, { sort: { position: -1 }, projection: { position: 1, count: 1 } });
-  return newest ? newest.position + newest.count : 1;
+  const probe = (from: number, width = END_PROBE_WINDOW): Promise<AppendDoc | null> =>
+    events.findOne({ position: { $gte: from, $lt: from + width } }, { sort: { position: -1 }, projection: { position: 1, count: 1 } });
+  let low = await probe(1);
+  if (!low) return 1;
+  let lowAt = 1;
+  let highAt = 0;
+  for (let at = END_PROBE_WINDOW; ; at *= 2) {
+    const found = await probe(at);
+    if (!found) { highAt = at; break; }
+    low = found;
+    lowAt = at;
+  }
+  while (highAt - lowAt > END_PROBE_WINDOW) {
+    const mid = Math.floor((lowAt + highAt) / 2);
+    const found = await probe(mid);
+    if (found) { low = found; lowAt = mid; } else highAt = mid;
+  }
+  const newest = (await probe(lowAt, highAt - lowAt + END_PROBE_WINDOW)) ?? low;
+  return logEnd(events, newest.position + newest.count);
 }
 
-/** The outbox view of `events`, for the relay; needs no open store. */
 export function mongoOutbox(db: Db): MongoOutbox {
   const events = db.collection<AppendDoc>(EVENTS);
   const index = db.collection<StreamIndexDoc>(STREAM_INDEX);

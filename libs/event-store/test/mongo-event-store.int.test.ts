@@ -246,6 +246,39 @@ describe('mongo event store', () => {
     await Promise.all([a.close(), b.close()]);
   });
 
+  it('finds the end of a long log at open with bounded index ranges only, never a sort over the whole log', async () => {
+    const { db, commands } = await server.recordedDb('es_end');
+    const store = await openMongoEventStore(db);
+    const streams = Array.from({ length: 32 }, (_, i) => `end-${i}`);
+    // 32 streams × 40 appends of 1–3 events: about 2,600 positions, past two probe windows.
+    let total = 0;
+    await Promise.all(streams.map(async (stream, s) => {
+      let version = 0;
+      for (let i = 0; i < 40; i++) {
+        const count = 1 + ((s + i) % 3);
+        await store.append(stream, version, testEvents(stream, version + 1, count));
+        version += count;
+        total += count;
+      }
+    }));
+    await store.close();
+    commands.length = 0;
+    const reopened = await openMongoEventStore(db);
+    assert.equal(await reopened.lastPosition(), total);
+    const version = (await reopened.readStream('end-0')).length;
+    await reopened.append('end-0', version, testEvents('end-0', version + 1, 1));
+    assert.equal(await reopened.lastPosition(), total + 1, 'the next append lands right after the end found at open');
+    const reads = commands.filter((c) => ['find', 'aggregate', 'count'].includes(c.commandName) && (c.command[c.commandName] === 'events'));
+    assert.ok(reads.length > 0);
+    for (const read of reads) {
+      const filter = (read.command['filter'] ?? {}) as Record<string, unknown>;
+      const position = filter['position'] as Record<string, unknown> | undefined;
+      const bounded = '_id' in filter || (position !== undefined && '$lt' in position && '$gte' in position);
+      assert.ok(bounded, `an unbounded read of the log at open: ${JSON.stringify(read.command['filter'])} sort ${JSON.stringify(read.command['sort'])}`);
+    }
+    await reopened.close();
+  });
+
   it('stores a multi-event append whole or not at all, also when racing a single-event append', async () => {
     const db = server.freshDb('es_multi');
     const [a, b] = [await openMongoEventStore(db), await openMongoEventStore(db)];
