@@ -14,7 +14,7 @@ import { MongoClient, type Db } from 'mongodb';
 import { SERVER_NAMES, Servers } from '../../infra/chaos/servers.ts';
 import { Instance, SERVICE_NAMES } from '../../infra/chaos/instance.ts';
 import { parseEnvFile } from '../../infra/stack/services.ts';
-import { readProcTable, treeCpuSeconds, treeMemoryMiB } from './procs.ts';
+import { readProcTable, treeCpuSeconds, treeMemoryMiB } from '../../infra/stack/procs.ts';
 
 export { Instance, Servers, SERVER_NAMES, SERVICE_NAMES };
 

@@ -7,6 +7,7 @@
 import { spawn } from 'node:child_process';
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { readProcTable, treeOf } from '../stack/procs.ts';
 import { parseEnvFile } from '../stack/services.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -116,13 +117,26 @@ export class Servers {
     return pid;
   }
 
-  /** SIGKILL to the server's whole process group; resolves when no member is left. */
+  /**
+   * SIGKILL to every process of the server: its process group, and every descendant of its leader
+   * (PostgreSQL's backends each setsid() out of the group of the `ferretdb` server); resolves when
+   * none is left, so a restart never meets a backend of the killed server still holding its data.
+   */
   async kill(name: ServerName): Promise<void> {
     if (this.paused.has(name)) await this.resume(name);
+    const leader = await this.pid(name);
+    const tree = leader === null ? [] : treeOf(await readProcTable(), leader).map((p) => p.pid);
     const pid = await this.signalGroup(name, 'SIGKILL');
+    for (const member of tree) {
+      try { process.kill(member, 'SIGKILL'); } catch { /* gone */ }
+    }
+    const alive = async (): Promise<number[]> => {
+      const table = await readProcTable();
+      return [...await groupMembers(pid), ...tree.filter((p) => table.has(p) && table.get(p)?.state !== 'Z')];
+    };
     const deadline = Date.now() + 30_000;
-    while ((await groupMembers(pid)).length > 0) {
-      if (Date.now() > deadline) throw new Error(`${name}: process group ${pid} still alive 30 s after SIGKILL`);
+    while ((await alive()).length > 0) {
+      if (Date.now() > deadline) throw new Error(`${name}: processes ${(await alive()).join(', ')} still alive 30 s after SIGKILL`);
       await sleep(50);
     }
   }

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { groupMembers } from '../../../infra/chaos/servers.ts';
-import { parseStat, readProcTable, treeCpuSeconds, treeOf } from '../procs.ts';
+import { parseStat, readProcTable, treeCpuSeconds, treeOf } from '../../../infra/stack/procs.ts';
 import { parseStoreCommands, storeCommandsUsed } from '../metrics.ts';
 import { commandsPerOp, cpuPerThousand, renderCpuTable, type PhaseCost, type SpanCost } from '../cost.ts';
 

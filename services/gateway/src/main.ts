@@ -5,7 +5,7 @@ import {
   closeServer, CONFIG_ERROR_EXIT_CODE, configOrExit, exitGracefully, HTTP_VARS, httpLimitsOf, installLastResort, intVar, listen, makeLogger, makeOps,
   metricsListenOrExit, optionalVar, publicBaseUrlOf, sendUnavailable, serveMetrics, stringVar, trustProxyOf,
 } from '@docshare/http';
-import { COMMON_VARS, connectMongo } from '@docshare/projection/distributed';
+import { COMMON_VARS, connectMongo, countStoreCommands } from '@docshare/projection/distributed';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeMinioBlobStore } from '@docshare/blob-store/minio';
 import { statsProjector } from '@docshare/stats-projector';
@@ -132,6 +132,7 @@ if (mongoUrl !== undefined) {
         });
         stats.client = client;
         if (stats.stopped) return void (await client.close());
+        countStoreCommands(client, ops.registry);
         stats.handler = localQuery(statsProjector, {
           db, open: (prefix) => makeMongoReadStore(db, { prefix, indexes: statsProjector.indexes }),
           group: `${statsProjector.name}${env.KAFKA_GROUP_SUFFIX}`, partitions: env.KAFKA_EVENTS_PARTITIONS,
