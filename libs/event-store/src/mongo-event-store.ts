@@ -706,7 +706,11 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
       let start = after + 1;
       if (!(await events.findOne({ _id: String(start) }, { projection: { _id: 1 } }))) {
         // Either the end of the log, or a position inside a multi-event append: start at that append.
-        const holder = await events.findOne({ position: { $lte: after } }, { sort: { position: -1 }, projection: { position: 1, count: 1 } });
+        // Looked for in the window below `after` first (a bounded range of the index; the stand-in
+        // reads a whole open range before sorting it), then anywhere (an append longer than a window).
+        const holderIn = (position: Record<string, number>): Promise<AppendDoc | null> =>
+          events.findOne({ position }, { sort: { position: -1 }, projection: { position: 1, count: 1 } });
+        const holder = await holderIn({ $lte: after, $gt: after - END_PROBE_WINDOW }) ?? await holderIn({ $lte: after });
         if (!holder || holder.position + holder.count <= start) return [];
         start = holder.position;
       }
