@@ -59,9 +59,10 @@ describe('last resort', () => {
     // The same steps as SIGTERM, in order.
     const order = messages(logs);
     const at = (msg: string): number => order.indexOf(msg);
-    assert.ok(at('step: close server') > order.indexOf(fatal.msg));
-    assert.ok(at('step: close clients') > at('step: close server'));
-    assert.ok(at('stopped') > at('step: close clients'));
+    const shown = `log order: ${JSON.stringify(order)}`;
+    assert.ok(at('step: close server') > order.indexOf(fatal.msg), shown);
+    assert.ok(at('step: close clients') > at('step: close server'), shown);
+    assert.ok(at('stopped') > at('step: close clients'), shown);
   });
 
   it('an unhandled rejection goes the same way', async () => {
