@@ -177,8 +177,10 @@ debs_missing() {
   done
 }
 
-# deb_install <package...>: apt-get install the packages that are missing (without starting
-# their daemons: postgresql-15 would otherwise start a default cluster on :5432)
+# deb_install <package...>: apt-get install the packages that are missing. Debian packages with
+# daemons start them from postinst (postgresql-15 a default cluster on :5432, redis-server a
+# Redis on 6379): policy-rc.d (exit 101) stops that for the duration of the install unless the
+# machine already has one.
 deb_install() {
   local missing
   mapfile -t missing < <(debs_missing "$@")
@@ -209,28 +211,7 @@ deb_install() {
 pkg_install() {
   local bin="$1"; shift
   command -v "$bin" >/dev/null 2>&1 && return 0
-  command -v apt-get >/dev/null 2>&1 || die "'$bin' is missing and apt-get is not available; install: $*"
-  local sudo=()
-  if ! is_root; then
-    sudo -n true 2>/dev/null || die "'$bin' is missing; apt-get needs root (run: sudo apt-get install -y --no-install-recommends $*)"
-    sudo=(sudo -n)
-  fi
-  # Debian packages with daemons start them from postinst; stop that with policy-rc.d
-  # (exit 101) for the duration of the install unless the machine already has one.
-  local made_policy=0
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee /usr/sbin/policy-rc.d >/dev/null
-    "${sudo[@]}" chmod 755 /usr/sbin/policy-rc.d
-    made_policy=1
-  fi
-  local rc=0
-  {
-    log "apt-get update (for $*)"
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-      "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
-  } >&2 || rc=$?
-  [ "$made_policy" -eq 1 ] && "${sudo[@]}" rm -f /usr/sbin/policy-rc.d
-  [ "$rc" -eq 0 ] || die "apt-get install $* failed (rc=$rc)"
+  deb_install "$@"
   command -v "$bin" >/dev/null 2>&1 || die "installed $* but '$bin' is still not on PATH"
 }
 
