@@ -150,7 +150,8 @@ build_ferretdb() {
   [ -f "$stage/$pglib/pg_documentdb.so" ] || edie "ferretdb: no DocumentDB build in $stage (infra/local/provision.sh ferretdb)"
   hash="$(recipe "$IMAGES_DIR/ferretdb" "$FERRETDB_VERSION" "documentdb $DOCUMENTDB_VERSION ($DOCUMENTDB_VERSION_STRING)" "postgresql $PG_MAJOR" \
     "stage $( (cd "$stage" && find "$pglib" "$pgext" -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16)" \
-    "ferretdb $(sha256sum <"$(ferretdb_bin)" | cut -c1-16)" "mongosh $MONGOSH_VERSION" "$(id_of "${TAG[node]}")")"
+    "ferretdb $(sha256sum <"$(ferretdb_bin)" | cut -c1-16)" "mongosh $MONGOSH_VERSION" "$(id_of "${TAG[node]}")" \
+    "settings $(sha256sum <"$ROOT/infra/local/lib/documentdb.conf" | cut -c1-16)")"
   [ "$(label_of "${TAG[ferretdb]}")" = "$hash" ] && { elog "ferretdb: ${TAG[ferretdb]} is up to date"; return 0; }
   if [ ! -f "$pkg/.provisioned" ]; then
     elog "mongosh: npm install mongosh@$MONGOSH_VERSION"
@@ -161,6 +162,7 @@ build_ferretdb() {
   fi
   ctx="$(context ferretdb)"
   cp "$(ferretdb_bin)" "$ctx/ferretdb"
+  cp "$ROOT/infra/local/lib/documentdb.conf" "$ctx/documentdb.conf"
   mkdir -p "$ctx/stage" "$ctx/mongosh"
   link "$stage/$pglib" "$ctx/stage/lib"
   link "$stage/$pgext" "$ctx/stage/extension"

@@ -37,45 +37,21 @@ if [ ! -f "$pgdata/PG_VERSION" ]; then
   printf "\ninclude_if_exists = 'docshare.conf'\n" >>"$pgdata/postgresql.conf"
 fi
 # Rewritten at every start, so a setting changed here reaches existing clusters.
-cat >"$pgdata/docshare.conf" <<EOF
+{
+  cat <<EOF
 # written by infra/local/lib/ferretdb-run.sh at every start
 listen_addresses = ''
 port = $pgport
 unix_socket_directories = '$sock'
 max_connections = 200
 shared_buffers = 256MB
-# DocumentDB's requirements (as upstream's SetupPostgresConfigurations and FerretDB's packaging)
-shared_preload_libraries = 'pg_cron, pg_documentdb_core, pg_documentdb'
-cron.database_name = 'postgres'
-# pg_cron runs DocumentDB's jobs (TTL deletes, index builds, cursor cleanup) in background
-# workers, and DocumentDB's own loopback queries connect over the socket: PostgreSQL listens on
-# no TCP port
-cron.use_background_workers = on
-cron.log_run = off
-cron.log_statement = off
-max_worker_processes = 32
+# DocumentDB's own loopback queries connect over the socket: PostgreSQL listens on no TCP port
 documentdb.localhost_connection_string = 'host=$sock'
-documentdb.enableBackgroundWorker = true
-documentdb.enableBackgroundWorkerJobs = true
-documentdb.enableCompact = true
-documentdb.enableLetAndCollationForQueryMatch = true
-documentdb.enableNowSystemVariable = true
-documentdb.enableSortbyIdPushDownToPrimaryKey = true
-documentdb.enableSchemaValidation = true
-documentdb.enableBypassDocumentValidation = true
-documentdb.enableUserCrud = true
-documentdb.maxUserLimit = 100
-# Debian's pg_cron 1.4 has no second-level schedules; the default (1 s) fails CREATE EXTENSION
-documentdb.indexBuildScheduleInSec = 60
-# Without it every find with a limit, countDocuments and most aggregates open a new PostgreSQL
-# connection (~15 ms each)
-documentdb.useFileBasedPersistedCursors = on
-# An acknowledged write is in the WAL before the answer (survives kill -9); see the header.
-synchronous_commit = on
+# See the header: off here by default, so a power loss may lose the last writes
 fsync = $fsync
-# on even without fsync: crash recovery after kill -9 must never replay onto a half-written page
-full_page_writes = on
 EOF
+  cat "$(dirname "${BASH_SOURCE[0]}")/documentdb.conf"
+} >"$pgdata/docshare.conf"
 is_root && chown "$PG_USER:" "$pgdata/docshare.conf"
 
 pg_pid="" fdb_pid=""

@@ -73,7 +73,8 @@ psql_q() { psql -h "$RUN_DIR" -p "$PG_PORT" -U postgres -d postgres -v ON_ERROR_
 
 write_config() {
   # Rewritten at every start, so a setting changed in a new image reaches existing volumes.
-  cat >"$PGDATA/docshare.conf" <<EOF
+  {
+    cat <<EOF
 # written by docker-entrypoint.sh at every start
 listen_addresses = ''
 port = $PG_PORT
@@ -82,34 +83,13 @@ unix_socket_permissions = 0700
 max_connections = 200
 shared_buffers = ${DOCSHARE_PG_SHARED_BUFFERS:-256MB}
 password_encryption = scram-sha-256
-# DocumentDB's requirements (as infra/local/lib/ferretdb-run.sh)
-shared_preload_libraries = 'pg_cron, pg_documentdb_core, pg_documentdb'
-cron.database_name = 'postgres'
-cron.use_background_workers = on
-cron.log_run = off
-cron.log_statement = off
-max_worker_processes = 32
 documentdb.localhost_connection_string = 'host=$RUN_DIR port=$PG_PORT'
-documentdb.enableBackgroundWorker = true
-documentdb.enableBackgroundWorkerJobs = true
-documentdb.enableCompact = true
-documentdb.enableLetAndCollationForQueryMatch = true
-documentdb.enableNowSystemVariable = true
-documentdb.enableSortbyIdPushDownToPrimaryKey = true
-documentdb.enableSchemaValidation = true
-documentdb.enableBypassDocumentValidation = true
-documentdb.enableUserCrud = true
-documentdb.maxUserLimit = 100
-# Debian's pg_cron 1.4 has no second-level schedules; the default (1 s) fails CREATE EXTENSION
-documentdb.indexBuildScheduleInSec = 60
-# Without it every find with a limit, countDocuments and most aggregates open a new PostgreSQL
-# connection (~15 ms each)
-documentdb.useFileBasedPersistedCursors = on
 # Durable: an acknowledged write is on disk before the answer
 fsync = on
-synchronous_commit = on
-full_page_writes = on
 EOF
+    # DocumentDB's settings, the same as infra/local's (infra/local/lib/documentdb.conf)
+    cat /usr/local/share/docshare/documentdb.conf
+  } >"$PGDATA/docshare.conf"
   # The Unix socket only, which only the postgres user can enter (unix_socket_permissions, RUN_DIR
   # 0700). FerretDB 2.5 runs every query as the --postgresql-url role (postgres) once it has checked
   # the client's SCRAM proof; DocumentDB's background jobs connect as postgres or its worker role.
