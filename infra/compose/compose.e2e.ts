@@ -310,7 +310,7 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
     assert.ok(gateway);
     const expected: Record<string, string> = {
       gateway: 'docshare_rate_limited_requests_total', 'docs-command': 'docshare_outbox_backlog_events',
-      'stats-projector': 'docshare_consumer_lag', 'files-projector': 'docshare_read_model_generation', 'search-projector': 'docshare_dead_letters_total',
+      'stats-projector': 'docshare_consumer_lag', 'files-projector': 'docshare_read_model_generation_timestamp_seconds', 'search-projector': 'docshare_dead_letters_total',
       'text-extractor': 'docshare_extractions_total',
     };
     for (const [service, metric] of Object.entries(expected)) {

@@ -48,8 +48,8 @@ const metricNamesIn = (expr: string): string[] => {
   return [...new Set((bare.match(/[a-zA-Z_:][a-zA-Z0-9_:]*/g) ?? []).filter((word) => !PROMQL.has(word)))];
 };
 
-/** Every metric the services register, built with the functions the services use: name → type. */
-const registeredMetrics = async (): Promise<Map<string, string>> => {
+/** Every metric the services register, built with the functions the services use: name → type and HELP. */
+const registeredMetrics = async (): Promise<Map<string, { type: string; help: string }>> => {
   const registries: Registry[] = [];
   const ops = makeOps('test', {});
   registries.push(ops.registry);
@@ -75,16 +75,16 @@ const registeredMetrics = async (): Promise<Map<string, string>> => {
     },
   });
   await projector.stop();
-  const out = new Map<string, string>();
-  for (const registry of registries) for (const metric of await registry.getMetricsAsJSON()) out.set(metric.name, String(metric.type));
+  const out = new Map<string, { type: string; help: string }>();
+  for (const registry of registries) for (const metric of await registry.getMetricsAsJSON()) out.set(metric.name, { type: String(metric.type), help: metric.help });
   return out;
 };
 
 /** Whether `name` is a series of a registered metric (a histogram's _bucket/_sum/_count included). */
-const isRegistered = (metrics: Map<string, string>, name: string): boolean => {
+const isRegistered = (metrics: Map<string, { type: string }>, name: string): boolean => {
   if (metrics.has(name)) return true;
   const base = name.replace(/_(bucket|sum|count)$/, '');
-  return base !== name && (metrics.get(base) === 'histogram' || metrics.get(base) === 'summary');
+  return base !== name && (metrics.get(base)?.type === 'histogram' || metrics.get(base)?.type === 'summary');
 };
 
 describe('infra/observability/prometheus.yml', () => {
@@ -125,7 +125,7 @@ describe('infra/observability/grafana-dashboard.json', () => {
     for (const name of [
       'http_request_duration_seconds_count', 'http_request_duration_seconds_bucket', 'docshare_rate_limited_requests_total',
       'docshare_consumer_lag', 'docshare_outbox_backlog_events', 'docshare_outbox_oldest_unpublished_age_seconds',
-      'docshare_dead_letters_total', 'docshare_read_model_generation', 'docshare_bytes_stored', 'docshare_upload_size_bytes_bucket',
+      'docshare_dead_letters_total', 'docshare_read_model_generation_timestamp_seconds', 'docshare_stored_bytes', 'docshare_upload_size_bytes_bucket',
     ]) assert.ok(queried(name), `no panel queries ${name}`);
     assert.ok(expressions.some(({ expr }) => /status=~"5\.\."/.test(expr)), 'no 5xx panel');
   });
@@ -135,6 +135,14 @@ describe('infra/observability/grafana-dashboard.json', () => {
     const metrics = await registeredMetrics();
     const unknown = expressions.flatMap(({ panel, expr }) => metricNamesIn(expr).filter((name) => !isRegistered(metrics, name)).map((name) => `${panel}: ${name}`));
     assert.deepEqual(unknown, []);
+  });
+
+  it('queries no deprecated metric (their HELP starts with DEPRECATED; docs/observability.md: renamed metrics)', async () => {
+    const metrics = await registeredMetrics();
+    const deprecated = [...metrics].filter(([, m]) => m.help.startsWith('DEPRECATED')).map(([name]) => name);
+    assert.deepEqual(deprecated.sort(), ['docshare_bytes_stored', 'docshare_read_model_generation']);
+    const queried = expressions.flatMap(({ panel, expr }) => metricNamesIn(expr).filter((name) => deprecated.includes(name)).map((name) => `${panel}: ${name}`));
+    assert.deepEqual(queried, []);
   });
 });
 

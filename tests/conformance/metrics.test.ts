@@ -66,11 +66,11 @@ describe('metrics listener', { skip: localOnly }, () => {
     // 5000 bytes: above the 4 KiB bucket, within 16 KiB.
     assert.equal(moved(after, 'docshare_upload_size_bytes_bucket', { le: '4096' }), 0);
     assert.equal(moved(after, 'docshare_upload_size_bytes_bucket', { le: '16384' }), 1);
-    assert.equal(moved(after, 'docshare_bytes_stored'), size);
+    assert.equal(moved(after, 'docshare_stored_bytes'), size);
 
     expectSuccess(await fx.c.del(user.token, fileId), 200);
     const deleted = await scrape(fx.server, 'docs-command');
-    assert.equal(moved(deleted, 'docshare_bytes_stored'), 0);
+    assert.equal(moved(deleted, 'docshare_stored_bytes'), 0);
     assert.equal(moved(deleted, 'docshare_upload_size_bytes_count'), 1, 'a deletion is no upload');
   });
 
@@ -116,14 +116,17 @@ describe('metrics listener', { skip: localOnly }, () => {
 
   it('reports the generation of every read model', async () => {
     for (const { service, model } of PROJECTORS) {
-      const generation = sampleOf(await scrape(fx.server, service), 'docshare_read_model_generation', { model });
-      assert.ok(generation !== undefined && Number.isSafeInteger(generation) && generation >= 0, `${service}: ${model} generation ${generation}`);
+      const text = await scrape(fx.server, service);
+      const seconds = sampleOf(text, 'docshare_read_model_generation_timestamp_seconds', { model });
+      assert.ok(seconds !== undefined && Number.isFinite(seconds) && seconds >= 0, `${service}: ${model} generation ${seconds}`);
+      // The deprecated name (removed in 0.3.0): the same generation in ms.
+      assert.equal(sampleOf(text, 'docshare_read_model_generation', { model }), Math.round(seconds * 1000), `${service}: ${model}`);
     }
   });
 
   it('serves the outbox and dead-letter metrics where they belong', async () => {
     const docs = await scrape(fx.server, 'docs-command');
-    for (const name of ['docshare_upload_size_bytes', 'docshare_bytes_stored']) assert.match(docs, new RegExp(`^# HELP ${name} `, 'm'));
+    for (const name of ['docshare_upload_size_bytes', 'docshare_stored_bytes', 'docshare_bytes_stored']) assert.match(docs, new RegExp(`^# HELP ${name} `, 'm'));
     // The outbox exists in distributed mode only (embedded, the log is the bus).
     if (TARGET === 'distributed') {
       assert.ok((sampleOf(docs, 'docshare_outbox_backlog_events') ?? -1) >= 0, docs);

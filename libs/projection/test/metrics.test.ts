@@ -89,7 +89,7 @@ describe('docshare_dead_letters_total', () => {
   });
 });
 
-describe('docshare_read_model_generation', () => {
+describe('docshare_read_model_generation_timestamp_seconds', () => {
   it('reads the generation from a rebuild\'s prefix or index name; 0 for the first one', () => {
     assert.equal(generationOf('stats_'), 0);
     assert.equal(generationOf('stats_g1712345678901_'), 1712345678901);
@@ -97,17 +97,34 @@ describe('docshare_read_model_generation', () => {
     assert.equal(generationOf('files_gx_'), 0);
   });
 
-  it('follows the generation pointer of each model', async () => {
+  it('follows the generation pointer of each model, in seconds', async () => {
     const registry = new Registry();
     let stats = 'stats_';
     registerReadModelGenerations(registry, {
       stats: async () => stats,
       files: async () => { throw new Error('MongoDB down'); },
     });
-    assert.equal(await valueOf(registry, 'docshare_read_model_generation', { model: 'stats' }), 0);
+    assert.equal(await valueOf(registry, 'docshare_read_model_generation_timestamp_seconds', { model: 'stats' }), 0);
     stats = 'stats_g1712345678901_';
-    assert.equal(await valueOf(registry, 'docshare_read_model_generation', { model: 'stats' }), 1712345678901);
-    assert.equal(await valueOf(registry, 'docshare_read_model_generation', { model: 'files' }), undefined);
+    assert.equal(await valueOf(registry, 'docshare_read_model_generation_timestamp_seconds', { model: 'stats' }), 1712345678.901);
+    assert.equal(await valueOf(registry, 'docshare_read_model_generation_timestamp_seconds', { model: 'files' }), undefined);
+  });
+
+  it('exposes the deprecated docshare_read_model_generation (ms) beside it, from one reading per scrape, until 0.3.0', async () => {
+    const registry = new Registry();
+    let lookups = 0;
+    registerReadModelGenerations(registry, {
+      search: async () => {
+        lookups++;
+        return 'search_g1712345678902';
+      },
+    });
+    const text = await registry.metrics();
+    assert.match(text, /^# TYPE docshare_read_model_generation_timestamp_seconds gauge$/m);
+    assert.match(text, /^docshare_read_model_generation_timestamp_seconds\{model="search"\} 1712345678\.902$/m);
+    assert.match(text, /^# HELP docshare_read_model_generation DEPRECATED, removed in 0\.3\.0: use docshare_read_model_generation_timestamp_seconds/m);
+    assert.match(text, /^docshare_read_model_generation\{model="search"\} 1712345678902$/m);
+    assert.equal(lookups, 1, 'both names come from one lookup of the pointer');
   });
 });
 

@@ -33,8 +33,9 @@ export interface StorageMetrics {
 }
 
 /**
- * `docshare_upload_size_bytes` (histogram of accepted uploads) and `docshare_bytes_stored`
- * (gauge): the bytes the files not deleted take in the blob store. Never found by listing the
+ * `docshare_upload_size_bytes` (histogram of accepted uploads) and `docshare_stored_bytes`
+ * (gauge; it falls with deletions, so no counter): the bytes the files not deleted take in the
+ * blob store (`docshare_bytes_stored`, deprecated, the same value until 0.3.0). Never found by listing the
  * store: a tally that each upload (+size) and deletion (-size) recorded by this process moves at
  * once, recounted from the stats read model (Σ users' `bytes_stored`, the storage quota's count)
  * at start and every `resyncMs`. A scrape reads the tally; the recount costs one pass over the
@@ -54,8 +55,17 @@ export const makeStorageMetrics = (registry: Registry, options: StorageMetricsOp
   /** What this process recorded since the recount in progress began (added to its result). */
   let sinceRecount = 0;
   new Gauge({
-    name: 'docshare_bytes_stored',
+    name: 'docshare_stored_bytes',
     help: 'Bytes the files not deleted take in the blob store: the stats read model\'s count, recounted periodically and moved by each upload and deletion in between',
+    registers: [registry],
+    collect() {
+      if (tally !== null) this.set(tally);
+    },
+  });
+  // The 0.1 name, the same value: kept through 0.2.x, removed in 0.3.0 (docs/observability.md).
+  new Gauge({
+    name: 'docshare_bytes_stored',
+    help: 'DEPRECATED, removed in 0.3.0: use docshare_stored_bytes (the same value). Bytes the files not deleted take in the blob store',
     registers: [registry],
     collect() {
       if (tally !== null) this.set(tally);

@@ -23,16 +23,29 @@ describe('upload sizes and bytes stored', () => {
     const registry = new Registry();
     const storage = makeStorageMetrics(registry, { totalStored: async () => 10_000, logger });
     await storage.counted();
-    assert.equal(await valueOf(registry, 'docshare_bytes_stored'), 10_000);
+    assert.equal(await valueOf(registry, 'docshare_stored_bytes'), 10_000);
     storage.recorded({ kind: 'upload', bytes: 5_000 });
     storage.recorded({ kind: 'upload', bytes: 2 * 1024 ** 2 });
     storage.recorded({ kind: 'delete', bytes: 3_000 });
-    assert.equal(await valueOf(registry, 'docshare_bytes_stored'), 10_000 + 5_000 + 2 * 1024 ** 2 - 3_000);
+    assert.equal(await valueOf(registry, 'docshare_stored_bytes'), 10_000 + 5_000 + 2 * 1024 ** 2 - 3_000);
     assert.equal(await valueOf(registry, 'docshare_upload_size_bytes', 'docshare_upload_size_bytes_count'), 2);
     assert.equal(await valueOf(registry, 'docshare_upload_size_bytes', 'docshare_upload_size_bytes_sum'), 5_000 + 2 * 1024 ** 2);
     assert.equal(await valueOf(registry, 'docshare_upload_size_bytes', 'docshare_upload_size_bytes_bucket', { le: '4096' }), 0);
     assert.equal(await valueOf(registry, 'docshare_upload_size_bytes', 'docshare_upload_size_bytes_bucket', { le: '16384' }), 1);
     assert.equal(await valueOf(registry, 'docshare_upload_size_bytes', 'docshare_upload_size_bytes_bucket', { le: '4194304' }), 2);
+    storage.stop();
+  });
+
+  it('exposes the deprecated docshare_bytes_stored beside docshare_stored_bytes, with the same value, until 0.3.0', async () => {
+    const registry = new Registry();
+    const storage = makeStorageMetrics(registry, { totalStored: async () => 12_345, logger });
+    await storage.counted();
+    storage.recorded({ kind: 'upload', bytes: 55 });
+    const text = await registry.metrics();
+    assert.match(text, /^# TYPE docshare_stored_bytes gauge$/m);
+    assert.match(text, /^docshare_stored_bytes 12400$/m);
+    assert.match(text, /^# HELP docshare_bytes_stored DEPRECATED, removed in 0\.3\.0: use docshare_stored_bytes/m);
+    assert.match(text, /^docshare_bytes_stored 12400$/m);
     storage.stop();
   });
 
@@ -46,11 +59,11 @@ describe('upload sizes and bytes stored', () => {
     storage.recorded({ kind: 'upload', bytes: 700 });
     counts.shift()!(1_000);
     await storage.counted();
-    assert.equal(await valueOf(registry, 'docshare_bytes_stored'), 1_700);
+    assert.equal(await valueOf(registry, 'docshare_stored_bytes'), 1_700);
     // The next recount (the read model has caught up meanwhile) replaces the tally.
     while (counts.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     counts.shift()!(4_000);
-    while ((await valueOf(registry, 'docshare_bytes_stored')) !== 4_000) await new Promise((resolve) => setTimeout(resolve, 5));
+    while ((await valueOf(registry, 'docshare_stored_bytes')) !== 4_000) await new Promise((resolve) => setTimeout(resolve, 5));
     storage.stop();
   });
 
@@ -68,7 +81,7 @@ describe('upload sizes and bytes stored', () => {
     storage.recorded({ kind: 'upload', bytes: 10 });
     assert.equal(await valueOf(registry, 'docshare_upload_size_bytes', 'docshare_upload_size_bytes_count'), 1);
     fail = false;
-    while ((await valueOf(registry, 'docshare_bytes_stored')) !== 50) await new Promise((resolve) => setTimeout(resolve, 5));
+    while ((await valueOf(registry, 'docshare_stored_bytes')) !== 50) await new Promise((resolve) => setTimeout(resolve, 5));
     storage.stop();
   });
 });
