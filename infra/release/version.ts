@@ -62,6 +62,17 @@ export const entriesOf = (section: string): string[] => {
   return entries.map((entry) => entry.trimEnd()).filter((entry) => !entry.startsWith('- Updated dependencies'));
 };
 
+/**
+ * The areas a changeset's summary starts with, in bold (`**API.** ...`; CONTRIBUTING.md), in the
+ * order the root changelog lists them; an entry of no known area comes last.
+ */
+export const AREAS = ['API', 'Search', 'Transfers', 'Compose and operations', 'SDK and CLI', 'Runtime'];
+const areaRank = (entry: string): number => {
+  const area = /^- (?:[0-9a-f]{7,40}: )?\*\*([^*]+?)\.?\*\*/.exec(entry)?.[1];
+  const at = area === undefined ? -1 : AREAS.indexOf(area);
+  return at === -1 ? AREAS.length : at;
+};
+
 const ROOT_CHANGELOG_HEAD = `# Changelog
 
 Every package of docshare (the service, the SDK \`@docshare/client\`, the CLI \`@docshare/cli\`) is
@@ -70,25 +81,26 @@ own CHANGELOG.md lists the entries that concern it; this file lists all of them.
 \`npm run release:version\` from the changesets in \`.changeset/\` (CONTRIBUTING.md, Releases).
 `;
 
-/** The root CHANGELOG.md with a section for `version` from the workspaces' changelogs (unchanged if it has one). */
-export const rootChangelog = (current: string, version: string, workspaces: string[]): string => {
+/**
+ * The root CHANGELOG.md with a section for `version` made of the entries of `sections` (the
+ * workspaces' changelog sections for it), each once; unchanged if it has that section already.
+ */
+export const rootChangelog = (current: string, version: string, sections: string[]): string => {
   const base = current.trim() === '' ? ROOT_CHANGELOG_HEAD : current;
   if (changelogSection(base, version) !== undefined) return base;
   const seen = new Set<string>();
   const entries: string[] = [];
-  for (const dir of workspaces) {
-    const file = join(ROOT, dir, 'CHANGELOG.md');
-    if (!existsSync(file)) continue;
-    const section = changelogSection(readFileSync(file, 'utf8'), version);
-    for (const entry of section ? entriesOf(section) : []) {
-      // The same changeset in several packages' changelogs: compared without its commit hash prefix.
-      const key = entry.replace(/^- [0-9a-f]{7,40}: /, '- ');
-      if (seen.has(key)) continue;
-      seen.add(key);
-      entries.push(entry);
-    }
+  for (const entry of sections.flatMap(entriesOf)) {
+    // The same changeset in several packages' changelogs: compared without its commit hash prefix.
+    const key = entry.replace(/^- [0-9a-f]{7,40}: /, '- ');
+    if (seen.has(key)) continue;
+    seen.add(key);
+    entries.push(entry);
   }
-  const section = `## ${version}\n\n${entries.length ? entries.join('\n\n') : '- No user-facing changes.'}\n`;
+  const sorted = entries.map((entry, at) => ({ entry, at, area: areaRank(entry) }))
+    .sort((a, b) => a.area - b.area || a.at - b.at)
+    .map(({ entry }) => entry.replace(/[ \t]+$/gm, ''));
+  const section = `## ${version}\n\n${sorted.length ? sorted.join('\n\n') : '- No user-facing changes.'}\n`;
   const firstRelease = /^## /m.exec(base);
   return firstRelease
     ? `${base.slice(0, firstRelease.index)}${section}\n${base.slice(firstRelease.index)}`
@@ -121,7 +133,11 @@ const main = (): void => {
 
   const changelogPath = join(ROOT, 'CHANGELOG.md');
   if (!existsSync(changelogPath)) writeFileSync(changelogPath, '');
-  writeIfChanged('CHANGELOG.md', rootChangelog(read('CHANGELOG.md'), version, workspaces));
+  const sections = workspaces
+    .map((dir) => join(ROOT, dir, 'CHANGELOG.md'))
+    .filter((file) => existsSync(file))
+    .map((file) => changelogSection(readFileSync(file, 'utf8'), version) ?? '');
+  writeIfChanged('CHANGELOG.md', rootChangelog(read('CHANGELOG.md'), version, sections));
 
   console.log(`release: docshare ${version}; next: commit, then npm run release:tag (CONTRIBUTING.md, Releases)`);
 };
