@@ -2,6 +2,7 @@
 // @docshare/client. `run()` returns the exit code; bin/docshare.js and main.ts call it.
 import { createHash } from 'node:crypto';
 import { stat } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
@@ -15,7 +16,8 @@ import { formatBytes, progressBar } from './progress.ts';
 import { readPassword } from './prompt.ts';
 import { shown, terminalSafeJson, visible } from './terminal.ts';
 
-export const CLI_VERSION = '0.1.0';
+/** The package's version (its package.json, one level above src/ and dist/ alike), which a release bumps. */
+export const CLI_VERSION: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
 
 export interface Io {
   stdout: NodeJS.WriteStream;

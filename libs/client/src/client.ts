@@ -1,6 +1,7 @@
 // The typed docshare client: one method per operation of the OpenAPI document.
 import { randomUUID } from 'node:crypto';
 import { stat } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import type { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { downloadContent, resolveTarget, safeFileName, type ContentResult, type Progress } from './download.ts';
@@ -14,7 +15,8 @@ import type {
   UploadFields, UploadResponse,
 } from './types.ts';
 
-export const CLIENT_VERSION = '0.1.0';
+/** The package's version (its package.json, one level above src/ and dist/ alike), which a release bumps. */
+export const CLIENT_VERSION: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
 
 /** The message of the 409 the server answers while a request with the same Idempotency-Key runs. */
 const IN_FLIGHT = /in progress/i;
