@@ -26,6 +26,8 @@ export const SECRETS: Record<string, () => string> = {
   minio_app_secret_key: () => randomBytes(24).toString('hex'),
   redis_password: () => randomBytes(24).toString('hex'),
   internal_token: () => randomBytes(24).toString('hex'),
+  // Grafana's `admin` (the observability profile's; docs/observability.md).
+  grafana_admin_password: () => randomBytes(24).toString('hex'),
 };
 
 /**
@@ -122,7 +124,7 @@ export class ComposeStack {
     const { tags } = this.images;
     const local: Record<string, string> = this.options.localImages ? {
       LOCAL_KAFKA_IMAGE: tags['kafka'] ?? '', LOCAL_MONGODB_IMAGE: tags['ferretdb'] ?? '', LOCAL_ELASTICSEARCH_IMAGE: tags['elasticsearch'] ?? '',
-      LOCAL_MINIO_IMAGE: tags['minio'] ?? '', LOCAL_REDIS_IMAGE: tags['redis'] ?? '',
+      LOCAL_MINIO_IMAGE: tags['minio'] ?? '', LOCAL_REDIS_IMAGE: tags['redis'] ?? '', LOCAL_PROMETHEUS_IMAGE: tags['prometheus'] ?? '',
     } : {};
     return {
       ...engineEnv(this.images),
@@ -133,7 +135,7 @@ export class ComposeStack {
       BIND_ADDRESS: publishPrefix(this.options.bindAddress),
       SECRETS_DIR: this.options.secretsDir,
       PUBLIC_BASE_URL: process.env['PUBLIC_BASE_URL'] ?? `http://localhost:${this.options.port}`,
-      ...(tags['app'] ? { DOCSHARE_VERSION: tags['app'].split(':').pop() as string } : {}),
+      ...(tags['app'] ? { DOCSHARE_VERSION: tags['app'].split(':').pop() } : {}),
       ...local,
       ...this.options.env,
     };

@@ -28,7 +28,7 @@ if grep -vE '^\s*(#.*)?$|^services:$|^  [a-z-]+:$|^    image: ' docker-compose.l
   exit 1
 fi
 # Every image is pinned: no floating or missing tag, no :latest.
-if docker-compose -f docker-compose.yml config | grep -E '^\s+image: ' | grep -vE ':[0-9][^ ]*$|:[0-9a-f]{12}$'; then
+if docker-compose -f docker-compose.yml config | grep -E '^\s+image: ' | grep -vE ':v?[0-9][^ ]*$|:[0-9a-f]{12}$'; then
   echo "[compose] unpinned image (above)" >&2
   exit 1
 fi
@@ -53,3 +53,18 @@ if ! TRUST_PROXY=1 docker-compose -f docker-compose.yml config | sed -n '/^  gat
   exit 1
 fi
 echo "[compose] the gateway is published on every interface by default, on BIND_ADDRESS when set; TRUST_PROXY reaches it"
+# The observability profile: prometheus and grafana start only with `--profile observability`,
+# every other service without it; Grafana's UI is published on 127.0.0.1 only, Prometheus nowhere.
+config="$(GRAFANA_PORT=13000 docker-compose -f docker-compose.yml config)"
+profiled="$(awk '/^  [a-z-]+:$/ { s=$1 } /^    profiles:$/ { getline; print s, $2 }' <<<"$(sed -n '/^services:$/,/^[a-z]/p' <<<"$config")" | sort | tr '\n' ' ')"
+if [ "$profiled" != "grafana: observability prometheus: observability " ]; then
+  echo "[compose] only prometheus and grafana belong to a profile, observability: got '$profiled'" >&2
+  exit 1
+fi
+service_ports() { sed -n "/^  $1:\$/,/^  [a-z]/p" <<<"$config" | sed -n '/^    ports:$/,/^    [a-z]/p'; }
+if ! grep -qE '^    - 127\.0\.0\.1:13000:3000/tcp$' <<<"$(service_ports grafana)" || [ -n "$(service_ports prometheus)" ]; then
+  echo "[compose] Grafana must be published on 127.0.0.1:GRAFANA_PORT only, Prometheus not at all:" >&2
+  service_ports grafana >&2
+  exit 1
+fi
+echo "[compose] the observability profile: prometheus (unpublished) and grafana (127.0.0.1:GRAFANA_PORT) only"

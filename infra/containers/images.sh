@@ -30,6 +30,7 @@ declare -A TAG=(
   [minio]="$REPO/minio:${MINIO_VERSION##*-}"
   [ferretdb]="$REPO/ferretdb:${FERRETDB_VERSION#v}-documentdb$(cut -d. -f1,2 <<<"$DOCUMENTDB_VERSION")"
   [redis]="$REPO/redis:7.0.15-deb12"
+  [prometheus]="$REPO/prometheus:2.42.0-deb12u1"
   [app]="docshare:$APP_VERSION"
 )
 
@@ -178,6 +179,14 @@ build_redis() {
   build redis "$hash" "$IMAGES_DIR/redis" "$IMAGES_DIR/redis/Containerfile" --build-arg "BASE=${TAG[debian]}"
 }
 
+# Prometheus for compose's `observability` profile: Debian's package (the official image's contract).
+build_prometheus() {
+  local hash
+  hash="$(recipe "$IMAGES_DIR/prometheus" "$(id_of "${TAG[debian]}")")"
+  [ "$(label_of "${TAG[prometheus]}")" = "$hash" ] && { elog "prometheus: ${TAG[prometheus]} is up to date"; return 0; }
+  build prometheus "$hash" "$IMAGES_DIR/prometheus" "$IMAGES_DIR/prometheus/Containerfile" --build-arg "BASE=${TAG[debian]}"
+}
+
 # The docshare image: the project's Dockerfile on the local Node image. Its layer cache keeps
 # `npm ci` unless a package.json or the lockfile changed.
 build_app() {
@@ -210,6 +219,7 @@ if [ "$WHAT" != app ]; then
   build_minio
   build_ferretdb
   build_redis
+  build_prometheus
 fi
 [ "$WHAT" = servers ] || build_app
 elog "images ready in $(elapsed "$t_all")s"

@@ -146,6 +146,55 @@ describe('infra/observability/grafana-dashboard.json', () => {
   });
 });
 
+describe('infra/observability/grafana: provisioning for compose\'s observability profile (checked here: Grafana never runs in this project\'s tests)', () => {
+  interface Service { image?: string; profiles?: string[]; volumes?: string[]; networks?: string[]; ports?: string[] }
+  const compose = parse(read('docker-compose.yml')) as { services: Record<string, Service> };
+  /** Where a compose service mounts a repository path: container path → host path (relative, no ./). */
+  const mounts = (service: string): Map<string, string> => new Map((compose.services[service]?.volumes ?? [])
+    .filter((v) => v.startsWith('./')).map((v) => v.split(':')).map(([host, container]) => [container!, host!.slice(2)]));
+  const datasources = parse(read('infra/observability/grafana/provisioning/datasources/prometheus.yml')) as {
+    apiVersion: number; datasources: { name: string; uid: string; type: string; access: string; url: string; isDefault?: boolean }[];
+  };
+  const providers = parse(read('infra/observability/grafana/provisioning/dashboards/docshare.yml')) as {
+    apiVersion: number; providers: { name: string; type: string; options: { path: string } }[];
+  };
+
+  it('compose mounts the provisioning, the dashboard and the scrape configuration where Grafana and Prometheus read them', () => {
+    for (const service of ['prometheus', 'grafana']) assert.deepEqual(compose.services[service]?.profiles, ['observability'], service);
+    assert.equal(mounts('prometheus').get('/etc/prometheus/prometheus.yml'), 'infra/observability/prometheus.yml');
+    assert.equal(mounts('grafana').get('/etc/grafana/provisioning'), 'infra/observability/grafana/provisioning');
+    const [provider] = providers.providers;
+    assert.equal(providers.providers.length, 1);
+    assert.equal(provider?.type, 'file');
+    // The provider loads the directory the dashboard file is mounted in.
+    const dashboardAt = [...mounts('grafana')].find(([, host]) => host === 'infra/observability/grafana-dashboard.json')?.[0];
+    assert.ok(dashboardAt?.endsWith('.json'), 'grafana mounts infra/observability/grafana-dashboard.json');
+    assert.equal(dashboardAt.slice(0, dashboardAt.lastIndexOf('/')), provider.options.path);
+    assert.ok(compose.services['grafana']?.networks?.includes('back'), 'grafana reaches prometheus on the back network');
+    assert.deepEqual(compose.services['prometheus']?.networks, ['back']);
+  });
+
+  it('provisions one Prometheus datasource, the compose prometheus service, and the dashboard resolves to it', () => {
+    assert.equal(datasources.apiVersion, 1);
+    assert.equal(datasources.datasources.length, 1);
+    const [source] = datasources.datasources;
+    assert.equal(source?.type, 'prometheus');
+    assert.equal(source.access, 'proxy');
+    assert.equal(source.isDefault, true);
+    assert.equal(source.url, 'http://prometheus:9090');
+    assert.ok(compose.services['prometheus'], 'the url names the prometheus service');
+    // Every panel reads ${datasource}; the variable is of type prometheus and starts at this uid.
+    const variable = dashboard.templating.list.find((v) => v.name === 'datasource') as { query?: string; current?: { value?: string } } | undefined;
+    assert.equal(variable?.query, source.type);
+    assert.equal(variable.current?.value, source.uid);
+    for (const panel of panels.filter((p) => p.type !== 'row')) {
+      for (const ds of [panel.datasource, ...(panel.targets ?? []).map((t) => t.datasource)]) {
+        assert.deepEqual(ds, { type: 'prometheus', uid: '${datasource}' }, panel.title);
+      }
+    }
+  });
+});
+
 describe('docs/observability.md', () => {
   it('lists every docshare_ metric the services register', async () => {
     const doc = read('docs/observability.md');
