@@ -49,7 +49,8 @@ describe('docshare against a server it must not trust', () => {
     const env: NodeJS.ProcessEnv = { ...process.env, HOME: tmp, XDG_CONFIG_HOME: path.join(tmp, 'config'), DOCSHARE_URL: url, DOCSHARE_TOKEN: 'token' };
     delete env['NODE_TEST_CONTEXT'];
     delete env['NODE_OPTIONS'];
-    const child = execFile(process.execPath, ['--import', PEAK_RSS, BIN, ...args], { env, maxBuffer: 64 * MiB }, (error, stdout, stderr) => {
+    // NODE_OPTIONS carried npm's --conditions=@docshare/source (.npmrc): the sources, not a build in dist/.
+    const child = execFile(process.execPath, ['--conditions=@docshare/source', '--import', PEAK_RSS, BIN, ...args], { env, maxBuffer: 64 * MiB }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
       const peak = Number(/peak-rss-kib (\d+)/.exec(stderr)?.[1] ?? NaN);
       resolve({ code, stdout, stderr: stderr.replace(/peak-rss-kib \d+\n/, ''), peakRssMiB: peak / 1024 });
