@@ -1,17 +1,34 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
+import { defineConfig } from 'eslint/config';
 
 /** The service packages: only the composition (standalone), infra, bench and tests may import them. */
 const SERVICES = ['@docshare/docs-command', '@docshare/gateway', '@docshare/*-projector', '@docshare/standalone'];
 
-export default tseslint.config(
+/** node:test's registration calls return promises the runner itself awaits. */
+const NODE_TEST_CALLS = { from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] };
+
+export default defineConfig(
   { ignores: ['node_modules/**', 'data/**', '**/dist/**'] },
   js.configs.recommended,
-  ...tseslint.configs.recommended,
+  tseslint.configs.recommended,
   {
-    languageOptions: { globals: { ...globals.node } },
+    languageOptions: {
+      globals: { ...globals.node },
+      // Type-aware: the rules below read the types of tsconfig.json's program (a run takes ~30 s).
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
     rules: {
+      // Promises: one not awaited, handled or `void`ed can reject with nobody listening, and an
+      // unhandled rejection ends a Node process.
+      '@typescript-eslint/no-floating-promises': ['error', { allowForKnownSafeCalls: [NODE_TEST_CALLS] }],
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/await-thenable': 'error',
+      // Passing on an error of unknown type (a catch's or a stream's) is fine; making a non-Error is not.
+      '@typescript-eslint/only-throw-error': ['error', { allowThrowingUnknown: true }],
+      '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingUnknown: true }],
+      '@typescript-eslint/no-unnecessary-type-assertion': 'error',
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
@@ -19,6 +36,8 @@ export default tseslint.config(
     },
   },
   { files: ['tests/**', '**/test/**', 'bench/**', 'infra/**'], rules: { 'no-console': 'off' } },
+  // Plain JavaScript files are outside the TypeScript program: no type-aware rules there.
+  { files: ['**/*.js', '**/*.mjs', '**/*.cjs'], extends: [tseslint.configs.disableTypeChecked] },
   // mongosh scripts (the mongo image's init scripts): mongosh's globals and its CommonJS require.
   {
     files: ['infra/compose/mongo-init/**/*.js'],

@@ -101,7 +101,7 @@ const downloadRun = async (): Promise<void> => {
     const t0 = performance.now();
     const res = await fetch(url);
     if (!res.ok || !res.body) throw new Error(`download: ${res.status}`);
-    const got = await drain(res.body as unknown as AsyncIterable<Uint8Array>);
+    const got = await drain(res.body);
     if (got !== size) throw new Error(`download: ${got} bytes, expected ${size}`);
     return (performance.now() - t0) / 1000;
   };
@@ -114,7 +114,7 @@ const downloadRun = async (): Promise<void> => {
     let t0 = performance.now();
     const res = await fetch(url);
     if (!res.ok || !res.body) throw new Error(`download: ${res.status}`);
-    const got = await drain(res.body as unknown as AsyncIterable<Uint8Array>);
+    const got = await drain(res.body);
     const down = (performance.now() - t0) / 1000;
     if (got !== size) throw new Error(`download: ${got} bytes, expected ${size}`);
     t0 = performance.now();

@@ -37,7 +37,7 @@ const start = async (dataDir: string, port: number): Promise<Started> => {
   });
   let events = NaN;
   let buffered = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
+  child.stdout.on('data', (chunk: Buffer) => {
     if (!Number.isNaN(events)) return;
     buffered += chunk.toString();
     const line = buffered.split('\n').find((l) => l.includes('docshare listening'));

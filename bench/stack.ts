@@ -511,7 +511,7 @@ try {
           const url = await api.downloadUrl(someUser(n).token, someFile());
           const res = await fetch(url);
           if (!res.ok || !res.body) throw new Error(`download: ${res.status}`);
-          await drain(res.body as unknown as AsyncIterable<Uint8Array>);
+          await drain(res.body);
         },
       },
       { operation: 'api-stats', rate: r, op: async (n) => { expectOk(await api.rawStats(someUser(n).token), 'api-stats'); } },
@@ -812,7 +812,7 @@ try {
       t0 = performance.now();
       const res = await fetch(url);
       if (!res.ok || !res.body) throw new Error(`big download: ${res.status}`);
-      const got = await drain(res.body as unknown as AsyncIterable<Uint8Array>);
+      const got = await drain(res.body);
       const downSeconds = (performance.now() - t0) / 1000;
       if (got !== size) throw new Error(`big download: ${got} bytes, expected ${size}`);
       log(`big: upload ${fmt(cfg.bigMiB / upSeconds)} MiB/s (${upSeconds.toFixed(1)} s), download ${fmt(cfg.bigMiB / downSeconds)} MiB/s (${downSeconds.toFixed(1)} s)`);

@@ -295,7 +295,7 @@ export async function collectPlans(url: string, options: PlansOptions = {}): Pro
   };
 
   try {
-    const build = await client.db('admin').command({ buildInfo: 1 }) as Document;
+    const build = await client.db('admin').command({ buildInfo: 1 });
     const ferret = (build.ferretdb as { version?: string } | undefined)?.version ?? (build.ferretdbVersion as string | undefined);
     const server = ferret ? `FerretDB ${ferret} (MongoDB ${String(build.version)} wire)` : `MongoDB ${String(build.version)}`;
 

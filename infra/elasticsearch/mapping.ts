@@ -43,7 +43,7 @@ async function status(node: string, alias: string): Promise<number> {
         client.indices.getSettings({ index }),
       ]);
       const mappings = mapping[index]?.mappings;
-      const live = JSON.stringify(fieldTypes((mappings?.properties ?? {}) as Record<string, { type?: string; analyzer?: string }>));
+      const live = JSON.stringify(fieldTypes((mappings?.properties ?? {})));
       const refresh = settings[index]?.settings?.index?.refresh_interval ?? '(default)';
       const role = behind.includes(index) ? 'live' : 'not behind the alias (a rebuild running, or left by an interrupted one)';
       const same = mappings?.dynamic === 'strict' && live === planned;

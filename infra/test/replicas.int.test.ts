@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TARGET, type Server } from '../../tests/support/server.ts';
+import { TARGET } from '../../tests/support/server.ts';
 import { api, type Api, type RegisteredUser } from '../../tests/support/client.ts';
 import { SERVICES, startServices, stopServices, type RunningService } from '../stack/services.ts';
 import { freePorts } from '../stack/ports.ts';
@@ -38,7 +38,7 @@ describe('two replicas of every service, two gateways', { skip: TARGET !== 'dist
         output: () => {},
       });
       replicas.push(services);
-      gateways.push(api({ baseUrl: `http://127.0.0.1:${gatewayPort}` } as Server));
+      gateways.push(api({ baseUrl: `http://127.0.0.1:${gatewayPort}` }));
     }
   });
   after(async () => {

@@ -72,7 +72,7 @@ const describeConsole = (m: ConsoleMessage): string => `${m.type()}: ${m.text()}
 
 const shot = async (name: string): Promise<string> => {
   const file = path.join(ARTIFACTS, `${name}.png`);
-  await page.screenshot({ path: file as `${string}.png`, fullPage: true });
+  await page.screenshot({ path: file, fullPage: true });
   return file;
 };
 

@@ -100,7 +100,7 @@ describe('search inside documents', () => {
   it('the view page shows the extraction status and the first lines of the text', async () => {
     const { c } = fx;
     const word = randomWord(11);
-    const { fileId } = await c.uploadOk(owner.token, {}, await makeDocx(paragraphs(word)), 'v.docx',
+    const { fileId } = await c.uploadOk(owner.token, {}, makeDocx(paragraphs(word)), 'v.docx',
       'application/vnd.openxmlformats-officedocument.wordprocessingml.document');
     const page = await eventually(async () => {
       const res = await c.view(fileId);
@@ -140,7 +140,7 @@ describe('search inside documents', () => {
     const { c } = fx;
     const solo = await c.register();
     const word = randomWord(11);
-    await c.uploadOk(solo.token, { title: 'Solo', description: 'Solo' }, await makeMarkdown(paragraphs(word)), 's.md', 'text/markdown');
+    await c.uploadOk(solo.token, { title: 'Solo', description: 'Solo' }, makeMarkdown(paragraphs(word)), 's.md', 'text/markdown');
     await eventually(async () => assert.equal((await searchBody(reader.token, { search: word })).total, 1), EXTRACTED);
     const stats = expectSuccess(await c.stats(solo.token), 200);
     assert.deepEqual(stats.data, { total_comments: 0, total_files: 1, total_views: 0, total_downloads: 0, total_sales: 0 });

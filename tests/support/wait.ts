@@ -17,7 +17,7 @@ export async function waitFor<T>(fn: () => Promise<T | false> | T | false, opts:
   for (;;) {
     try {
       const v = await fn();
-      if (v !== false) return v as T;
+      if (v !== false) return v;
       lastError = new Error('condition was false');
     } catch (err) {
       lastError = err;

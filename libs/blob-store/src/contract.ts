@@ -7,8 +7,8 @@ import { BlobTooLarge, RangeNotSatisfiable } from './port.ts';
 import type { BlobStore } from './port.ts';
 
 /** The behaviour every BlobStore adapter must show; `make` gives a ready store (called once). */
-export const blobStoreContract = (name: string, make: () => Promise<BlobStore>) =>
-  describe(`BlobStore contract: ${name}`, () => {
+export const blobStoreContract = (name: string, make: () => Promise<BlobStore>): void =>
+  void describe(`BlobStore contract: ${name}`, () => {
     let store: BlobStore;
     const used: string[] = [];
     // Fresh keys per test so adapters backed by a shared bucket need no reset between runs.

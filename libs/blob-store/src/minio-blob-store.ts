@@ -80,7 +80,7 @@ export function timedTransport(base: Pick<typeof http, 'request'>, timeoutMs: nu
     req.once('response', () => req.setTimeout(0));
     return req;
   };
-  return { request: request as typeof http.request };
+  return { request: request };
 }
 
 /** A BlobStore over one S3 bucket (MinIO or any S3-compatible server); creates the bucket if missing. */

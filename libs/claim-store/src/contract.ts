@@ -4,8 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import type { ClaimStore } from './port.ts';
 
 /** The behaviour every ClaimStore adapter must show; `make` gives a ready store (called once). */
-export const claimStoreContract = (name: string, make: () => Promise<ClaimStore>) =>
-  describe(`ClaimStore contract: ${name}`, () => {
+export const claimStoreContract = (name: string, make: () => Promise<ClaimStore>): void =>
+  void describe(`ClaimStore contract: ${name}`, () => {
     let store: ClaimStore;
     // Fresh scopes and keys per test so a shared backing store needs no reset between runs.
     const fresh = (what: string): string => `${what}-${randomUUID()}`;

@@ -61,7 +61,7 @@ export async function openFileClaimStore(dir: string): Promise<ClaimStore> {
 
   const flush = async (): Promise<void> => {
     // Let every claim made in the current tick join this batch: one write and fsync for all.
-    await null;
+    await Promise.resolve();
     try {
       while (queue.length > 0) {
         const batch = queue;

@@ -271,7 +271,7 @@ describe('file event log', () => {
     const results = await Promise.allSettled([log.append('ok', 1, testEvents('ok', 2, 1)), log.nextId('files')]);
     for (const result of results) {
       assert.equal(result.status, 'rejected');
-      assert.match(String((result as PromiseRejectedResult).reason), /failed to write/);
+      assert.match(String((result).reason), /failed to write/);
     }
     failWrites = false;
     await assert.rejects(log.append('other', 0, testEvents('other', 1, 1)), /failed to write/);

@@ -29,7 +29,7 @@ const TRANSACTION_COMMANDS = new Set(['commitTransaction', 'abortTransaction']);
 export function transactionsOrChangeStreams(commands: readonly CommandStartedEvent[]): string[] {
   const found: string[] = [];
   for (const { commandName, command } of commands) {
-    const body = command as Document;
+    const body = command;
     if (TRANSACTION_COMMANDS.has(commandName) || body['startTransaction'] !== undefined || body['autocommit'] !== undefined) {
       found.push(`${commandName}: a transaction`);
     }

@@ -89,7 +89,7 @@ const rows: Row[] = [];
 let peakParentRss = 0;
 for (const format of Object.keys(makers) as ExtractFormat[]) {
   const random = mulberry32(42);
-  const files = await Promise.all(Array.from({ length: FILES }, () => makers[format](paragraphs(random, 50_000 + random() * 150_000))));
+  const files = await Promise.all(Array.from({ length: FILES }, async () => makers[format](paragraphs(random, 50_000 + random() * 150_000))));
   for (const concurrency of [1, 2]) {
     rows.push(await bench(format, files, concurrency));
     peakParentRss = Math.max(peakParentRss, process.memoryUsage.rss());

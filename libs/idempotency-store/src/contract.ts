@@ -20,8 +20,8 @@ export const idempotencyStoreContract = (
   name: string,
   make: () => Promise<IdempotencyStore>,
   reopen?: (closed: IdempotencyStore) => Promise<IdempotencyStore>,
-) =>
-  describe(`IdempotencyStore contract: ${name}`, () => {
+): void =>
+  void describe(`IdempotencyStore contract: ${name}`, () => {
     let store: IdempotencyStore;
     const fresh = (): string => `user-1/${randomUUID()}`;
     const t0 = Date.now();

@@ -157,7 +157,7 @@ export async function openFileIdempotencyStore(dir: string, options: FileIdempot
       if (broken !== null) throw new Error('idempotency store failed to write and must be reopened', { cause: broken });
       const line = encode({ k: key, f: completed.fingerprint, a: completed.answer, x: completed.expiresAt });
       const write = tail.then(async () => {
-        if (broken !== null) throw broken;
+        if (broken !== null) throw new Error('idempotency store failed to write and must be reopened', { cause: broken });
         try {
           await handle.appendFile(line);
           await handle.sync();

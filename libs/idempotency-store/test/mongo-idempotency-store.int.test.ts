@@ -35,7 +35,7 @@ it('keeps the answer as a document, and still replays an answer kept as JSON tex
     _id: 'done/u/new', fingerprint: 'f', answer, expiresAt: at + 1000, expireAt: true,
   });
   // An answer an earlier version kept, as JSON text.
-  await raw.insertOne({ _id: 'done/u/old', fingerprint: 'g', answer: JSON.stringify(answer), expiresAt: at + 1000, expireAt: new Date(at + 1000) } as never);
+  await raw.insertOne({ _id: 'done/u/old', fingerprint: 'g', answer: JSON.stringify(answer), expiresAt: at + 1000, expireAt: new Date(at + 1000) });
   assert.deepEqual(await store.begin('u/old', at, 60_000), { state: 'done', fingerprint: 'g', answer, expiresAt: at + 1000 });
   await store.close();
 });

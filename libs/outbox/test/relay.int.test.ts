@@ -339,10 +339,10 @@ describe('lease', () => {
     assert.equal(held.filter(Boolean).length, 1);
     const holder = held.indexOf(true);
     assert.equal(await leases[holder]!.hold(), true, 'the holder keeps it');
-    assert.deepEqual(await Promise.all(leases.map((lease, i) => (i === holder ? true : lease.hold()))), leases.map((_, i) => i === holder));
+    assert.deepEqual(await Promise.all(leases.map((lease, i) => (i === holder ? Promise.resolve(true) : lease.hold()))), leases.map((_, i) => i === holder));
 
     await leases[holder]!.release();
-    const next = await Promise.all(leases.map((lease, i) => (i === holder ? false : lease.hold())));
+    const next = await Promise.all(leases.map((lease, i) => (i === holder ? Promise.resolve(false) : lease.hold())));
     assert.equal(next.filter(Boolean).length, 1);
     assert.equal(await leases[holder]!.hold(), false);
   });

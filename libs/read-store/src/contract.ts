@@ -385,15 +385,15 @@ export function readStoreContract(name: string, make: () => Promise<ReadStore>):
       assert.equal(got._id, 'f');
       assert.equal('_pos' in got, false);
       assert.deepEqual(got, { _id: 'f', tags: ['x', 'y'], meta: { pages: 3 } });
-      (got['tags'] as string[]).push('mutated-output');
-      (got['meta'] as { pages: number }).pages = 0;
+      (got['tags']).push('mutated-output');
+      (got['meta']).pages = 0;
       (got as Doc)['extra'] = true;
 
       const [found] = await store.find(files, { _id: 'f' });
       assert.ok(found);
       assert.equal('_pos' in found, false);
       assert.deepEqual(found, { _id: 'f', tags: ['x', 'y'], meta: { pages: 3 } });
-      (found['tags'] as string[]).length = 0;
+      (found['tags']).length = 0;
       assert.deepEqual(await store.get(files, 'f'), { _id: 'f', tags: ['x', 'y'], meta: { pages: 3 } });
     });
 

@@ -1,5 +1,5 @@
 import { MongoBulkWriteError, MongoServerError } from 'mongodb';
-import type { AnyBulkWriteOperation, Collection, Db, Document, Filter as MongoFilter, Sort, UpdateFilter } from 'mongodb';
+import type { AnyBulkWriteOperation, Collection, Db, Document, Filter as MongoFilter, UpdateFilter } from 'mongodb';
 import type { Doc, Filter, FindOptions, GuardedUpdate, ReadStore, Scalar } from './port.ts';
 import { checkCount, checkGuardedUpdate, checkName, checkQueryField, compareScalars } from './validate.ts';
 
@@ -85,7 +85,7 @@ function toMongoFilter(filter: Filter): MongoFilter<StoredDoc> {
       query[field] = condition;
     }
   }
-  return query as MongoFilter<StoredDoc>;
+  return query;
 }
 
 /** Reads never show the guard `_pos`. */
@@ -93,7 +93,7 @@ const HIDDEN = { _pos: 0 } as const;
 
 function toDoc(stored: StoredDoc): Doc {
   const { _pos: _p, ...fields } = stored;
-  return fields as Doc;
+  return fields;
 }
 
 /** Consecutive updates of one document merged into one upsert, which applies them all or none. */
@@ -165,14 +165,14 @@ function toMongoUpdate(write: Write): UpdateFilter<StoredDoc> {
   const update: Document = { $set: { ...nullForUndefined(write.set), _pos: write.last } };
   if (Object.keys(write.inc).length > 0) update['$inc'] = write.inc;
   if (Object.keys(write.setOnInsert).length > 0) update['$setOnInsert'] = nullForUndefined(write.setOnInsert);
-  return update as UpdateFilter<StoredDoc>;
+  return update;
 }
 
 const isDuplicateKey = (error: unknown): boolean => error instanceof MongoServerError && error.code === 11000;
 
 /** The position a stored document applied last; undefined when it has none (a missing document has applied nothing). */
 const positionOf = (doc: Document | null | undefined): number | undefined =>
-  typeof doc?.['_pos'] === 'number' ? (doc['_pos'] as number) : undefined;
+  typeof doc?.['_pos'] === 'number' ? (doc['_pos']) : undefined;
 
 /** How many times `settle` re-reads a document whose `_pos` moved under it before giving up. */
 const SETTLE_ATTEMPTS = 5;
@@ -251,7 +251,7 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
       for (const write of mergeWrites(rest)) {
         const filter = at === undefined ? { _id: run.id, _pos: { $exists: false } } : { _id: run.id, _pos: at };
         try {
-          const result = await target.updateOne(filter as MongoFilter<StoredDoc>, toMongoUpdate(write), { upsert: at === undefined });
+          const result = await target.updateOne(filter, toMongoUpdate(write), { upsert: at === undefined });
           if (result.matchedCount + result.upsertedCount === 0) settled = false;
         } catch (error) {
           if (!isDuplicateKey(error)) throw error;
@@ -287,7 +287,7 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
     const writes = runs.map((run) => run.writes[round] as Write);
     const ops: AnyBulkWriteOperation<StoredDoc>[] = runs.map((run, i) => ({
       updateOne: {
-        filter: { _id: run.id, _pos: { $not: { $gte: (writes[i] as Write).first } } } as MongoFilter<StoredDoc>,
+        filter: { _id: run.id, _pos: { $not: { $gte: (writes[i] as Write).first } } },
         update: toMongoUpdate(writes[i] as Write),
         upsert: true,
       },
@@ -381,7 +381,7 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
       // Always sorted, by `_id` when the caller gives no order: the stand-in's unsorted cursors can
       // hand a document out twice once it spans more than one batch (see the header).
       const sort: FindOptions['sort'] = options.sort && options.sort.length > 0 ? options.sort : [['_id', 1]];
-      let cursor = target.find(query, { projection: HIDDEN }).sort(sort as Sort);
+      let cursor = target.find(query, { projection: HIDDEN }).sort(sort);
       if (skip > 0) cursor = cursor.skip(skip);
       if (limit !== undefined) cursor = cursor.limit(limit);
       return (await cursor.toArray()).map(toDoc);

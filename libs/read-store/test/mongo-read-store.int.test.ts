@@ -52,7 +52,7 @@ describe('mongo read store', () => {
     }
     const stored = await raw.findOne({ _id: 'u' as never });
     assert.deepEqual(stored, { _id: 'u', user_id: 7, views: 1000, _pos: 1000 });
-    assert.ok(BSON.calculateObjectSize(stored as Document) <= first + 8, `${BSON.calculateObjectSize(stored as Document)} bytes`);
+    assert.ok(BSON.calculateObjectSize(stored) <= first + 8, `${BSON.calculateObjectSize(stored)} bytes`);
   });
 
   it('applies a batch in one unordered bulkWrite per collection and round, settling only the documents a duplicate key refused', async () => {

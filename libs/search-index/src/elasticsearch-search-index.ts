@@ -385,7 +385,7 @@ function operations(client: Client, target: Target, cursors: CursorConfig): Oper
     const total = totalOf(response);
     const hits = response.hits.hits;
     const result: SearchResult = { total, hits: hits.flatMap((hit) => (hit._source ? [fromSource(hit._source, true)] : [])), from };
-    if (facets) result.facets = facetsFrom(response.aggregations as Record<string, unknown> | undefined);
+    if (facets) result.facets = facetsFrom(response.aggregations);
     const next = from + hits.length;
     const last = hits[hits.length - 1];
     if (pit !== undefined && size > 0 && last?.sort && next < total) {
@@ -441,7 +441,7 @@ function operations(client: Client, target: Target, cursors: CursorConfig): Oper
       }, keepAlive);
       if (round === 0) {
         total = totalOf(response);
-        if (facets) facetCounts = facetsFrom(response.aggregations as Record<string, unknown> | undefined);
+        if (facets) facetCounts = facetsFrom(response.aggregations);
       }
       pitId = response.pit_id ?? pitId;
       const found = response.hits.hits;

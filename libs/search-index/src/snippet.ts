@@ -283,7 +283,7 @@ export function makeSnippets(text: string, options: SnippetOptions = {}): Snippe
           work.characters += field.length;
           const found: Found[] = [];
           for (const run of field.matchAll(WORD_RUN)) {
-            const hit = (match as (word: string) => Match | undefined)(run[0]);
+            const hit = (match)(run[0]);
             if (hit) found.push({ ...hit, start: run.index, end: run.index + run[0].length });
           }
           const window = bestWindow(f, found, words.length, maxLength - 2);

@@ -222,7 +222,7 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
   const purchasesConsistency: RequestHandler = options.purchasesConsistency ?? ((_req, _res, next) => next());
   app.get('/api/V1/users/api-purchases', purchasesConsistency, async (req, res) => {
     const buyerId = actorOf(req);
-    const page = pageOf(req.query as Record<string, unknown>);
+    const page = pageOf(req.query);
     res.json({ status: 'success', ...(await commands.purchases(buyerId, page)) });
   });
 

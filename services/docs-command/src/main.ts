@@ -95,7 +95,7 @@ const ops = makeOps(NAME, {
 }, undefined, {
   kafka: async () => {
     const failure = relay.lastError();
-    if (failure) throw failure;
+    if (failure) throw failure instanceof Error ? failure : new Error(String(failure));
     const { oldestAgeMs } = await relay.backlog();
     if (oldestAgeMs > relayStallMs) throw new Error(`the oldest unpublished event is ${oldestAgeMs} ms old`);
   },

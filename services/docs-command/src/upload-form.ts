@@ -102,7 +102,7 @@ export const readUploadForm = async <S extends StoredBytes>(req: Request, sink: 
       const reason = failure instanceof Error ? failure : new Error(String(failure));
       parser.destroy(reason);
       filePart?.destroy(reason);
-      reject(failure);
+      reject(reason);
     };
     const count = (chunk: Buffer): void => {
       received += chunk.length;

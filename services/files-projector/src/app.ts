@@ -43,7 +43,7 @@ export const makeFilesApp = (store: ReadStore, publicBaseUrl: string, logger: Lo
 
   app.get('/api/V1/docs/api-categories', async (req, res) => {
     actorOf(req);
-    const page = pageOf(req.query as Record<string, unknown>, LIST_PAGING);
+    const page = pageOf(req.query, LIST_PAGING);
     res.json({ status: 'success', ...(await queries.categories(page)) });
   });
 

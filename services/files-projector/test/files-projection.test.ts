@@ -4,7 +4,6 @@ import { makeMemoryReadStore } from '@docshare/read-store';
 import { deliveredTwice, inBatches, makeHistory, redeliveredBatches } from '@docshare/projection/testing';
 import type { StoredEvent } from '@docshare/contracts';
 import { guarded } from '@docshare/projection';
-import type { DocshareEvent } from '@docshare/contracts';
 import { filesHandler, filesProjection } from '../src/projection.ts';
 import { makeFilesQueries } from '../src/queries.ts';
 
@@ -174,7 +173,7 @@ describe('categories in use', () => {
       const store = makeMemoryReadStore();
       await filesHandler(store)(before);
       // The batch's file document was written, its category count not (MongoDB's unordered bulk).
-      await store.applyBatch(guarded(cut, filesProjection(cut.event as DocshareEvent)));
+      await store.applyBatch(guarded(cut, filesProjection(cut.event)));
       await filesHandler(store)([cut]);
       assert.deepEqual((await makeFilesQueries(store, BASE).categories(whole)).data, [], last);
     }

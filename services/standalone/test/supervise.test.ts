@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { api } from '../../../tests/support/client.ts';
-import { alive, freePort, type Server } from '../../../tests/support/server.ts';
+import { alive, freePort } from '../../../tests/support/server.ts';
 import { eventually } from '../../../tests/support/wait.ts';
 import { healthy } from '../../../tests/support/processes.ts';
 
@@ -73,7 +73,7 @@ describe('npm start supervisor', () => {
     const baseUrl = `http://127.0.0.1:${port}`;
     const sup = await startSupervisor({ PORT: String(port), SUPERVISOR_BACKOFF_MS: '100' });
     await waitHealthy(sup, baseUrl);
-    const c = api({ baseUrl } as Server);
+    const c = api({ baseUrl });
     const user = await c.register();
     const bytes = new TextEncoder().encode('survives a kill -9');
     const { fileId } = await c.uploadOk(user.token, {}, bytes);

@@ -57,7 +57,7 @@ const readAll = async (body: NodeJS.ReadableStream & { destroy(): void }, maxByt
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
-    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
     size += buffer.length;
     if (size > maxBytes) {
       body.destroy();

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import type { ExtractionReport, StoredEvent } from '@docshare/contracts';
+import type { ExtractionReport } from '@docshare/contracts';
 import { makeFsBlobStore } from '@docshare/blob-store';
 import { makeExtractor, type Extractor, type ExtractOutcome } from '@docshare/extract';
 import { makeHistory } from '@docshare/projection/testing';
@@ -55,7 +55,7 @@ describe('text extractor: event handler', () => {
     h.upload(11, 1, 'page', { blobKey: 'f11', originalFileName: 'page.html', contentType: 'text/html', size: 40 });
     const blobs = await store({ f10: 'The zeppelin landed late', f11: '<p>A <b>bold</b> paragraph here</p>' });
     const { port, records } = recorder();
-    await settle({ blobs, extractor, recorder: port, logger, maxBytes: 1_000_000 })(h.records as StoredEvent[]);
+    await settle({ blobs, extractor, recorder: port, logger, maxBytes: 1_000_000 })(h.records);
     assert.deepEqual(records.map((r) => [r.fileId, r.blobKey, r.report.ok, r.report.format]), [[10, 'f10', true, 'text'], [11, 'f11', true, 'html']]);
     const [first, second] = records;
     assert.equal(first?.report.ok && first.report.text, 'The zeppelin landed late');
@@ -69,7 +69,7 @@ describe('text extractor: event handler', () => {
     h.upload(20, 1, 'a', { blobKey: 'f20' }); h.upload(21, 1, 'b', { blobKey: 'f21' }); h.upload(22, 1, 'c', { blobKey: 'f22-missing' });
     const blobs = await store({ f20: 'done already', f21: 'deleted meanwhile' });
     const { port, records } = recorder((id) => (id === 20 ? 'done' : id === 21 ? 'gone' : 'pending'));
-    await settle({ blobs, extractor, recorder: port, logger, maxBytes: 1_000_000 })(h.records as StoredEvent[]);
+    await settle({ blobs, extractor, recorder: port, logger, maxBytes: 1_000_000 })(h.records);
     assert.deepEqual(records, []);
   });
 
@@ -79,7 +79,7 @@ describe('text extractor: event handler', () => {
     h.upload(31, 1, 'bin', { blobKey: 'f31', size: 4, originalFileName: 'x.bin', contentType: 'application/octet-stream' });
     const blobs = await store({ f31: '\u0000\u0001\u0002\u0003' });
     const { port, records } = recorder();
-    await settle({ blobs, extractor, recorder: port, logger, maxBytes: 1_000 })(h.records as StoredEvent[]);
+    await settle({ blobs, extractor, recorder: port, logger, maxBytes: 1_000 })(h.records);
     assert.deepEqual(records.map((r) => [r.fileId, r.report.ok ? 'ok' : r.report.reason]), [[30, 'too_large'], [31, 'unsupported_type']]);
   });
 
@@ -89,7 +89,7 @@ describe('text extractor: event handler', () => {
     const blobs = await store({ f40: 'hello' });
     const down = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
     const port: ExtractionRecorder = { status: async () => 'pending', record: async () => { throw down; } };
-    await assert.rejects(settle({ blobs, extractor, recorder: port, logger, maxBytes: 1_000 })(h.records as StoredEvent[]), down);
+    await assert.rejects(settle({ blobs, extractor, recorder: port, logger, maxBytes: 1_000 })(h.records), down);
   });
 });
 
@@ -136,7 +136,7 @@ describe('text extractor: the intake and the settling group', { timeout: 30_000 
   // A (owner 1) uploads five files, then B (owner 2) one.
   const names: Record<number, string> = { 50: 'a1', 51: 'a2', 52: 'a3', 53: 'a4', 54: 'a5', 60: 'b1' };
   for (const [fileId, name] of Object.entries(names)) h.upload(Number(fileId), Number(fileId) < 60 ? 1 : 2, name, { blobKey: name, size: name.length });
-  const records = h.records as StoredEvent[];
+  const records = h.records;
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'docshare-intake-'));
