@@ -494,23 +494,47 @@ export interface components {
         UploadForm: {
             /** @description The file; at most MAX_UPLOAD_BYTES (default 100 MiB), within the user's storage quota. */
             file: string;
+            /** @example Read me */
             title: string;
+            /** @example The front door */
             description: string;
-            /** @description Comma-separated. */
+            /**
+             * @description Comma-separated.
+             * @example docs,intro
+             */
             tags: string;
-            /** @description An existing category; wins over new_category_name. */
+            /**
+             * @description An existing category (see api-categories); wins over new_category_name. Empty: none.
+             * @example
+             * @example 1
+             */
             category_id?: string;
-            /** @description Used when category_id is absent; an existing name (ignoring case) is reused. */
+            /**
+             * @description Used when category_id is absent; an existing name (ignoring case) is reused.
+             * @example Documentation
+             */
             new_category_name?: string;
+            /**
+             * @description A new category's description.
+             * @example How to use docshare
+             */
             category_description?: string;
-            /** @description Comma-separated. */
+            /**
+             * @description A new category's tags, comma-separated.
+             * @example docs
+             */
             category_tags?: string;
             /**
              * @description Matched ignoring case and extra spaces.
+             * @example CC BY
              * @enum {string}
              */
             cc_license: "CC BY" | "CC BY-SA" | "CC BY-ND" | "CC BY-NC" | "CC BY-NC-SA" | "CC BY-NC-ND" | "CC0";
-            /** @description An http(s) URL; may be empty. */
+            /**
+             * @description An http(s) URL; may be empty.
+             * @example
+             * @example https://video.example.com/watch/quick-start
+             */
             video?: string;
         };
         Uploaded: {
@@ -866,15 +890,9 @@ export interface components {
          * @example checkout-7f3a91
          */
         XRequestId: string;
-        /**
-         * @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409.
-         * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
-         */
+        /** @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409. Use a new key for each new request (e.g. a fresh UUID); leave it empty when you do not mean to retry. */
         IdempotencyKey: string;
-        /**
-         * @description A write's `X-Docshare-Consistency` (e.g. another user's): the read waits (at most 5 s) until it shows that write. Your own writes are awaited without it.
-         * @example 1287
-         */
+        /** @description The `X-Docshare-Consistency` header of a write's answer (e.g. another user's write), copied as it is: the read waits (at most 5 s) until it shows that write. Leave it empty otherwise: your own writes are awaited without it, and a position the server has not reached yet makes the read wait the whole 5 s. */
         XDocshareConsistency: number;
         /**
          * @description Page number, from 1.
@@ -883,28 +901,16 @@ export interface components {
         page: number;
         /**
          * @description The file's id.
-         * @example 42
+         * @example 1
          */
         fileIdPath: string;
-        /**
-         * @description One byte range.
-         * @example bytes=0-99
-         */
+        /** @description One byte range (e.g. `bytes=0-99`): 206 with that part. Empty: the whole file. */
         Range: string;
-        /**
-         * @description The `ETag` of the copy you hold (or `*`): 304 when it still matches (weak comparison).
-         * @example "q3L0Xw9c1nD8u2Jd5a7Rk1bT"
-         */
+        /** @description The `ETag` of the copy you hold (or `*`): 304 when it still matches (weak comparison). */
         IfNoneMatch: string;
-        /**
-         * @description A `Last-Modified` you hold: 304 when nothing changed since (ignored with `If-None-Match`).
-         * @example Sun, 23 Nov 2025 14:06:27 GMT
-         */
+        /** @description A `Last-Modified` you hold: 304 when nothing changed since (ignored with `If-None-Match`). */
         IfModifiedSince: string;
-        /**
-         * @description With `Range`: the part only while the file is still this `ETag` (strong match) or exactly this `Last-Modified`, else the whole file (200).
-         * @example "q3L0Xw9c1nD8u2Jd5a7Rk1bT"
-         */
+        /** @description With `Range`: the part only while the file is still this `ETag` (strong match) or exactly this `Last-Modified`, else the whole file (200). */
         IfRange: string;
     };
     requestBodies: never;
@@ -1011,7 +1017,7 @@ export interface components {
         LastModified: string;
         /**
          * @description `attachment` (or `inline` with `disposition=inline` for PDF, images and plain text) with the original file name.
-         * @example attachment; filename="engine-notes.txt"
+         * @example attachment; filename="README.md"
          */
         ContentDisposition: string;
         /**
@@ -1051,7 +1057,7 @@ export interface components {
         XContentTypeOptions: "nosniff";
         /**
          * @description Where the bytes are served (the blob store, when `BLOB_PUBLIC_URL` is set).
-         * @example https://blobs.example.com/docshare/files/42?X-Amz-Signature=3f1c0d6b
+         * @example https://blobs.example.com/docshare/files/1?X-Amz-Signature=3f1c0d6b
          */
         Location: string;
     };
@@ -1068,10 +1074,7 @@ export interface operations {
                  * @example checkout-7f3a91
                  */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /**
-                 * @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409.
-                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
-                 */
+                /** @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409. Use a new key for each new request (e.g. a fresh UUID); leave it empty when you do not mean to retry. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -1436,10 +1439,7 @@ export interface operations {
                  * @example checkout-7f3a91
                  */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /**
-                 * @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409.
-                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
-                 */
+                /** @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409. Use a new key for each new request (e.g. a fresh UUID); leave it empty when you do not mean to retry. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -1686,7 +1686,7 @@ export interface operations {
             query: {
                 /**
                  * @description The file's id.
-                 * @example 42
+                 * @example 1
                  */
                 file_id: string;
             };
@@ -1882,10 +1882,7 @@ export interface operations {
                  * @example checkout-7f3a91
                  */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /**
-                 * @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409.
-                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
-                 */
+                /** @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409. Use a new key for each new request (e.g. a fresh UUID); leave it empty when you do not mean to retry. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -2136,10 +2133,7 @@ export interface operations {
                  * @example checkout-7f3a91
                  */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /**
-                 * @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409.
-                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
-                 */
+                /** @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409. Use a new key for each new request (e.g. a fresh UUID); leave it empty when you do not mean to retry. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -2371,10 +2365,7 @@ export interface operations {
                  * @example checkout-7f3a91
                  */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /**
-                 * @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409.
-                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
-                 */
+                /** @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409. Use a new key for each new request (e.g. a fresh UUID); leave it empty when you do not mean to retry. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -2625,10 +2616,7 @@ export interface operations {
                  * @example checkout-7f3a91
                  */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /**
-                 * @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409.
-                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
-                 */
+                /** @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409. Use a new key for each new request (e.g. a fresh UUID); leave it empty when you do not mean to retry. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -2911,10 +2899,7 @@ export interface operations {
                  * @example checkout-7f3a91
                  */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /**
-                 * @description A write's `X-Docshare-Consistency` (e.g. another user's): the read waits (at most 5 s) until it shows that write. Your own writes are awaited without it.
-                 * @example 1287
-                 */
+                /** @description The `X-Docshare-Consistency` header of a write's answer (e.g. another user's write), copied as it is: the read waits (at most 5 s) until it shows that write. Leave it empty otherwise: your own writes are awaited without it, and a position the server has not reached yet makes the read wait the whole 5 s. */
                 "X-Docshare-Consistency"?: components["parameters"]["XDocshareConsistency"];
             };
             path?: never;
@@ -3063,10 +3048,7 @@ export interface operations {
                  * @example checkout-7f3a91
                  */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /**
-                 * @description A write's `X-Docshare-Consistency` (e.g. another user's): the read waits (at most 5 s) until it shows that write. Your own writes are awaited without it.
-                 * @example 1287
-                 */
+                /** @description The `X-Docshare-Consistency` header of a write's answer (e.g. another user's write), copied as it is: the read waits (at most 5 s) until it shows that write. Leave it empty otherwise: your own writes are awaited without it, and a position the server has not reached yet makes the read wait the whole 5 s. */
                 "X-Docshare-Consistency"?: components["parameters"]["XDocshareConsistency"];
             };
             path?: never;
@@ -3258,10 +3240,7 @@ export interface operations {
                  * @example checkout-7f3a91
                  */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /**
-                 * @description A write's `X-Docshare-Consistency` (e.g. another user's): the read waits (at most 5 s) until it shows that write. Your own writes are awaited without it.
-                 * @example 1287
-                 */
+                /** @description The `X-Docshare-Consistency` header of a write's answer (e.g. another user's write), copied as it is: the read waits (at most 5 s) until it shows that write. Leave it empty otherwise: your own writes are awaited without it, and a position the server has not reached yet makes the read wait the whole 5 s. */
                 "X-Docshare-Consistency"?: components["parameters"]["XDocshareConsistency"];
             };
             path?: never;
@@ -3387,7 +3366,7 @@ export interface operations {
             query?: {
                 /**
                  * @description Whose files; default: yours.
-                 * @example 42
+                 * @example 1
                  */
                 user_id?: string;
                 /**
@@ -3407,10 +3386,7 @@ export interface operations {
                  * @example checkout-7f3a91
                  */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /**
-                 * @description A write's `X-Docshare-Consistency` (e.g. another user's): the read waits (at most 5 s) until it shows that write. Your own writes are awaited without it.
-                 * @example 1287
-                 */
+                /** @description The `X-Docshare-Consistency` header of a write's answer (e.g. another user's write), copied as it is: the read waits (at most 5 s) until it shows that write. Leave it empty otherwise: your own writes are awaited without it, and a position the server has not reached yet makes the read wait the whole 5 s. */
                 "X-Docshare-Consistency"?: components["parameters"]["XDocshareConsistency"];
             };
             path?: never;
@@ -3589,10 +3565,7 @@ export interface operations {
                  * @example checkout-7f3a91
                  */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /**
-                 * @description A write's `X-Docshare-Consistency` (e.g. another user's): the read waits (at most 5 s) until it shows that write. Your own writes are awaited without it.
-                 * @example 1287
-                 */
+                /** @description The `X-Docshare-Consistency` header of a write's answer (e.g. another user's write), copied as it is: the read waits (at most 5 s) until it shows that write. Leave it empty otherwise: your own writes are awaited without it, and a position the server has not reached yet makes the read wait the whole 5 s. */
                 "X-Docshare-Consistency"?: components["parameters"]["XDocshareConsistency"];
             };
             path?: never;
@@ -3796,10 +3769,7 @@ export interface operations {
                  * @example checkout-7f3a91
                  */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /**
-                 * @description A write's `X-Docshare-Consistency` (e.g. another user's): the read waits (at most 5 s) until it shows that write. Your own writes are awaited without it.
-                 * @example 1287
-                 */
+                /** @description The `X-Docshare-Consistency` header of a write's answer (e.g. another user's write), copied as it is: the read waits (at most 5 s) until it shows that write. Leave it empty otherwise: your own writes are awaited without it, and a position the server has not reached yet makes the read wait the whole 5 s. */
                 "X-Docshare-Consistency"?: components["parameters"]["XDocshareConsistency"];
             };
             path?: never;
@@ -3948,21 +3918,15 @@ export interface operations {
                  * @example checkout-7f3a91
                  */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /**
-                 * @description The `ETag` of the copy you hold (or `*`): 304 when it still matches (weak comparison).
-                 * @example W/"Zf2m8Qx1KcP0tR4vLw7yNa3b"
-                 */
+                /** @description The `ETag` of the copy you hold (or `*`): 304 when it still matches (weak comparison). */
                 "If-None-Match"?: string;
-                /**
-                 * @description A `Last-Modified` you hold: 304 when nothing changed since (ignored with `If-None-Match`).
-                 * @example Sun, 23 Nov 2025 14:06:27 GMT
-                 */
+                /** @description A `Last-Modified` you hold: 304 when nothing changed since (ignored with `If-None-Match`). */
                 "If-Modified-Since"?: components["parameters"]["IfModifiedSince"];
             };
             path: {
                 /**
                  * @description The file's id.
-                 * @example 42
+                 * @example 1
                  */
                 fileId: components["parameters"]["fileIdPath"];
             };
@@ -4086,7 +4050,13 @@ export interface operations {
                 /** @example x-authorization, content-type, idempotency-key */
                 "Access-Control-Request-Headers"?: string;
             };
-            path?: never;
+            path: {
+                /**
+                 * @description The file's id.
+                 * @example 1
+                 */
+                fileId: components["parameters"]["fileIdPath"];
+            };
             cookie?: never;
         };
         requestBody?: never;
@@ -4110,20 +4080,11 @@ export interface operations {
     fileContent: {
         parameters: {
             query: {
-                /**
-                 * @description Unix time the link expires.
-                 * @example 1763906500
-                 */
+                /** @description Unix time the link expires: copy it from a `download_url`. */
                 expires: number;
-                /**
-                 * @description HMAC-SHA256 of the file id (and sale) and the expiry (hex).
-                 * @example 3f1c0d6b8e2a4f7c9b5e1d3a6c8f0b2e4d7a9c1e3b5f7d9a2c4e6b8d0f1a3c5e
-                 */
+                /** @description HMAC-SHA256 of the file id (and sale) and the expiry (hex): copy it from a `download_url`. */
                 signature: string;
-                /**
-                 * @description A buyer's link (from api-purchase or api-purchases): the sale it was signed for. It opens the file while it is for sale.
-                 * @example 5
-                 */
+                /** @description A buyer's link (from api-purchase or api-purchases): the sale it was signed for, copied from its `download_url`. It opens the file while it is for sale. Empty for a link from api-download. */
                 sale?: string;
                 /**
                  * @description `inline` shows PDF, images and plain text in the browser; any other type stays an attachment.
@@ -4137,31 +4098,19 @@ export interface operations {
                  * @example checkout-7f3a91
                  */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /**
-                 * @description One byte range.
-                 * @example bytes=0-99
-                 */
+                /** @description One byte range (e.g. `bytes=0-99`): 206 with that part. Empty: the whole file. */
                 Range?: components["parameters"]["Range"];
-                /**
-                 * @description With `Range`: the part only while the file is still this `ETag` (strong match) or exactly this `Last-Modified`, else the whole file (200).
-                 * @example "q3L0Xw9c1nD8u2Jd5a7Rk1bT"
-                 */
+                /** @description With `Range`: the part only while the file is still this `ETag` (strong match) or exactly this `Last-Modified`, else the whole file (200). */
                 "If-Range"?: components["parameters"]["IfRange"];
-                /**
-                 * @description The `ETag` of the copy you hold (or `*`): 304 when it still matches (weak comparison).
-                 * @example "q3L0Xw9c1nD8u2Jd5a7Rk1bT"
-                 */
+                /** @description The `ETag` of the copy you hold (or `*`): 304 when it still matches (weak comparison). */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
-                /**
-                 * @description A `Last-Modified` you hold: 304 when nothing changed since (ignored with `If-None-Match`).
-                 * @example Sun, 23 Nov 2025 14:06:27 GMT
-                 */
+                /** @description A `Last-Modified` you hold: 304 when nothing changed since (ignored with `If-None-Match`). */
                 "If-Modified-Since"?: components["parameters"]["IfModifiedSince"];
             };
             path: {
                 /**
                  * @description The file's id.
-                 * @example 42
+                 * @example 1
                  */
                 fileId: components["parameters"]["fileIdPath"];
             };
@@ -4367,7 +4316,13 @@ export interface operations {
                 /** @example x-authorization, content-type, idempotency-key */
                 "Access-Control-Request-Headers"?: string;
             };
-            path?: never;
+            path: {
+                /**
+                 * @description The file's id.
+                 * @example 1
+                 */
+                fileId: components["parameters"]["fileIdPath"];
+            };
             cookie?: never;
         };
         requestBody?: never;

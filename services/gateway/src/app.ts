@@ -123,7 +123,7 @@ export const makeGateway = (options: GatewayOptions): Express => {
     res.json(spec);
   });
   // `/`, the API reference page (Swagger UI) and its static files: public, rate limited like any path.
-  mountDocs(app, options.publicBaseUrl);
+  mountDocs(app);
 
   const methodNotAllowed = (allow: string): RequestHandler => (_req, res) => {
     res.setHeader('Allow', allow);

@@ -91,21 +91,13 @@ const escapeHtml = (text: string): string =>
 /**
  * The reference page's policy: its scripts and stylesheet are its own files; Swagger UI sets
  * inline styles (style-src 'unsafe-inline'), shows data: images from its stylesheet, and calls the
- * API ("Try it out") on this origin or on the document's server (PUBLIC_BASE_URL).
+ * API ("Try it out") on the origin the page was reached by: the document's server is relative
+ * (`/`), so 'self' is all it needs, whatever the host name (PUBLIC_BASE_URL plays no part).
  */
-const docsPolicy = (publicBaseUrl: string): string => {
-  let apiOrigin = '';
-  try {
-    apiOrigin = new URL(publicBaseUrl).origin;
-  } catch {
-    // a base URL that is no URL leaves 'self' alone
-  }
-  return [
-    "default-src 'none'", "script-src 'self'", "style-src 'self' 'unsafe-inline'", "img-src 'self' data:",
-    `connect-src 'self'${apiOrigin && apiOrigin !== 'null' ? ` ${apiOrigin}` : ''}`, "font-src 'self'",
-    "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'",
-  ].join('; ');
-};
+export const DOCS_POLICY = [
+  "default-src 'none'", "script-src 'self'", "style-src 'self' 'unsafe-inline'", "img-src 'self' data:",
+  "connect-src 'self'", "font-src 'self'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'",
+].join('; ');
 
 export const docsPage = (): string => `<!doctype html>
 <html lang="en">
@@ -221,9 +213,9 @@ export const unreadBody: RequestHandler = (req, res, next) => {
  * Mounts the gateway's own documentation routes on the app itself (not on a sub-router, whose
  * automatic OPTIONS answer would pre-empt the app's 405): `/`, the reference page and its files.
  */
-export const mountDocs = (app: Express, publicBaseUrl: string): void => {
+export const mountDocs = (app: Express): void => {
   const page = docsPage();
-  const policy = docsPolicy(publicBaseUrl);
+  const policy = DOCS_POLICY;
   app.get(INDEX_PATH, unreadBody, index);
   app.get(DOCS_PATH, unreadBody, (_req, res) => {
     res.locals.route = DOCS_PATH;

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { LICENSES, LIMITS, M } from '@docshare/contracts';
 import { ROUTES, type Route } from './routes.ts';
 import { CORS_ALLOWED_HEADERS, CORS_ALLOWED_METHODS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS } from './cors.ts';
@@ -12,6 +14,13 @@ import { API_PREFIX, DOCS_ASSET_FILES, DOCS_ASSET_VERSION, DOCS_PATH, LOCAL_ROUT
  */
 
 type Obj = Record<string, unknown>;
+
+/**
+ * The release's version (`info.version`): the root package.json's, which the release tool
+ * (changesets) bumps; read when the gateway starts, never written here. The image keeps that file
+ * at the same place relative to this one (/app/package.json).
+ */
+export const RELEASE_VERSION: string = (JSON.parse(readFileSync(path.join(import.meta.dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
 
 const ref = (kind: 'schemas' | 'headers' | 'parameters' | 'responses', name: string): Obj => ({ $ref: `#/components/${kind}/${name}` });
 const schema = (name: string): Obj => ref('schemas', name);
@@ -100,7 +109,7 @@ const HEADERS: Record<string, Obj> = {
   ETag: { description: 'Strong entity tag of the file\'s bytes (they never change): send it back in `If-None-Match`, or in `If-Range` with `Range`.', schema: str, example: ETAG },
   PageETag: { description: 'Weak entity tag of what the page shows: send it back in `If-None-Match`.', schema: str, example: PAGE_ETAG },
   LastModified: { description: 'When the file (its bytes: the upload; its page: its facts) last changed: send it back in `If-Modified-Since`.', schema: str, example: LAST_MODIFIED },
-  ContentDisposition: { description: '`attachment` (or `inline` with `disposition=inline` for PDF, images and plain text) with the original file name.', required: true, schema: str, example: 'attachment; filename="engine-notes.txt"' },
+  ContentDisposition: { description: '`attachment` (or `inline` with `disposition=inline` for PDF, images and plain text) with the original file name.', required: true, schema: str, example: 'attachment; filename="README.md"' },
   AcceptRanges: { description: 'Byte ranges are supported.', schema: { type: 'string', enum: ['bytes'] }, example: 'bytes' },
   ContentRange: { description: 'The part sent, or (416) `bytes */<size>`.', required: true, schema: str, example: 'bytes 0-99/1024' },
   ContentSecurityPolicy: { description: 'The page\'s Content-Security-Policy.', schema: str, example: "default-src 'none'; script-src 'self'" },
@@ -108,10 +117,20 @@ const HEADERS: Record<string, Obj> = {
   CacheControlImmutable: { description: 'A versioned static file: kept for a year.', required: true, schema: str, example: 'public, max-age=31536000, immutable' },
   CacheControlNoCache: { description: 'Revalidated on every use.', schema: str, example: 'no-cache' },
   XContentTypeOptions: { description: 'Never sniffed.', schema: { type: 'string', enum: ['nosniff'] }, example: 'nosniff' },
-  Location: { description: 'Where the bytes are served (the blob store, when `BLOB_PUBLIC_URL` is set).', required: true, schema: uri, example: 'https://blobs.example.com/docshare/files/42?X-Amz-Signature=3f1c0d6b' },
+  Location: { description: 'Where the bytes are served (the blob store, when `BLOB_PUBLIC_URL` is set).', required: true, schema: uri, example: 'https://blobs.example.com/docshare/files/1?X-Amz-Signature=3f1c0d6b' },
 };
 
 /* ---------- parameters ---------- */
+
+/*
+ * Swagger UI's "Try it out" fills a parameter in with its `example` (or its schema's `example` or
+ * `default`), and sends it unless the user clears it. That suits a value that works on a fresh
+ * server (file 1, page 1); not a value that only an earlier answer gives (a write's consistency
+ * position, an ETag, a signed link's expiry and signature) nor one that must be new on each request
+ * (an Idempotency-Key): a made-up one makes the read wait 5 s, the write 422, the link 403. Those
+ * carry their example in the schema's `examples` (JSON Schema), which the page shows and never fills.
+ */
+const shownOnly = (schemaObj: Obj, example: unknown): Obj => ({ ...schemaObj, examples: [example] });
 
 const PARAMETERS: Record<string, Obj> = {
   XRequestId: {
@@ -121,20 +140,20 @@ const PARAMETERS: Record<string, Obj> = {
   },
   IdempotencyKey: {
     name: 'Idempotency-Key', in: 'header', required: false,
-    description: 'Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409.',
-    schema: { type: 'string', minLength: 1, maxLength: 257, pattern: '^[\\x20-\\x7e]+$' }, example: IDEMPOTENCY_KEY,
+    description: 'Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409. Use a new key for each new request (e.g. a fresh UUID); leave it empty when you do not mean to retry.',
+    schema: shownOnly({ type: 'string', minLength: 1, maxLength: 257, pattern: '^[\\x20-\\x7e]+$' }, IDEMPOTENCY_KEY),
   },
   XDocshareConsistency: {
     name: 'X-Docshare-Consistency', in: 'header', required: false,
-    description: 'A write\'s `X-Docshare-Consistency` (e.g. another user\'s): the read waits (at most 5 s) until it shows that write. Your own writes are awaited without it.',
-    schema: { type: 'integer', minimum: 0 }, example: 1287,
+    description: 'The `X-Docshare-Consistency` header of a write\'s answer (e.g. another user\'s write), copied as it is: the read waits (at most 5 s) until it shows that write. Leave it empty otherwise: your own writes are awaited without it, and a position the server has not reached yet makes the read wait the whole 5 s.',
+    schema: shownOnly({ type: 'integer', minimum: 0 }, 1287),
   },
   page: { name: 'page', in: 'query', required: false, description: 'Page number, from 1.', schema: { type: 'integer', minimum: 1, default: 1 }, example: 1 },
-  fileIdPath: { name: 'fileId', in: 'path', required: true, description: 'The file\'s id.', schema: { type: 'string', pattern: '^[0-9]+$' }, example: '42' },
-  Range: { name: 'Range', in: 'header', required: false, description: 'One byte range.', schema: str, example: 'bytes=0-99' },
-  IfNoneMatch: { name: 'If-None-Match', in: 'header', required: false, description: 'The `ETag` of the copy you hold (or `*`): 304 when it still matches (weak comparison).', schema: str, example: ETAG },
-  IfModifiedSince: { name: 'If-Modified-Since', in: 'header', required: false, description: 'A `Last-Modified` you hold: 304 when nothing changed since (ignored with `If-None-Match`).', schema: str, example: LAST_MODIFIED },
-  IfRange: { name: 'If-Range', in: 'header', required: false, description: 'With `Range`: the part only while the file is still this `ETag` (strong match) or exactly this `Last-Modified`, else the whole file (200).', schema: str, example: ETAG },
+  fileIdPath: { name: 'fileId', in: 'path', required: true, description: 'The file\'s id.', schema: { type: 'string', pattern: '^[0-9]+$' }, example: '1' },
+  Range: { name: 'Range', in: 'header', required: false, description: 'One byte range (e.g. `bytes=0-99`): 206 with that part. Empty: the whole file.', schema: shownOnly(str, 'bytes=0-99') },
+  IfNoneMatch: { name: 'If-None-Match', in: 'header', required: false, description: 'The `ETag` of the copy you hold (or `*`): 304 when it still matches (weak comparison).', schema: shownOnly(str, ETAG) },
+  IfModifiedSince: { name: 'If-Modified-Since', in: 'header', required: false, description: 'A `Last-Modified` you hold: 304 when nothing changed since (ignored with `If-None-Match`).', schema: shownOnly(str, LAST_MODIFIED) },
+  IfRange: { name: 'If-Range', in: 'header', required: false, description: 'With `Range`: the part only while the file is still this `ETag` (strong match) or exactly this `Last-Modified`, else the whole file (200).', schema: shownOnly(str, ETAG) },
 };
 
 const perPage = (byDefault: number): Obj => ({
@@ -158,17 +177,19 @@ const SCHEMAS: Record<string, Obj> = {
     password: { type: 'string', minLength: LIMITS.passwordMin, maxLength: LIMITS.password },
   }),
   LoginRequest: obj({ email: str, password: str }),
+  // Each field's `examples` is what Swagger UI's form is filled with ("Try it out"): the README's
+  // upload, into a new category (category_id empty) or the one of that name if it exists.
   UploadForm: obj({
     file: { type: 'string', contentMediaType: 'application/octet-stream', description: `The file; at most MAX_UPLOAD_BYTES (default 100 MiB), within the user's storage quota.` },
-    title: { type: 'string', maxLength: LIMITS.title },
-    description: { type: 'string', maxLength: LIMITS.description },
-    tags: { type: 'string', maxLength: LIMITS.tags, description: 'Comma-separated.' },
-    category_id: { type: 'string', description: 'An existing category; wins over new_category_name.' },
-    new_category_name: { type: 'string', maxLength: LIMITS.categoryName, description: 'Used when category_id is absent; an existing name (ignoring case) is reused.' },
-    category_description: { type: 'string', maxLength: LIMITS.categoryDescription },
-    category_tags: { type: 'string', description: 'Comma-separated.' },
-    cc_license: { type: 'string', enum: [...LICENSES], description: 'Matched ignoring case and extra spaces.' },
-    video: { type: 'string', maxLength: LIMITS.videoUrl, description: 'An http(s) URL; may be empty.' },
+    title: { type: 'string', maxLength: LIMITS.title, examples: ['Read me'] },
+    description: { type: 'string', maxLength: LIMITS.description, examples: ['The front door'] },
+    tags: { type: 'string', maxLength: LIMITS.tags, description: 'Comma-separated.', examples: ['docs,intro'] },
+    category_id: { type: 'string', description: 'An existing category (see api-categories); wins over new_category_name. Empty: none.', examples: ['', '1'] },
+    new_category_name: { type: 'string', maxLength: LIMITS.categoryName, description: 'Used when category_id is absent; an existing name (ignoring case) is reused.', examples: ['Documentation'] },
+    category_description: { type: 'string', maxLength: LIMITS.categoryDescription, description: 'A new category\'s description.', examples: ['How to use docshare'] },
+    category_tags: { type: 'string', description: 'A new category\'s tags, comma-separated.', examples: ['docs'] },
+    cc_license: { type: 'string', enum: [...LICENSES], description: 'Matched ignoring case and extra spaces.', examples: ['CC BY'] },
+    video: { type: 'string', maxLength: LIMITS.videoUrl, description: 'An http(s) URL; may be empty.', examples: ['', 'https://video.example.com/watch/quick-start'] },
   }, ['file', 'title', 'description', 'tags', 'cc_license']),
   Uploaded: success({ message: str, file_id: { type: 'string', pattern: '^[0-9]+$' }, category_id: { type: 'string', pattern: '^[0-9]+$' }, category_name: str }),
   DownloadReady: success({
@@ -312,13 +333,14 @@ const jsonBody = (schemaName: string, examples: Obj, required = true, descriptio
 });
 
 const operations = (base: string): Record<string, OperationSpec> => {
-  const fileUrl = `${base}/docs/42`;
+  const fileUrl = `${base}/docs/1`;
   return {
     register: {
       tag: 'Account', body: 'json', write: true,
       description: 'No token needed. The answer carries a JWT for the new user.',
-      requestBody: jsonBody('RegisterRequest', one('A new user', { name: 'Ada Lovelace', email: 'ada@example.com', password: 'correct horse battery' })),
-      answers: { 201: jsonAnswer(M.registered, 'Token', { status: 'success', message: M.registered, user_id: 42, token: TOKEN }, WRITE_HEADERS) },
+      // Not Ada of the README's "Try it" (she exists once it ran): a second user, who can buy Ada's file.
+      requestBody: jsonBody('RegisterRequest', one('A new user', { name: 'Grace Hopper', email: 'grace@example.com', password: 'correct horse battery' })),
+      answers: { 201: jsonAnswer(M.registered, 'Token', { status: 'success', message: M.registered, user_id: 2, token: TOKEN }, WRITE_HEADERS) },
       errors: {
         400: [M.nameRequired, M.nameTooLong, M.nameInvalidCharacters, M.emailRequired, M.invalidEmail, M.passwordRequired, M.passwordTooShort, M.passwordTooLong],
         409: [M.emailTaken],
@@ -327,7 +349,7 @@ const operations = (base: string): Record<string, OperationSpec> => {
     login: {
       tag: 'Account', body: 'json',
       requestBody: jsonBody('LoginRequest', one('Credentials', { email: 'ada@example.com', password: 'correct horse battery' })),
-      answers: { 200: jsonAnswer(M.loggedIn, 'Token', { status: 'success', message: M.loggedIn, user_id: 42, token: TOKEN }) },
+      answers: { 200: jsonAnswer(M.loggedIn, 'Token', { status: 'success', message: M.loggedIn, user_id: 1, token: TOKEN }) },
       errors: { 400: [M.emailRequired, M.passwordRequired], 401: [M.badCredentials] },
     },
     upload: {
@@ -343,23 +365,23 @@ const operations = (base: string): Record<string, OperationSpec> => {
               newCategory: {
                 summary: 'A text file in a new category',
                 value: {
-                  file: 'Notes on the Analytical Engine…', title: 'Analytical Engine notes', description: 'Notes on the engine and its programs',
-                  tags: 'history,computing', new_category_name: 'Essays', category_description: 'Longer texts', category_tags: 'essay',
+                  file: '# docshare\n\nEvent-sourced CQRS document-sharing backend…', title: 'Read me', description: 'The front door',
+                  tags: 'docs,intro', new_category_name: 'Documentation', category_description: 'How to use docshare', category_tags: 'docs',
                   cc_license: 'CC BY', video: '',
                 },
               },
               existingCategory: {
                 summary: 'A PDF in an existing category, with a video',
                 value: {
-                  file: '%PDF-1.7 …', title: 'Sketch of the engine', description: 'Translated with notes', tags: 'history',
-                  category_id: '3', cc_license: 'CC BY-NC-ND', video: 'https://video.example.com/watch/engine',
+                  file: '%PDF-1.7 …', title: 'Quick start', description: 'The first steps, printable', tags: 'docs,pdf',
+                  category_id: '1', cc_license: 'CC BY-NC-ND', video: 'https://video.example.com/watch/quick-start',
                 },
               },
             },
           },
         },
       },
-      answers: { 201: jsonAnswer(M.uploaded, 'Uploaded', { status: 'success', message: M.uploaded, file_id: '42', category_id: '3', category_name: 'Essays' }, WRITE_HEADERS) },
+      answers: { 201: jsonAnswer(M.uploaded, 'Uploaded', { status: 'success', message: M.uploaded, file_id: '1', category_id: '1', category_name: 'Documentation' }, WRITE_HEADERS) },
       errors: {
         400: [M.malformedMultipart, M.fileRequired, M.titleRequired, M.titleTooLong, M.titleInvalidCharacters, M.descriptionRequired,
           M.descriptionTooLong, M.descriptionInvalidCharacters, M.tagsRequired, M.tagsTooLong, M.tagsInvalidCharacters, M.invalidLicense,
@@ -374,11 +396,11 @@ const operations = (base: string): Record<string, OperationSpec> => {
     download: {
       tag: 'Files',
       description: 'Counts a download for the owner and answers a signed link to the bytes. Files for sale or disabled cannot be downloaded. HEAD is not served (405): it would count.',
-      parameters: [{ name: 'file_id', in: 'query', required: true, description: 'The file\'s id.', schema: str, example: '42' }],
+      parameters: [{ name: 'file_id', in: 'query', required: true, description: 'The file\'s id.', schema: str, example: '1' }],
       answers: {
         200: jsonAnswer(M.downloadReady, 'DownloadReady', {
-          status: 'success', message: M.downloadReady, original_file_name: 'engine-notes.txt',
-          download_url: `${base}/files/42/content?expires=${EXPIRES}&signature=${SIGNATURE}`,
+          status: 'success', message: M.downloadReady, original_file_name: 'README.md',
+          download_url: `${base}/files/1/content?expires=${EXPIRES}&signature=${SIGNATURE}`,
         }, { ...JSON_HEADERS, 'X-Docshare-Consistency': header('XDocshareConsistency') }),
       },
       errors: { 400: [M.fileIdRequired], 403: [M.notDownloadable], 404: [M.fileNotFound] },
@@ -386,13 +408,13 @@ const operations = (base: string): Record<string, OperationSpec> => {
     deleteFile: {
       tag: 'Files', body: 'json', write: true,
       description: 'Only the owner may delete. The file leaves search, lists and downloads; its bytes are removed.',
-      requestBody: jsonBody('DeleteRequest', one('A file id', { id: '42' })),
+      requestBody: jsonBody('DeleteRequest', one('A file id', { id: '1' })),
       answers: { 200: jsonAnswer(M.deleted, 'Message', { status: 'success', message: M.deleted }, WRITE_HEADERS) },
       errors: { 400: [M.fileIdRequired], 403: [M.notOwner], 404: [M.fileNotFound] },
     },
     postComment: {
       tag: 'Comments', body: 'json', write: true,
-      requestBody: jsonBody('CommentRequest', one('A comment', { file_id: '42', comment: 'Very clear notes, thank you.' })),
+      requestBody: jsonBody('CommentRequest', one('A comment', { file_id: '1', comment: 'Very clear notes, thank you.' })),
       answers: { 201: jsonAnswer(M.commentPosted, 'CommentPosted', { status: 'success', message: M.commentPosted, comment_id: 7 }, WRITE_HEADERS) },
       errors: { 400: [M.fileIdRequired, M.commentRequired, M.commentTooLong, M.commentInvalidCharacters], 404: [M.fileNotFound] },
     },
@@ -400,8 +422,8 @@ const operations = (base: string): Record<string, OperationSpec> => {
       tag: 'Files', body: 'json', write: true,
       description: 'Owner only: any of for_sale, price, enabled, title, description, tags.',
       requestBody: jsonBody('UpdateRequest', {
-        sell: { summary: 'Put a file for sale', value: { id: '42', for_sale: true, price: 4.5 } },
-        retitle: { summary: 'Change the title and tags', value: { id: '42', title: 'Notes on the Analytical Engine', tags: 'history,computing,engines' } },
+        sell: { summary: 'Put a file for sale', value: { id: '1', for_sale: true, price: 4.5 } },
+        retitle: { summary: 'Change the title and tags', value: { id: '1', title: 'Read me first', tags: 'docs,intro,start' } },
       }),
       answers: { 200: jsonAnswer(M.updated, 'Message', { status: 'success', message: M.updated }, WRITE_HEADERS) },
       errors: {
@@ -415,13 +437,13 @@ const operations = (base: string): Record<string, OperationSpec> => {
     purchase: {
       tag: 'Files', body: 'json', write: true,
       description: 'Records a sale of a file that is for sale (no payment is processed), and answers a signed link to its bytes. A buyer buys a file once: a repeat answers the first sale (200), whatever the file\'s price or sale now. Owners cannot buy their own files.',
-      requestBody: jsonBody('FileIdRequest', one('A file id', { file_id: '42' })),
+      requestBody: jsonBody('FileIdRequest', one('A file id', { file_id: '1' })),
       answers: {
         201: jsonAnswer(M.purchased, 'Purchased', {
-          status: 'success', message: M.purchased, sale_id: 5, download_url: `${base}/files/42/content?sale=5&expires=${EXPIRES}&signature=${SIGNATURE}`,
+          status: 'success', message: M.purchased, sale_id: 5, download_url: `${base}/files/1/content?sale=5&expires=${EXPIRES}&signature=${SIGNATURE}`,
         }, WRITE_HEADERS),
         200: jsonAnswer(M.alreadyPurchased, 'Purchased', {
-          status: 'success', message: M.alreadyPurchased, sale_id: 5, download_url: `${base}/files/42/content?sale=5&expires=${EXPIRES}&signature=${SIGNATURE}`,
+          status: 'success', message: M.alreadyPurchased, sale_id: 5, download_url: `${base}/files/1/content?sale=5&expires=${EXPIRES}&signature=${SIGNATURE}`,
         }, WRITE_HEADERS),
       },
       errors: { 400: [M.fileIdRequired], 403: [M.ownFilePurchase], 404: [M.fileNotFound], 409: [M.notForSale] },
@@ -434,8 +456,8 @@ const operations = (base: string): Record<string, OperationSpec> => {
         200: jsonAnswer('Purchases, newest first', 'Purchases', {
           status: 'success',
           data: [{
-            id: 42, title: 'Analytical Engine notes', sale_id: 5, purchased_at: '2025-11-23T14:06:27.000Z',
-            download_url: `${base}/files/42/content?sale=5&expires=${EXPIRES}&signature=${SIGNATURE}`,
+            id: 1, title: 'Read me', sale_id: 5, purchased_at: '2025-11-23T14:06:27.000Z',
+            download_url: `${base}/files/1/content?sale=5&expires=${EXPIRES}&signature=${SIGNATURE}`,
           }],
           total: 1, page: 1, per_page: 20,
         }),
@@ -449,7 +471,7 @@ const operations = (base: string): Record<string, OperationSpec> => {
       answers: {
         200: jsonAnswer('Categories, by id', 'Categories', {
           status: 'success',
-          data: [{ id: 3, name: 'Essays', description: 'Longer texts', tags: 'essay' }, { id: 4, name: 'Manuals', description: '', tags: '' }],
+          data: [{ id: 1, name: 'Documentation', description: '', tags: '' }, { id: 2, name: 'Manuals', description: 'Printed manuals', tags: 'manual' }],
           total: 2, page: 1, per_page: 100,
         }),
       },
@@ -459,20 +481,20 @@ const operations = (base: string): Record<string, OperationSpec> => {
       tag: 'Search and statistics', body: 'json', read: true,
       description: 'Full text, ranked by relevance; only enabled files. With `facets`, counts over every match; `next_cursor` walks past the first pages.',
       requestBody: jsonBody('SearchRequest', {
-        simple: { summary: 'A term', value: { search: 'engine' } },
-        filtered: { summary: 'Filters, facets and paging', value: { search: 'engine', page: 1, per_page: 10, facets: true, filters: { license: 'CC BY', tags: ['history'] } } },
+        simple: { summary: 'A term, with a typo', value: { search: 'fornt door' } },
+        filtered: { summary: 'Filters, facets and paging', value: { search: 'front door', page: 1, per_page: 10, facets: true, filters: { license: 'CC BY', tags: ['docs'] } } },
       }),
       answers: {
         200: jsonAnswer('Matches, best first', 'SearchResults', {
           status: 'success',
           results: [{
-            id: '42', title: 'Analytical Engine notes', link: fileUrl, description: 'Notes on the engine and its programs',
-            category: 'Essays', tag: 'history,computing', snippet: 'Analytical <mark>Engine</mark> notes',
+            id: '1', title: 'Read me', link: fileUrl, description: 'The front door',
+            category: 'Documentation', tag: 'docs,intro', snippet: 'The <mark>front</mark> <mark>door</mark>',
           }],
           total: 1, page: 1, per_page: 10,
           facets: {
-            category: [{ id: '3', name: 'Essays', count: 1 }], license: [{ value: 'CC BY', count: 1 }],
-            tag: [{ value: 'computing', count: 1 }, { value: 'history', count: 1 }],
+            category: [{ id: '1', name: 'Documentation', count: 1 }], license: [{ value: 'CC BY', count: 1 }],
+            tag: [{ value: 'docs', count: 1 }, { value: 'intro', count: 1 }],
           },
         }),
       },
@@ -494,13 +516,13 @@ const operations = (base: string): Record<string, OperationSpec> => {
       tag: 'Files', read: true,
       description: 'Newest first. Others see only enabled files; the owner sees all of theirs.',
       parameters: [
-        { name: 'user_id', in: 'query', required: false, description: 'Whose files; default: yours.', schema: str, example: '42' },
+        { name: 'user_id', in: 'query', required: false, description: 'Whose files; default: yours.', schema: str, example: '1' },
         param('page'), perPage(LIMITS.perPageDefault),
       ],
       answers: {
         200: jsonAnswer('Files, newest first', 'UserFiles', {
-          status: 'success', user: { id: 42, name: 'Ada Lovelace' },
-          files: [{ file_id: 42, upload_date: '2025-11-23', title: 'Analytical Engine notes', description: 'Notes on the engine and its programs', file_url: fileUrl }],
+          status: 'success', user: { id: 1, name: 'Ada' },
+          files: [{ file_id: 1, upload_date: '2025-11-23', title: 'Read me', description: 'The front door', file_url: fileUrl }],
           total: 1, page: 1, per_page: 20,
         }),
       },
@@ -514,7 +536,7 @@ const operations = (base: string): Record<string, OperationSpec> => {
       answers: {
         200: jsonAnswer('Comments received, newest first', 'ReceivedComments', {
           status: 'success',
-          data: [{ comment_id: 7, submission_date: '2025-11-23', title: 'Analytical Engine notes', comment: 'Very clear notes, thank you.', link: fileUrl }],
+          data: [{ comment_id: 7, submission_date: '2025-11-23', title: 'Read me', comment: 'Very clear notes, thank you.', link: fileUrl }],
           total: 1, page: 1, per_page: 50,
         }),
       },
@@ -523,7 +545,7 @@ const operations = (base: string): Record<string, OperationSpec> => {
     viewPage: {
       tag: 'Public pages',
       description: 'Public HTML page of a file; each GET counts a view (HEAD does not). Conditional GETs answer 304.',
-      parameters: [param('fileIdPath'), { ...PARAMETERS.IfNoneMatch, example: PAGE_ETAG }, param('IfModifiedSince')],
+      parameters: [param('fileIdPath'), { ...PARAMETERS.IfNoneMatch, schema: shownOnly(str, PAGE_ETAG) }, param('IfModifiedSince')],
       answers: {
         200: {
           description: 'The file\'s page',
@@ -531,7 +553,7 @@ const operations = (base: string): Record<string, OperationSpec> => {
             ...EDGE_HEADERS, ...PAGE_VALIDATORS, 'Cache-Control': header('CacheControlContent'),
             'Content-Security-Policy': header('ContentSecurityPolicy'), 'X-Content-Type-Options': header('XContentTypeOptions'),
           },
-          content: html(one('A page', '<!doctype html><html lang="en"><head><title>Analytical Engine notes</title></head><body><h1>Analytical Engine notes</h1>…</body></html>')),
+          content: html(one('A page', '<!doctype html><html lang="en"><head><title>Read me · docshare</title></head><body><h1>Read me</h1>…</body></html>')),
         },
         304: ref('responses', 'NotModified'),
       },
@@ -549,9 +571,10 @@ const operations = (base: string): Record<string, OperationSpec> => {
       description: 'The bytes behind a `download_url`: needs no token, counts nothing, stored content type, `Content-Disposition: attachment` (or inline), HTTP Range and conditional requests.',
       parameters: [
         param('fileIdPath'),
-        { name: 'expires', in: 'query', required: true, description: 'Unix time the link expires.', schema: int, example: EXPIRES },
-        { name: 'signature', in: 'query', required: true, description: 'HMAC-SHA256 of the file id (and sale) and the expiry (hex).', schema: str, example: SIGNATURE },
-        { name: 'sale', in: 'query', required: false, description: 'A buyer\'s link (from api-purchase or api-purchases): the sale it was signed for. It opens the file while it is for sale.', schema: str, example: '5' },
+        // The link's own values: copied from a download_url (api-download, api-purchase), never made up.
+        { name: 'expires', in: 'query', required: true, description: 'Unix time the link expires: copy it from a `download_url`.', schema: shownOnly(int, EXPIRES) },
+        { name: 'signature', in: 'query', required: true, description: 'HMAC-SHA256 of the file id (and sale) and the expiry (hex): copy it from a `download_url`.', schema: shownOnly(str, SIGNATURE) },
+        { name: 'sale', in: 'query', required: false, description: 'A buyer\'s link (from api-purchase or api-purchases): the sale it was signed for, copied from its `download_url`. It opens the file while it is for sale. Empty for a link from api-download.', schema: shownOnly(str, '5') },
         { name: 'disposition', in: 'query', required: false, description: '`inline` shows PDF, images and plain text in the browser; any other type stays an attachment.', schema: { type: 'string', enum: ['inline'] }, example: 'inline' },
         param('Range'), param('IfRange'), param('IfNoneMatch'), param('IfModifiedSince'),
       ],
@@ -562,7 +585,7 @@ const operations = (base: string): Record<string, OperationSpec> => {
             ...EDGE_HEADERS, ...CONTENT_VALIDATORS, 'Content-Disposition': header('ContentDisposition'), 'Accept-Ranges': header('AcceptRanges'),
             'Cache-Control': header('CacheControlContent'), 'X-Content-Type-Options': header('XContentTypeOptions'),
           },
-          content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' }, examples: one('A text file', 'Notes on the Analytical Engine…') } },
+          content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' }, examples: one('A text file', '# docshare\n\nEvent-sourced CQRS document-sharing backend…') } },
         },
         206: {
           description: 'The range asked for',
@@ -570,7 +593,7 @@ const operations = (base: string): Record<string, OperationSpec> => {
             ...EDGE_HEADERS, ...CONTENT_VALIDATORS, 'Content-Range': header('ContentRange'), 'Content-Disposition': header('ContentDisposition'),
             'Accept-Ranges': header('AcceptRanges'), 'Cache-Control': header('CacheControlContent'), 'X-Content-Type-Options': header('XContentTypeOptions'),
           },
-          content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' }, examples: one('The first bytes', 'Notes on') } },
+          content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' }, examples: one('The first bytes', '# docshare') } },
         },
         302: {
           description: 'The blob store serves the bytes itself (when BLOB_PUBLIC_URL is set): follow `Location`',
@@ -625,10 +648,17 @@ const openApiPath = (path: string): string => path.replace(/:(\w+)/g, '{$1}');
 /** Paths a CORS preflight (OPTIONS) is answered on: every API path. */
 export const corsPaths = (): string[] => [...new Set([...ROUTES.map((r) => r.path), OPENAPI_PATH])];
 
-const preflight = (operationId: string): Obj => ({
+/** The path parameters a path names (`{fileId}`), as the operations on it declare them. */
+const pathParameters = (openApi: string): Obj[] => [...openApi.matchAll(/\{(\w+)\}/g)].map(([, name]) => {
+  if (name === 'fileId') return param('fileIdPath');
+  throw new Error(`no parameter for {${String(name)}} in ${openApi}`);
+});
+
+const preflight = (operationId: string, openApi: string): Obj => ({
   operationId: `${operationId}Preflight`, tags: ['CORS'], summary: 'CORS preflight', security: [],
   description: 'A browser\'s preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.',
   parameters: [
+    ...pathParameters(openApi),
     { name: 'Origin', in: 'header', required: false, schema: str, example: 'https://app.example.com' },
     { name: 'Access-Control-Request-Method', in: 'header', required: false, schema: str, example: 'POST' },
     { name: 'Access-Control-Request-Headers', in: 'header', required: false, schema: str, example: 'x-authorization, content-type, idempotency-key' },
@@ -715,7 +745,7 @@ export const openApiDocument = (publicBaseUrl: string): Obj => {
         200: {
           description: 'This document',
           headers: EDGE_HEADERS,
-          content: json(schema('OpenApiDocument'), one('The document (abridged)', { openapi: '3.1.0', info: { title: 'docshare API', version: '1.0.0' }, paths: {} })),
+          content: json(schema('OpenApiDocument'), one('The document (abridged)', { openapi: '3.1.0', info: { title: 'docshare API', version: RELEASE_VERSION }, paths: {} })),
         },
       },
     },
@@ -762,13 +792,18 @@ export const openApiDocument = (publicBaseUrl: string): Obj => {
     const methods = paths[openApiPath(path)];
     if (!methods) continue;
     const first = Object.values(methods)[0] as { operationId: string };
-    methods.options = preflight(first.operationId);
+    methods.options = preflight(first.operationId, openApiPath(path));
   }
 
   return {
     openapi: '3.1.0',
-    info: { title: 'docshare API', version: '1.0.0', description: DESCRIPTION },
-    servers: [{ url: publicBaseUrl }],
+    info: {
+      title: 'docshare API', version: RELEASE_VERSION, description: DESCRIPTION,
+      license: { name: 'MIT', identifier: 'MIT' },
+    },
+    // Relative: the origin the document was fetched from, whatever host name reached it (localhost,
+    // 127.0.0.1, a proxy's). The paths are whole (/api/V1/..., /docs/{fileId}), hence '/'.
+    servers: [{ url: '/', description: 'This server (the origin this document was fetched from)' }],
     security: [{ XAuthorization: [] }, { BearerAuth: [] }],
     tags: TAGS,
     paths,

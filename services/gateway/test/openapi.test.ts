@@ -3,6 +3,7 @@
 // each valid against its schema; error examples are messages the API really sends (`M`).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
@@ -90,14 +91,86 @@ describe('OpenAPI document', () => {
     assert.ok(count >= 10);
   });
 
-  it('every parameter has an example valid against its schema', () => {
+  it('every component is used, but the HTTP parser\'s own answers (redocly.yaml turns no-unused-components off for them)', () => {
+    const used = new Set<string>();
+    JSON.stringify(doc, (key, value: unknown) => {
+      if (key === '$ref' && typeof value === 'string') used.add(value);
+      return value;
+    });
+    const unused = Object.entries(doc.components).flatMap(([kind, entries]) => Object.keys(entries)
+      .map((name) => `#/components/${kind}/${name}`)).filter((at) => !at.startsWith('#/components/securitySchemes/') && !used.has(at));
+    assert.deepEqual(unused.sort(), ['#/components/responses/BadRequest', '#/components/responses/HeadersTooLarge']);
+  });
+
+  it('every parameter has an example valid against its schema; those a page must not fill in are only shown', () => {
+    // Swagger UI fills "Try it out" with a parameter's `example` (or its schema's `example` or
+    // `default`). These take a value from an earlier answer, or a new one per request: their
+    // example is the schema's `examples` (shown, never filled), and a made-up value is not sent.
+    const shownOnly = new Set(['Idempotency-Key', 'X-Docshare-Consistency', 'Range', 'If-None-Match', 'If-Modified-Since', 'If-Range', 'expires', 'signature', 'sale']);
+    const seen = new Set<string>();
     for (const { path, method, op } of operationsOf(doc)) {
       (op.parameters ?? []).forEach((_p, i) => {
         const at = schemas.deref(pointer('paths', path, method, 'parameters', i));
         const parameter = schemas.at(at) as Obj;
-        assert.ok('example' in parameter, `${method} ${path} parameter ${String(parameter.name)}: no example`);
-        assert.deepEqual(schemas.errors(`${at}/schema`, parameter.example), [], `${method} ${path} parameter ${String(parameter.name)}`);
+        const name = String(parameter.name);
+        const where = `${method} ${path} parameter ${name}`;
+        const schema = parameter.schema as Obj;
+        if (shownOnly.has(name)) {
+          seen.add(name);
+          for (const key of ['example', 'examples']) assert.ok(!(key in parameter), `${where}: ${key} would be filled in`);
+          for (const key of ['example', 'default']) assert.ok(!(key in schema), `${where}: schema ${key} would be filled in`);
+          const examples = schema.examples as unknown[] | undefined;
+          assert.ok(Array.isArray(examples) && examples.length > 0, `${where}: no schema examples`);
+          for (const example of examples) assert.deepEqual(schemas.errors(`${at}/schema`, example), [], where);
+        } else {
+          assert.ok('example' in parameter, `${where}: no example`);
+          assert.deepEqual(schemas.errors(`${at}/schema`, parameter.example), [], where);
+        }
       });
+    }
+    assert.deepEqual([...seen].sort(), [...shownOnly].sort(), 'each of them is a parameter somewhere');
+  });
+
+  it('examples inside schemas (what a form is filled with) are valid against their schema', () => {
+    let count = 0;
+    const walk = (node: unknown, at: string): void => {
+      if (node === null || typeof node !== 'object' || Array.isArray(node)) return;
+      const examples = (node as Obj).examples;
+      if (Array.isArray(examples) && 'type' in node) {
+        for (const example of examples) {
+          count++;
+          assert.deepEqual(schemas.errors(at, example), [], `${at}: ${JSON.stringify(example)}`);
+        }
+      }
+      for (const [key, value] of Object.entries(node)) walk(value, `${at}${pointer(key)}`);
+    };
+    walk(doc.components.schemas, pointer('components', 'schemas'));
+    assert.ok(count >= 9, `only ${count}`);
+    // The upload form a page fills in uploads: a new category, a real licence, no made-up category id or video.
+    const form = (doc.components.schemas?.UploadForm as { properties: Record<string, { examples?: unknown[] }> }).properties;
+    const first = Object.fromEntries(Object.entries(form).map(([name, p]) => [name, p.examples?.[0]]));
+    assert.deepEqual(first, {
+      file: undefined, title: 'Read me', description: 'The front door', tags: 'docs,intro', category_id: '', new_category_name: 'Documentation',
+      category_description: 'How to use docshare', category_tags: 'docs', cc_license: 'CC BY', video: '',
+    });
+  });
+
+  it('info: the release version (the root package.json\'s), the MIT licence; a server relative to the page', () => {
+    const root = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string; license: string };
+    const info = doc.info as { version: string; license: { name: string; identifier: string } };
+    assert.equal(info.version, root.version);
+    assert.deepEqual(info.license, { name: 'MIT', identifier: root.license });
+    assert.match(readFileSync(new URL('../../../LICENSE', import.meta.url), 'utf8'), /^MIT License/);
+    // Relative: "Try it out" calls the origin the page was reached by, whatever PUBLIC_BASE_URL is.
+    assert.deepEqual(doc.servers, [{ url: '/', description: 'This server (the origin this document was fetched from)' }]);
+    assert.deepEqual(openApiDocument('https://docshare.example.com').servers, doc.servers);
+  });
+
+  it('every operation declares the parameters its path names (OPTIONS too)', () => {
+    for (const { path, method, op } of operationsOf(doc)) {
+      const named = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
+      const declared = (op.parameters ?? []).map((p) => schemas.resolve<{ name: string; in: string }>(p)).filter((p) => p.in === 'path').map((p) => p.name).sort();
+      assert.deepEqual(declared, named, `${method} ${path}`);
     }
   });
 
