@@ -167,9 +167,9 @@ describe('infra/observability/grafana: provisioning for compose\'s observability
     assert.equal(providers.providers.length, 1);
     assert.equal(provider?.type, 'file');
     // The provider loads the directory the dashboard file is mounted in.
-    const dashboardAt = [...mounts('grafana')].find(([, host]) => host === 'infra/observability/grafana-dashboard.json')?.[0];
-    assert.ok(dashboardAt?.endsWith('.json'), 'grafana mounts infra/observability/grafana-dashboard.json');
-    assert.equal(dashboardAt.slice(0, dashboardAt.lastIndexOf('/')), provider.options.path);
+    const dashboardAt = [...mounts('grafana')].find(([, host]) => host === 'infra/observability/grafana-dashboard.json')?.[0] ?? '';
+    assert.ok(dashboardAt.endsWith('.json'), 'grafana mounts infra/observability/grafana-dashboard.json');
+    assert.equal(dashboardAt.slice(0, dashboardAt.lastIndexOf('/')), provider?.options.path);
     assert.ok(compose.services['grafana']?.networks?.includes('back'), 'grafana reaches prometheus on the back network');
     assert.deepEqual(compose.services['prometheus']?.networks, ['back']);
   });
