@@ -41,6 +41,7 @@ const COMMANDS: Record<string, Where> = {
   'npm run compose:up': { runBy: 'infra/compose/compose.e2e.ts' },
   'npm run compose:secrets && docker compose up --build -d': { notInCi: 'needs a Docker engine and an image registry; these machines have neither (the compose tier runs the same file on podman through npm run compose:up)' },
   'docker compose up -d --scale stats-projector=2 --scale search-projector=2': { notInCi: 'needs a Docker engine; the compose tier scales the same two projectors to 2 on podman (infra/compose/compose.e2e.ts)' },
+  'docker compose --profile observability up -d': { notInCi: 'needs a Docker engine and a registry (Grafana has no local image: its AGPL code is not used here); the compose tier starts the same profile\'s prometheus on podman and checks every target is up (infra/compose/compose.e2e.ts)' },
   'npm run test:fuzz': { runBy: 'package.json' },
   'FUZZ_SEED=1234 npx node --test tests/fuzz/http.test.ts': { notInCi: 'replays the whole 20,000-request sequence that npm run test:fuzz already sends' },
   'FUZZ_SEED=1234 FUZZ_REPLAY=677 npx node --test tests/fuzz/http.test.ts': { runBy: 'tests/readme/commands.readme.ts' },
