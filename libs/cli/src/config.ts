@@ -43,7 +43,7 @@ export async function readConfig(env: Env): Promise<Config> {
   }
   try {
     const parsed: unknown = JSON.parse(text);
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed as Config : {};
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : {};
   } catch {
     throw new Error(`${configPath(env)} is not valid JSON: fix or remove it`);
   }

@@ -63,7 +63,7 @@ export async function openFile(source: FileSource, opts: { fileName?: string; co
   if (source instanceof Blob) {
     const blobName = (source as Blob & { name?: unknown }).name;
     return named(typeof blobName === 'string' && blobName !== '' ? blobName : 'file', source.size, true,
-      () => source.stream() as unknown as AsyncIterable<Uint8Array>);
+      () => source.stream());
   }
   if (source instanceof ReadableStream) {
     let used = false;

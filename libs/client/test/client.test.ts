@@ -198,7 +198,7 @@ describe('@docshare/client', () => {
     const fields: Record<string, string> = {};
     let got: { name: string; type: string; bytes: Buffer } | undefined;
     await new Promise<void>((resolve, reject) => {
-      const bb = busboy({ headers: req?.headers as http.IncomingHttpHeaders });
+      const bb = busboy({ headers: req?.headers });
       bb.on('field', (name, value) => { fields[name] = value; });
       bb.on('file', (_name, stream, info) => {
         const parts: Buffer[] = [];
@@ -256,7 +256,7 @@ describe('@docshare/client', () => {
       assert.equal(res.path, path.join(dir, 'Quarterly.bin'));
       assert.equal(res.fileName, '../../etc/Quarterly.bin');
       assert.equal(res.status, 200);
-      assert.equal(sha(await readFile(res.path as string)), sha(content));
+      assert.equal(sha(await readFile(res.path)), sha(content));
       assert.deepEqual(progress.at(-1), { loaded: content.length, total: content.length });
       assert.equal(srv.seen[1]?.headers['x-authorization'], undefined, 'the signed URL is fetched without the token');
     });
