@@ -108,6 +108,8 @@ describe('the OpenAPI document, over HTTP', () => {
     const res = await fx.c.raw('GET', '/api/V1/openapi.json');
     conforms(res, '/api/V1/openapi.json', 'get');
     assert.match(String(doc.openapi), /^3\.1\.\d+$/);
+    // "Try it out" calls the origin the reference was opened at, whatever PUBLIC_BASE_URL is.
+    assert.deepEqual((doc.servers as Array<{ url: string }>).map((server) => server.url), ['/']);
   });
 
   it('the reference page answers HTML that loads only same-origin files, and each answers 200', async () => {
@@ -117,6 +119,7 @@ describe('the OpenAPI document, over HTTP', () => {
     const policy = page.headers.get('content-security-policy') ?? '';
     assert.match(policy, /default-src 'none'/);
     assert.match(policy, /script-src 'self'(;|$)/);
+    assert.match(policy, /connect-src 'self'(;|$)/);
     const refs = [...page.text.matchAll(/(?:src|href|data-openapi-url)="([^"]+)"/g)].map((m) => m[1] as string);
     assert.ok(refs.some((r) => r.endsWith('.js')) && refs.some((r) => r.endsWith('.css')), page.text);
     for (const ref of refs) {
