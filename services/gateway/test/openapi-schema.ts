@@ -70,7 +70,7 @@ export class DocSchemas {
     let current = value as Obj;
     for (let hops = 0; typeof current?.$ref === 'string'; hops++) {
       if (hops > 10) throw new Error(`$ref loop at ${String(current.$ref)}`);
-      const ref = current.$ref as string;
+      const ref = current.$ref;
       if (!ref.startsWith('#/')) throw new Error(`not a local $ref: ${ref}`);
       current = ref.slice(2).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
         .reduce<unknown>((node, key) => (node as Obj | undefined)?.[key], this.doc) as Obj;
