@@ -1,6 +1,7 @@
 // Every workspace package declares what its code imports: other docshare packages and outside
-// libraries in `dependencies` (its src/), or `devDependencies` (only its tests). So a package's
-// package.json says what it needs, and an import that nobody declared fails here.
+// libraries in `dependencies` (its src/), or `devDependencies` (only its tests, and the fixture
+// modules it exports for other packages' tests under `./testing`). So a package's package.json
+// says what it needs, and an import that nobody declared fails here.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
@@ -57,19 +58,27 @@ describe('workspace package dependencies', () => {
   for (const dir of packages) {
     const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
       name: string; dependencies?: Record<string, string>; devDependencies?: Record<string, string>;
+      exports?: Record<string, unknown>;
     };
+    /** The files of the package's `./testing` exports: test fixtures, held to the tests' rule. */
+    const testing = new Set(Object.entries(manifest.exports ?? {})
+      .filter(([subpath, target]) => /^\.\/testing(\/|$)/.test(subpath) && typeof target === 'string')
+      .map(([, target]) => join(dir, target as string)));
     it(`${manifest.name} declares what it imports`, () => {
       const deps = new Set(Object.keys(manifest.dependencies ?? {}));
       const dev = new Set(Object.keys(manifest.devDependencies ?? {}));
-      const used = (sub: string): Set<string> => {
+      const used = (files: string[]): Set<string> => {
         const all = new Set<string>();
-        for (const file of filesUnder(join(dir, sub))) for (const name of importedPackages(readFileSync(file, 'utf8'))) all.add(name);
+        for (const file of files) for (const name of importedPackages(readFileSync(file, 'utf8'))) all.add(name);
         all.delete(manifest.name);
         return all;
       };
-      const missing = [...used('src')].filter((name) => !deps.has(name)).sort();
+      const src = filesUnder(join(dir, 'src'));
+      const production = src.filter((file) => !testing.has(file));
+      const missing = [...used(production)].filter((name) => !deps.has(name)).sort();
       assert.deepEqual(missing, [], `${manifest.name}: src imports packages its dependencies do not list`);
-      const missingInTests = [...used('test')].filter((name) => !deps.has(name) && !dev.has(name)).sort();
+      const testFiles = [...filesUnder(join(dir, 'test')), ...src.filter((file) => testing.has(file))];
+      const missingInTests = [...used(testFiles)].filter((name) => !deps.has(name) && !dev.has(name)).sort();
       assert.deepEqual(missingInTests, [], `${manifest.name}: tests import packages neither dependencies nor devDependencies list`);
     });
   }
