@@ -5,7 +5,7 @@
 #
 # Layers: dependencies install from the package manifests alone, so editing a source file
 # rebuilds only the last COPY layers, never `npm ci`.
-#   docker build -t docshare:0.1.0 .
+#   docker build -t docshare:<version> .     (the release version, package.json)
 #   docker build --build-arg NODE_IMAGE=localhost/docshare/node:24 ...   (no registry: infra/containers/images.sh)
 ARG NODE_IMAGE=node:24.22.3-bookworm-slim
 
