@@ -1,33 +1,17 @@
 // The API reference page (/api/V1/docs), its static files and the index (`/`), in process.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { RequestHandler } from 'express';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { makeTokens } from '@docshare/auth';
-import { makeLogger, makeOps } from '@docshare/http';
-import { DOCS_ASSET_FILES, DOCS_ASSET_VERSION, indexBody, makeGateway, openApiDocument } from '../src/index.ts';
-
-const unused: RequestHandler = (_req, res) => {
-  res.status(500).json({ status: 'error', message: 'no service in this test' });
-};
+import { request } from 'node:http';
+import { DOCS_ASSET_FILES, DOCS_ASSET_VERSION, indexBody, openApiDocument } from '../src/index.ts';
+import { startGatewayAlone } from './gateway-alone.ts';
 
 describe('API reference and index', () => {
-  let server: Server;
   let base: string;
+  let close: () => Promise<void>;
   before(async () => {
-    const app = makeGateway({
-      tokens: makeTokens('a-test-secret-that-is-long-enough-0123456789', 3600), logger: makeLogger('test', 'silent'), ops: makeOps('test', {}),
-      limiter: new RateLimiterMemory({ points: 1000, duration: 60 }), rateLimitPoints: 1000, rateLimitWindowSeconds: 60,
-      publicBaseUrl: 'https://docshare.example.com',
-      upstreams: { docs: unused, stats: unused, files: unused, search: unused },
-    });
-    server = createServer(app);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ base, close } = await startGatewayAlone());
   });
-  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  after(() => close());
 
   it('serves the reference page with a strict policy, loading only its own files and the document', async () => {
     const res = await fetch(`${base}/api/V1/docs`);

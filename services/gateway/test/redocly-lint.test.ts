@@ -5,48 +5,31 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { RequestHandler } from 'express';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { makeTokens } from '@docshare/auth';
-import { makeLogger, makeOps } from '@docshare/http';
-import { makeGateway } from '../src/index.ts';
+import { startGatewayAlone } from './gateway-alone.ts';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..');
 const REDOCLY = path.join(REPO_ROOT, 'node_modules', '@redocly', 'cli', 'bin', 'cli.js');
-
-const unused: RequestHandler = (_req, res) => {
-  res.status(500).json({ status: 'error', message: 'no service in this test' });
-};
 
 interface Problem { ruleId: string; severity: string; message: string; location?: Array<{ pointer?: string }> }
 interface LintReport { totals: { errors: number; warnings: number; ignored: number }; problems: Problem[] }
 
 describe('Redocly lint of the served OpenAPI document', () => {
-  let server: Server;
+  let gateway: Awaited<ReturnType<typeof startGatewayAlone>>;
   let dir: string;
   before(async () => {
-    const app = makeGateway({
-      tokens: makeTokens('a-test-secret-that-is-long-enough-0123456789', 3600), logger: makeLogger('test', 'silent'), ops: makeOps('test', {}),
-      limiter: new RateLimiterMemory({ points: 1000, duration: 60 }), rateLimitPoints: 1000, rateLimitWindowSeconds: 60,
-      publicBaseUrl: 'https://docshare.example.com',
-      upstreams: { docs: unused, stats: unused, files: unused, search: unused },
-    });
-    server = createServer(app);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    gateway = await startGatewayAlone();
     dir = await mkdtemp(path.join(os.tmpdir(), 'docshare-redocly-'));
   });
   after(async () => {
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await gateway.close();
     await rm(dir, { recursive: true, force: true });
   });
 
   it('finds no error and no warning (redocly.yaml: recommended)', async () => {
-    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/api/V1/openapi.json`);
+    const res = await fetch(`${gateway.base}/api/V1/openapi.json`);
     assert.equal(res.status, 200);
     const file = path.join(dir, 'openapi.json');
     await writeFile(file, await res.text());
