@@ -1,5 +1,6 @@
-// @docshare/client and @docshare/cli as someone outside this repository gets them: both built
-// (`npm run build`), packed (`npm pack`), installed from the two tarballs into an empty directory
+// @docshare/client and @docshare/cli as someone outside this repository gets them: both built and
+// packed by the README's own command (read from README.md and run as written), installed with the
+// README's install command (its `<version>` filled in) from the two tarballs into an empty directory
 // under the system's temporary directory (no node_modules or package.json above it), then used from
 // there against a started server: `npx docshare`, and a plain .mjs script importing the SDK.
 //
@@ -11,7 +12,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -65,6 +66,16 @@ interface PackResult {
   files: { path: string }[];
 }
 
+/** The README's commands for the SDK and the CLI elsewhere ("make their tarballs here with `…`"). */
+const readmeCommand = async (pattern: RegExp): Promise<string> => {
+  const readme = await readFile(path.join(REPO_ROOT, 'README.md'), 'utf8');
+  const found = pattern.exec(readme.replace(/\s*\n\s*/g, ' '))?.[1];
+  assert.ok(found !== undefined, `README.md shows the command ${String(pattern)}`);
+  return found;
+};
+const PACK_COMMAND = /make their tarballs here with `([^`]+)`/;
+const INSTALL_COMMAND = /install both in your project: `([^`]+)`/;
+
 describe('the SDK and the CLI installed outside the repository from their npm tarballs', { timeout: 900_000 }, () => {
   const fx = useServer();
   let tmp = '';
@@ -88,12 +99,22 @@ describe('the SDK and the CLI installed outside the repository from their npm ta
     if (tmp !== '') await rm(tmp, { recursive: true, force: true });
   });
 
-  it('builds both packages and packs them: JavaScript and .d.ts, README, LICENSE; no TypeScript sources, no tests', async () => {
-    const workspaces = PACKAGES.flatMap((p) => ['-w', p.name]);
-    ok(await run('npm', ['run', 'build', ...workspaces], REPO_ROOT, env), 'npm run build');
-    const pack = ok(await run('npm', ['pack', ...workspaces, '--pack-destination', packs, '--json'], REPO_ROOT, env), 'npm pack');
-    packed = JSON.parse(pack.stdout) as PackResult[];
-    assert.deepEqual(packed.map((p) => p.name), PACKAGES.map((p) => p.name));
+  it('the README\'s command builds both packages and packs them: JavaScript and .d.ts, README, LICENSE; no TypeScript sources, no tests', async () => {
+    const command = await readmeCommand(PACK_COMMAND);
+    // As written; it leaves the tarballs where it says (the README's --pack-destination).
+    const destination = /--pack-destination (\S+)/.exec(command)?.[1] ?? '.';
+    const before = new Date();
+    ok(await run('bash', ['-c', command], REPO_ROOT, env), command);
+    packed = [];
+    for (const p of PACKAGES) {
+      const manifest = JSON.parse(await readFile(path.join(p.dir, 'package.json'), 'utf8')) as { version: string };
+      const filename = `${p.name.slice(1).replace('/', '-')}-${manifest.version}.tgz`;
+      const tarball = path.join(destination, filename);
+      assert.ok((await stat(tarball)).mtime >= new Date(before.getTime() - 1000), `${tarball} made by this run`);
+      await copyFile(tarball, path.join(packs, filename));
+      const listing = ok(await run('tar', ['-tzf', tarball], tmp, env), 'tar -t').stdout.split('\n').filter((f) => f !== '');
+      packed.push({ name: p.name, version: manifest.version, filename, files: listing.map((f) => ({ path: f.replace(/^package\//, '') })) });
+    }
     const license = await readFile(path.join(REPO_ROOT, 'LICENSE'), 'utf8');
     for (const p of packed) {
       const files = p.files.map((f) => f.path).sort();
@@ -128,8 +149,10 @@ describe('the SDK and the CLI installed outside the repository from their npm ta
       if (path.dirname(dir) === dir) break;
     }
     assert.deepEqual(await readdir(project), []);
-    const install = await run('npm', ['install', '--no-audit', '--no-fund', ...packed.map((p) => path.join(packs, p.filename))], project, env);
-    ok(install, 'npm install');
+    // The README's install command, its <version> filled in, its tarballs as packed above.
+    const install = (await readmeCommand(INSTALL_COMMAND)).replaceAll('<version>', packed[0]?.version ?? '');
+    assert.match(install, /^npm i \S+\.tgz \S+\.tgz$/);
+    ok(await run('bash', ['-c', `${install} --no-audit --no-fund`], project, env), install);
     const installed = JSON.parse(await readFile(path.join(project, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     assert.deepEqual(Object.keys(installed.dependencies).sort(), ['@docshare/cli', '@docshare/client']);
   });
