@@ -6,11 +6,32 @@
  * Used by `npm run compose:up` (up.ts) and `npm run test:compose` (test.ts).
  */
 import { spawn, spawnSync, type SpawnOptions } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { chmod, mkdir, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 export const ROOT = resolve(import.meta.dirname, '..', '..');
+
+/** The top-level `name:` line of docker-compose.yml (compose v2 reads it; v1 refuses the key). */
+export const COMPOSE_NAME_LINE = /^name: [^\n]*\n/m;
+
+/**
+ * docker-compose.yml as compose v1 (Debian's docker-compose 1.29, what this tooling runs) takes
+ * it: the same file without its top-level `name:` line, which v1 refuses; the project's name
+ * comes from `-p` instead. Written once per content under the temp dir; relative paths still
+ * resolve against the repository (`--project-directory`). Every other line is the file as users
+ * get it.
+ */
+export const composeFileForV1 = (): string => {
+  const text = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8').replace(COMPOSE_NAME_LINE, '');
+  const dir = join(tmpdir(), 'docshare-compose-v1');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `docker-compose.${createHash('sha256').update(text).digest('hex').slice(0, 16)}.yml`);
+  writeFileSync(file, text);
+  return file;
+};
 
 /**
  * Every secret file docker-compose.yml names, and how a fresh one is made: hex, which no tool
@@ -143,8 +164,8 @@ export class ComposeStack {
 
   /** docker-compose's arguments for `args` on this stack's project and files. */
   composeArgs(args: string[]): string[] {
-    const files = ['docker-compose.yml', ...(this.options.localImages ? ['docker-compose.local.yml'] : [])];
-    return ['--project-directory', ROOT, '-p', this.options.project, ...files.flatMap((f) => ['-f', join(ROOT, f)]), ...args];
+    const files = [composeFileForV1(), ...(this.options.localImages ? [join(ROOT, 'docker-compose.local.yml')] : [])];
+    return ['--project-directory', ROOT, '-p', this.options.project, ...files.flatMap((f) => ['-f', f]), ...args];
   }
 
   /**

@@ -15,9 +15,20 @@ placeholder="$(mktemp -d)"
 trap 'rm -rf "$placeholder"' EXIT
 for s in $(sed -n 's/^  \([a-z_]*\): { file: .*/\1/p' docker-compose.yml); do echo placeholder >"$placeholder/$s"; done
 export SECRETS_DIR="$placeholder"
-docker-compose -f docker-compose.yml config -q
-docker-compose -f docker-compose.yml -f docker-compose.local.yml config -q
-services=$(docker-compose -f docker-compose.yml config --services | sort | tr '\n' ' ')
+# The project's name is the file's top-level `name:` (compose v2). Compose v1, which validates here,
+# refuses that key: it gets the file without that one line (as infra/compose/compose.ts hands it),
+# relative paths still resolving against the repository.
+if ! grep -qxE 'name: docshare' docker-compose.yml; then
+  echo "[compose] docker-compose.yml must name its project: a top-level 'name: docshare'" >&2
+  exit 1
+fi
+v1="$placeholder/docker-compose.yml"
+sed '/^name: /d' docker-compose.yml >"$v1"
+[ "$(diff docker-compose.yml "$v1" | grep -c '^[<>]')" = 1 ] || { echo "[compose] the v1 copy must differ by the name line only" >&2; exit 1; }
+dc() { docker-compose --project-directory . -f "$v1" "$@"; }
+dc config -q
+docker-compose --project-directory . -f "$v1" -f docker-compose.local.yml config -q
+services=$(dc config --services | sort | tr '\n' ' ')
 echo "[compose] docker-compose.yml is valid: $services"
 for needed in kafka mongodb elasticsearch minio minio-init redis docs-command stats-projector files-projector search-projector text-extractor gateway; do
   case " $services " in *" $needed "*) ;; *) echo "[compose] missing service: $needed" >&2; exit 1 ;; esac
@@ -28,14 +39,14 @@ if grep -vE '^\s*(#.*)?$|^services:$|^  [a-z-]+:$|^    image: ' docker-compose.l
   exit 1
 fi
 # Every image is pinned: no floating or missing tag, no :latest.
-if docker-compose -f docker-compose.yml config | grep -E '^\s+image: ' | grep -vE ':v?[0-9][^ ]*$|:[0-9a-f]{12}$'; then
+if dc config | grep -E '^\s+image: ' | grep -vE ':v?[0-9][^ ]*$|:[0-9a-f]{12}$'; then
   echo "[compose] unpinned image (above)" >&2
   exit 1
 fi
 echo "[compose] docker-compose.local.yml changes images only; every image is pinned"
 # The gateway's port: no host address by default (an explicit 0.0.0.0 answers nowhere on podman
 # 4.3: netavark makes it a rule for destination 0.0.0.0 only), one address with BIND_ADDRESS.
-gateway_ports() { docker-compose -f docker-compose.yml config | sed -n '/^  gateway:$/,/^  [a-z]/p' | sed -n '/^    ports:$/,/^    [a-z]/p'; }
+gateway_ports() { dc config | sed -n '/^  gateway:$/,/^  [a-z]/p' | sed -n '/^    ports:$/,/^    [a-z]/p'; }
 published="$(PORT=18080 gateway_ports)"
 if ! grep -qE '^    - published: 18080$' <<<"$published" || grep -qE 'host_ip|[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+' <<<"$published"; then
   echo "[compose] the gateway must be published without a host address by default, on PORT:" >&2
@@ -48,14 +59,14 @@ if ! grep -qE '^    - 127\.0\.0\.1:18080:8080/tcp$' <<<"$published"; then
   echo "$published" >&2
   exit 1
 fi
-if ! TRUST_PROXY=1 docker-compose -f docker-compose.yml config | sed -n '/^  gateway:$/,/^  [a-z]/p' | grep -qE "^      TRUST_PROXY: '1'$"; then
+if ! TRUST_PROXY=1 dc config | sed -n '/^  gateway:$/,/^  [a-z]/p' | grep -qE "^      TRUST_PROXY: '1'$"; then
   echo "[compose] TRUST_PROXY does not reach the gateway" >&2
   exit 1
 fi
 echo "[compose] the gateway is published on every interface by default, on BIND_ADDRESS when set; TRUST_PROXY reaches it"
 # The observability profile: prometheus and grafana start only with `--profile observability`,
 # every other service without it; Grafana's UI is published on 127.0.0.1 only, Prometheus nowhere.
-config="$(GRAFANA_PORT=13000 docker-compose -f docker-compose.yml config)"
+config="$(GRAFANA_PORT=13000 dc config)"
 profiled="$(awk '/^  [a-z-]+:$/ { s=$1 } /^    profiles:$/ { getline; print s, $2 }' <<<"$(sed -n '/^services:$/,/^[a-z]/p' <<<"$config")" | sort | tr '\n' ' ')"
 if [ "$profiled" != "grafana: observability prometheus: observability " ]; then
   echo "[compose] only prometheus and grafana belong to a profile, observability: got '$profiled'" >&2
