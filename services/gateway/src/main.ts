@@ -121,51 +121,51 @@ const publicBaseUrl = publicBaseUrlOf(process.env, port);
  * route while MongoDB is down; until it is reached api-stats answers 503 `Error fetching user
  * stats` (the route's failure message), as the stats service would.
  */
-const mongoUrl = env.MONGO_URL;
-if (mongoUrl !== undefined) {
+/**
+ * Runs `connect` in the background until it succeeds or the gateway stops, waiting a capped backoff
+ * after each failure, logged with `meanwhile` (what answers until it is reached).
+ */
+const connectInBackground = (connect: () => Promise<void>, meanwhile: string): void => {
   void (async () => {
     for (let attempt = 1; !stats.stopped; attempt++) {
       try {
-        const { client, db } = await connectMongo(mongoUrl, env.MONGO_READ_DB, {
-          mongoServerSelectionTimeoutMs: env.MONGO_SERVER_SELECTION_TIMEOUT_MS, mongoConnectTimeoutMs: env.MONGO_CONNECT_TIMEOUT_MS,
-          mongoSocketTimeoutMs: env.MONGO_SOCKET_TIMEOUT_MS, mongoUsername: env.MONGO_USERNAME, mongoPassword: env.MONGO_PASSWORD,
-        });
-        stats.client = client;
-        if (stats.stopped) return void (await client.close());
-        countStoreCommands(client, ops.registry);
-        stats.handler = localQuery(statsProjector, {
-          db, open: (prefix) => makeMongoReadStore(db, { prefix, indexes: statsProjector.indexes }),
-          group: `${statsProjector.name}${env.KAFKA_GROUP_SUFFIX}`, partitions: env.KAFKA_EVENTS_PARTITIONS,
-          consistencyWaitMs: env.CONSISTENCY_WAIT_MS, publicBaseUrl, logger, ops,
-        });
-        logger.info({ db: env.MONGO_READ_DB }, 'api-stats answered from the stats read model');
-        return;
+        return await connect();
       } catch (err) {
         const delay = backoffMs(attempt, 200, 5_000);
-        logger.warn({ err, attempt, retryInMs: delay }, 'could not reach MongoDB for the stats read model; api-stats answers 503 meanwhile');
+        logger.warn({ err, attempt, retryInMs: delay }, meanwhile);
         await new Promise((resolve) => setTimeout(resolve, delay));
       }
     }
   })();
+};
+
+const mongoUrl = env.MONGO_URL;
+if (mongoUrl !== undefined) {
+  connectInBackground(async () => {
+    const { client, db } = await connectMongo(mongoUrl, env.MONGO_READ_DB, {
+      mongoServerSelectionTimeoutMs: env.MONGO_SERVER_SELECTION_TIMEOUT_MS, mongoConnectTimeoutMs: env.MONGO_CONNECT_TIMEOUT_MS,
+      mongoSocketTimeoutMs: env.MONGO_SOCKET_TIMEOUT_MS, mongoUsername: env.MONGO_USERNAME, mongoPassword: env.MONGO_PASSWORD,
+    });
+    stats.client = client;
+    if (stats.stopped) return void (await client.close());
+    countStoreCommands(client, ops.registry);
+    stats.handler = localQuery(statsProjector, {
+      db, open: (prefix) => makeMongoReadStore(db, { prefix, indexes: statsProjector.indexes }),
+      group: `${statsProjector.name}${env.KAFKA_GROUP_SUFFIX}`, partitions: env.KAFKA_EVENTS_PARTITIONS,
+      consistencyWaitMs: env.CONSISTENCY_WAIT_MS, publicBaseUrl, logger, ops,
+    });
+    logger.info({ db: env.MONGO_READ_DB }, 'api-stats answered from the stats read model');
+  }, 'could not reach MongoDB for the stats read model; api-stats answers 503 meanwhile');
 }
 /** The blob store for handed-off content (blob-handoff.ts), once MinIO is reached (retried in the background like MongoDB). */
 let blobs: BlobReader | undefined;
 const minio = env.MINIO_ENDPOINT !== undefined && env.MINIO_ACCESS_KEY !== undefined && env.MINIO_SECRET_KEY !== undefined
   ? { endPoint: env.MINIO_ENDPOINT, accessKey: env.MINIO_ACCESS_KEY, secretKey: env.MINIO_SECRET_KEY } : undefined;
 if (minio !== undefined) {
-  void (async () => {
-    for (let attempt = 1; !stats.stopped; attempt++) {
-      try {
-        blobs = await makeMinioBlobStore({ ...minio, bucket: env.MINIO_BUCKET, requestTimeoutMs: env.MINIO_REQUEST_TIMEOUT_MS });
-        logger.info({ bucket: env.MINIO_BUCKET }, 'file content streamed from MinIO by the gateway');
-        return;
-      } catch (err) {
-        const delay = backoffMs(attempt, 200, 5_000);
-        logger.warn({ err, attempt, retryInMs: delay }, 'could not reach MinIO; docs-command streams file content meanwhile');
-        await new Promise((resolve) => setTimeout(resolve, delay));
-      }
-    }
-  })();
+  connectInBackground(async () => {
+    blobs = await makeMinioBlobStore({ ...minio, bucket: env.MINIO_BUCKET, requestTimeoutMs: env.MINIO_REQUEST_TIMEOUT_MS });
+    logger.info({ bucket: env.MINIO_BUCKET }, 'file content streamed from MinIO by the gateway');
+  }, 'could not reach MinIO; docs-command streams file content meanwhile');
 }
 
 const statsUpstream: RequestHandler = mongoUrl === undefined
