@@ -6,7 +6,8 @@ import { useServer } from '../support/fixture.ts';
 import { checkExchange, checkResponse, newTally } from './lib/check.ts';
 import type { Case } from './lib/gen.ts';
 import { checkSentinel, makeWorld } from './lib/setup.ts';
-import { parseResponses, type WireResponse } from './lib/wire.ts';
+import { exchange, parseResponses, type Wire, type WireResponse } from './lib/wire.ts';
+import { createServer, type Socket } from 'node:net';
 
 const res = (status: number, headers: Array<[string, string]>, body: string): WireResponse =>
   ({ status, reason: '', version: 'HTTP/1.1', headers: [['X-Request-Id', 'r1'], ...headers], body: Buffer.from(body), head: '' });
@@ -64,6 +65,44 @@ describe('fuzz response checker', () => {
     assert.deepEqual(parsed.responses.map((r) => [r.status, r.body.toString()]), [[200, 'ok'], [404, 'abcde'], [200, ''], [400, 'until close']]);
     assert.match(parseResponses(Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nshort'), ['GET'], true).error ?? '', /cut short/);
     assert.match(parseResponses(Buffer.from('garbage\r\n\r\n'), ['GET'], true).error ?? '', /not an HTTP status line/);
+  });
+
+  it('an answer cut by the server is flagged; one still arriving when an aborting client hangs up is not', async () => {
+    // A server that answers every request with a 4 MiB body it sends 64 KiB at a time, and either
+    // keeps sending or closes after the first part; or that answers with bytes that are no HTTP.
+    let behaviour: 'slow' | 'cut' | 'garbage' = 'slow';
+    const sockets = new Set<Socket>();
+    const server = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      socket.on('error', () => {});
+      socket.once('data', () => {
+        if (behaviour === 'garbage') return void socket.end('garbage\r\n\r\n');
+        socket.write(`HTTP/1.1 200 OK\r\nX-Request-Id: r1\r\nContent-Length: ${4 * 1024 * 1024}\r\n\r\n`);
+        socket.write(Buffer.alloc(64 * 1024, 0x61));
+        if (behaviour === 'cut') socket.end();
+        else { const more = setInterval(() => (socket.destroyed ? clearInterval(more) : socket.write(Buffer.alloc(64 * 1024, 0x61))), 50); }
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    const wire = (mode: Wire['mode']): Wire => ({ chunks: [Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n')], gapMs: 0, mode, closeAfterMs: 20, methods: ['GET'] });
+    try {
+      behaviour = 'cut';
+      const cut = await exchange('127.0.0.1', port, wire('complete'), 10_000);
+      assert.equal(cut.end, 'closed');
+      assert.match(cut.garbage ?? '', /cut short/);
+      behaviour = 'slow';
+      const aborted = await exchange('127.0.0.1', port, wire('abort'), 10_000);
+      assert.equal(aborted.end, 'aborted');
+      assert.equal(aborted.garbage, undefined);
+      behaviour = 'garbage';
+      const garbage = await exchange('127.0.0.1', port, wire('abort'), 10_000);
+      assert.match(garbage.garbage ?? '', /not an HTTP status line/);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
 

@@ -32,8 +32,8 @@ export interface WireResponse {
 
 export interface WireResult {
   responses: WireResponse[];
-  /** `answered`: got every response owed; `closed`: the server closed (or reset) first; `timeout`: no end within the bound. */
-  end: 'answered' | 'closed' | 'timeout';
+  /** `answered`: got every response owed; `closed`: the server closed (or reset) first; `timeout`: no end within the bound; `aborted`: the client (an abort-mode wire) hung up first. */
+  end: 'answered' | 'closed' | 'timeout' | 'aborted';
   /** A socket error seen (ECONNRESET, EPIPE...), if any. */
   error?: string;
   /** Bytes received that do not parse as HTTP responses. */
@@ -220,7 +220,9 @@ export async function exchange(host: string, port: number, wire: Wire, timeoutMs
         sentAll = true;
         if (wire.mode === 'abort') {
           await sleep(wire.closeAfterMs);
-          finish('closed', true);
+          // The client hangs up, not the server: an answer still arriving is cut by the client,
+          // so what came is not read as the server's whole answer (not at the server's EOF).
+          finish('aborted', false);
         }
       })();
     });
