@@ -5,3 +5,4 @@ export * from './values.ts';
 export * from './keyed-queue.ts';
 export * from './backoff.ts';
 export * from './consistency.ts';
+export * from './retrying.ts';
