@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { after, describe, it } from 'node:test';
+import { rateLimiterContract } from '../src/contract.ts';
 import { makeRateLimiter } from '../src/index.ts';
 import type { RateLimiter } from '../src/index.ts';
 import { decide, eventually, freePort, recordingLogger, watchUnhandled } from './helpers.ts';
@@ -69,6 +70,12 @@ const kill = async (child: ChildProcess): Promise<void> => {
   child.kill('SIGKILL');
   await exited;
 };
+
+rateLimiterContract('redis', async (options) => {
+  const rl = open({ ...options, redis: { url: redisUrl } });
+  await eventually(() => rl.ready());
+  return rl;
+});
 
 describe('rate limiter on Redis', { timeout: 60_000 }, () => {
   it('two replicas on one Redis share one budget', async () => {

@@ -3,6 +3,7 @@ import { Writable } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { rateLimiterContract } from '../src/contract.ts';
 import { makeRateLimiter } from '../src/index.ts';
 import { decide, eventually, freePort, recordingLogger, watchUnhandled } from './helpers.ts';
 
@@ -12,6 +13,8 @@ after(() => {
   unhandled.stop();
   assert.deepEqual(unhandled.errors, [], 'no unhandled rejection or uncaught exception');
 });
+
+rateLimiterContract('memory', async (options) => makeRateLimiter(options));
 
 describe('rate limiter without Redis (memory)', () => {
   it('allows `points` requests per key and window, then refuses with the time to wait', async () => {
