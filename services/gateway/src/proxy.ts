@@ -2,8 +2,9 @@ import { Agent, request, type IncomingHttpHeaders } from 'node:http';
 import type { RequestHandler } from 'express';
 import { pipeline } from 'node:stream';
 import {
-  BLOB_HANDOFF_HEADER, BLOB_KEY_HEADER, BLOB_RANGE_HEADER, closeEarly, sendUnavailable, type Logger,
+  BLOB_HANDOFF_HEADER, BLOB_KEY_HEADER, BLOB_RANGE_HEADER, closeEarly, sendUnavailable, stringVar, type Logger,
 } from '@docshare/http';
+import { perUpstream, perUpstreamUrlVar, UPSTREAM_SERVICES, type Upstream, type UpstreamUrlVar } from '@docshare/contracts/services';
 import { isHandoff, serveHandoff, type BlobReader } from './blob-handoff.ts';
 
 /** Headers that belong to one connection, not to the request (RFC 9110 §7.6.1). */
@@ -116,3 +117,33 @@ export const httpUpstream = (baseUrl: string, logger: Logger, options: UpstreamO
     req.pipe(outgoing);
   };
 };
+
+/**
+ * The services behind the gateway, from the registry (libs/contracts/src/services.ts): each one's
+ * URL variable (DOCS_COMMAND_URL, STATS_URL, ...), by default its registry port on this host.
+ */
+export const UPSTREAM_URL_VARS = perUpstreamUrlVar((service) => stringVar(`http://127.0.0.1:${service.port}`));
+
+/** Each upstream's URL, from the configuration read with UPSTREAM_URL_VARS. */
+export const upstreamUrlsOf = (env: Readonly<Record<UpstreamUrlVar, string>>): Record<Upstream, string> =>
+  perUpstream((service) => env[service.urlVar]);
+
+/** Whether the service at `url` is ready: its /readyz answers 2xx within 2 s. */
+const upstreamReady = (url: string) => async (): Promise<void> => {
+  const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) });
+  if (!res.ok) throw new Error(`${url} answered ${res.status}`);
+};
+
+/** A readiness check per upstream, by its service's name (reported in the gateway's /readyz body). */
+export const upstreamChecks = (urls: Readonly<Record<Upstream, string>>): Record<string, () => Promise<void>> =>
+  Object.fromEntries(UPSTREAM_SERVICES.map((service) => [service.name, upstreamReady(urls[service.upstream])]));
+
+/**
+ * A handler per upstream: the one in `local` where the gateway answers itself, else a proxy to its
+ * URL (httpUpstream) with its `options`.
+ */
+export const httpUpstreams = (
+  urls: Readonly<Record<Upstream, string>>, logger: Logger,
+  options: Partial<Record<Upstream, UpstreamOptions>> = {}, local: Partial<Record<Upstream, RequestHandler>> = {},
+): Record<Upstream, RequestHandler> =>
+  perUpstream((service) => local[service.upstream] ?? httpUpstream(urls[service.upstream], logger, options[service.upstream]));

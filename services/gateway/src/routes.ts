@@ -1,7 +1,8 @@
 import { M } from '@docshare/contracts';
+import type { Upstream } from '@docshare/contracts/services';
 
-/** The services behind the gateway. */
-export type Upstream = 'docs' | 'stats' | 'files' | 'search';
+/** The services behind the gateway: their names in the registry (libs/contracts/src/services.ts, `upstream`). */
+export type { Upstream };
 
 export type Method = 'get' | 'post' | 'delete';
 
