@@ -12,7 +12,7 @@ import { statsProjector } from '@docshare/stats-projector';
 import type { MongoClient } from 'mongodb';
 import { makeRateLimiter } from '@docshare/rate-limit';
 import { makeGateway } from './app.ts';
-import { httpUpstream } from './proxy.ts';
+import { httpUpstreams, upstreamChecks, upstreamUrlsOf, UPSTREAM_URL_VARS } from './proxy.ts';
 import { makeMemorySessionTokens, makeRedisSessionTokens } from './consistency.ts';
 import { corsOriginsVar } from './cors.ts';
 import { localQuery } from './local-query.ts';
@@ -41,10 +41,8 @@ const GATEWAY_VARS = {
   TRUST_PROXY: optionalVar(),
   /** Browser origins allowed to call the API cross-origin (comma-separated, or `*`); unset: none. */
   CORS_ORIGINS: corsOriginsVar(),
-  DOCS_COMMAND_URL: stringVar('http://127.0.0.1:8081'),
-  STATS_URL: stringVar('http://127.0.0.1:8082'),
-  FILES_URL: stringVar('http://127.0.0.1:8083'),
-  SEARCH_URL: stringVar('http://127.0.0.1:8084'),
+  /** DOCS_COMMAND_URL, STATS_URL, ...: each service behind the gateway, from the registry (proxy.ts). */
+  ...UPSTREAM_URL_VARS,
   /**
    * With MONGO_URL the gateway answers api-stats itself from the stats read model (one `_id`
    * lookup, no hop to the stats projector); without it, it forwards to STATS_URL.
@@ -88,11 +86,7 @@ const rateLimiter = makeRateLimiter({
 });
 // Instances that share a Redis keep apart by their rate-limit prefix already: the tokens follow it.
 const consistencyKeyPrefix = env.CONSISTENCY_KEY_PREFIX ?? `${rateLimitKeyPrefix}:ryw`;
-const upstreamUrls = { docs: env.DOCS_COMMAND_URL, stats: env.STATS_URL, files: env.FILES_URL, search: env.SEARCH_URL };
-const upstreamReady = (url: string) => async (): Promise<void> => {
-  const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) });
-  if (!res.ok) throw new Error(`${url} answered ${res.status}`);
-};
+const upstreamUrls = upstreamUrlsOf(env);
 
 // The gateway is ready whenever it runs: it answers every request itself, with a 503 for a route
 // whose service is down. So each upstream (and Redis, and MongoDB when it reads the stats model
@@ -101,10 +95,7 @@ const upstreamReady = (url: string) => async (): Promise<void> => {
 // (each replica then limits on its own, docs/minio-redis.md).
 const stats: { handler?: RequestHandler; client?: MongoClient; stopped: boolean } = { stopped: false };
 const ops = makeOps(NAME, {}, undefined, {
-  'docs-command': upstreamReady(upstreamUrls.docs),
-  'stats-projector': upstreamReady(upstreamUrls.stats),
-  'files-projector': upstreamReady(upstreamUrls.files),
-  'search-projector': upstreamReady(upstreamUrls.search),
+  ...upstreamChecks(upstreamUrls),
   redis: () => rateLimiter.ready(),
   ...(env.MONGO_URL === undefined ? {} : {
     'stats-read-model': async () => {
@@ -168,9 +159,8 @@ if (minio !== undefined) {
   }, 'could not reach MinIO; docs-command streams file content meanwhile');
 }
 
-const statsUpstream: RequestHandler = mongoUrl === undefined
-  ? httpUpstream(upstreamUrls.stats, logger)
-  : (req, res, next) => (stats.handler ? stats.handler(req, res, next) : sendUnavailable(res));
+/** api-stats answered here, from the read model (without MONGO_URL it is forwarded to STATS_URL like every other route). */
+const localStats: RequestHandler = (req, res, next) => (stats.handler ? stats.handler(req, res, next) : sendUnavailable(res));
 
 const httpLimits = httpLimitsOf(process.env);
 const app = makeGateway({
@@ -181,12 +171,7 @@ const app = makeGateway({
   corsOrigins: env.CORS_ORIGINS,
   requestTimeoutMs: httpLimits.requestTimeoutMs,
   sessions: rateLimiter.redis ? makeRedisSessionTokens(rateLimiter.redis, logger, consistencyKeyPrefix) : makeMemorySessionTokens(),
-  upstreams: {
-    docs: httpUpstream(upstreamUrls.docs, logger, { blobs: () => blobs }),
-    stats: statsUpstream,
-    files: httpUpstream(upstreamUrls.files, logger),
-    search: httpUpstream(upstreamUrls.search, logger),
-  },
+  upstreams: httpUpstreams(upstreamUrls, logger, { docs: { blobs: () => blobs } }, mongoUrl === undefined ? {} : { stats: localStats }),
 });
 // /metrics only ever on the internal metrics listener, never on the public port (docs/observability.md).
 const metricsAt = metricsListenOrExit(process.env, port, (message) => logger.fatal(message));
