@@ -75,6 +75,8 @@ export interface DurableLog {
    * made meanwhile go to the new file after them). A failure before the rename keeps the old file.
    */
   compact(live: () => Iterable<string>): Promise<void>;
+  /** Throws what `append` would reject with now: the log stopped after a failed write, or closed. */
+  assertWritable(): void;
   /** Records (lines) in the file and its durable length. */
   size(): { records: number; bytes: number };
   /** Waits for the appends in flight, then closes; later appends and reads are refused. */
@@ -277,6 +279,7 @@ async function openLog(
     },
     readRange,
     compact,
+    assertWritable,
     size: () => ({ records, bytes: durableLength }),
     close() {
       closing ??= (async () => {
