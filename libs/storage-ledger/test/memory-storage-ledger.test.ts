@@ -1,0 +1,4 @@
+import { storageLedgerContract } from '../src/contract.ts';
+import { makeMemoryStorageLedger } from '../src/memory-storage-ledger.ts';
+
+storageLedgerContract('memory', async (options) => makeMemoryStorageLedger(options));

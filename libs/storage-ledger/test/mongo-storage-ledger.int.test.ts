@@ -1,0 +1,35 @@
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { storageLedgerContract } from '../src/contract.ts';
+import { openMongoStorageLedger } from '../src/mongo-storage-ledger.ts';
+// One helper for every MongoDB integration suite: connects to MONGO_URL or fails the file.
+import { connectTestServer, transactionsOrChangeStreams } from '../../event-store/test/mongo-server.ts';
+
+const server = await connectTestServer();
+after(() => server.cleanup());
+const resolve = async () => 'not_recorded' as const;
+
+let dbs = 0;
+storageLedgerContract('mongo', (options) => openMongoStorageLedger(server.freshDb(`ledger_contract_${++dbs}`), options));
+
+describe('mongo storage ledger', () => {
+  it('two ledgers (replicas) on one database never hold more than the quota between them', async () => {
+    const db = server.freshDb('ledger_replicas');
+    const [a, b] = [await openMongoStorageLedger(db, { resolve }), await openMongoStorageLedger(db, { resolve })];
+    const held = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).reserve(1, `h${i}`, 100, 1_000)));
+    assert.equal(held.reduce((x, y) => x + y, 0), 1_000);
+    assert.equal(await a.usage(1), 1_000);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('a step is one find and one write by _id, in no transaction', async () => {
+    const { db, commands } = await server.recordedDb('ledger_commands');
+    const ledger = await openMongoStorageLedger(db, { resolve });
+    await ledger.reserve(1, 'h', 10, 100);
+    commands.splice(0);
+    await ledger.resize(1, 'h', 5, 100);
+    assert.deepEqual(commands.map((c) => c.commandName), ['find', 'update']);
+    await ledger.close();
+    assert.deepEqual(transactionsOrChangeStreams(commands), []);
+  });
+});
