@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import http, { type ClientRequest, type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
+import { retrying } from '@docshare/contracts';
 import { Client } from 'minio';
 import { BlobTooLarge, RangeNotSatisfiable } from './port.ts';
 import type { BlobEntry, BlobInfo, BlobStore, BlobStream, ByteRange, PresignOptions, PutOptions } from './port.ts';
@@ -40,6 +41,15 @@ const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
 // How often `get` retries when the object changes between a failed ranged read and the stat
 // that explains it.
 const RANGE_RETRIES = 3;
+
+/** A range refused by an object that has grown past the range's start meanwhile: worth reading again. */
+class RangeRaced extends Error {
+  readonly size: number;
+  constructor(size: number) {
+    super('the object grew while its range was read');
+    this.size = size;
+  }
+}
 
 export interface MinioBlobStoreOptions {
   /** e.g. `http://127.0.0.1:9000` or `https://s3.example.com`. */
@@ -245,36 +255,42 @@ export async function makeMinioBlobStore(options: MinioBlobStoreOptions): Promis
         return { size: contentLength(headers), contentType: contentTypeOf(headers), body: res };
       }
       checkRange(range);
-      for (let attempt = 1; ; attempt++) {
-        try {
-          const res = await orNullIfMissing(client.getPartialObject(bucket, key, range.start, range.end - range.start + 1));
-          if (res === null) return null;
-          const headers = headersOf(res);
-          // S3 clamps the end to the object; Content-Range says what was served and the total size.
-          const served = parseContentRange(headers['content-range']);
-          if (served === null) {
-            // 200 instead of 206: a server that ignored the Range header.
-            res.destroy();
-            throw new Error(`blob ${key}: the server answered a range request without Content-Range`);
+      try {
+        return await retrying(async () => {
+          try {
+            const res = await orNullIfMissing(client.getPartialObject(bucket, key, range.start, range.end - range.start + 1));
+            if (res === null) return null;
+            const headers = headersOf(res);
+            // S3 clamps the end to the object; Content-Range says what was served and the total size.
+            const served = parseContentRange(headers['content-range']);
+            if (served === null) {
+              // 200 instead of 206: a server that ignored the Range header.
+              res.destroy();
+              throw new Error(`blob ${key}: the server answered a range request without Content-Range`);
+            }
+            return {
+              size: served.size,
+              contentType: contentTypeOf(headers),
+              body: res,
+              range: { start: served.start, end: served.end },
+            };
+          } catch (err) {
+            if (codeOf(err) !== 'InvalidRange') throw err;
+            // MinIO and S3 put the object's size in the 416 error (ActualObjectSize): the size of
+            // the very object that refused the range.
+            const actual = Number(fieldOf(err, 'actualobjectsize'));
+            if (Number.isSafeInteger(actual) && actual >= 0 && range.start >= actual) throw new RangeNotSatisfiable(actual);
           }
-          return {
-            size: served.size,
-            contentType: contentTypeOf(headers),
-            body: res,
-            range: { start: served.start, end: served.end },
-          };
-        } catch (err) {
-          if (codeOf(err) !== 'InvalidRange') throw err;
-          // MinIO and S3 put the object's size in the 416 error (ActualObjectSize): the size of
-          // the very object that refused the range.
-          const actual = Number((err as { actualobjectsize?: unknown }).actualobjectsize);
-          if (Number.isSafeInteger(actual) && actual >= 0 && range.start >= actual) throw new RangeNotSatisfiable(actual);
-        }
-        // Otherwise ask for the size; should the object have grown meanwhile so the range is now
-        // satisfiable, read again.
-        const info = await stat(key);
-        if (info === null) return null;
-        if (range.start >= info.size || attempt >= RANGE_RETRIES) throw new RangeNotSatisfiable(info.size);
+          // Otherwise ask for the size; should the object have grown meanwhile so the range is now
+          // satisfiable, read again (at once, RANGE_RETRIES reads in all).
+          const info = await stat(key);
+          if (info === null) return null;
+          if (range.start >= info.size) throw new RangeNotSatisfiable(info.size);
+          throw new RangeRaced(info.size);
+        }, { attempts: RANGE_RETRIES, baseMs: 0, capMs: 0, retryIf: (err) => err instanceof RangeRaced });
+      } catch (err) {
+        if (err instanceof RangeRaced) throw new RangeNotSatisfiable(err.size);
+        throw err;
       }
     },
 
@@ -402,8 +418,13 @@ async function ensureBucket(client: Client, bucket: string, region: string | und
   }
 }
 
+/** A property of a thrown value (minio-js errors carry `code`, `actualobjectsize`, …), whatever was thrown. */
+function fieldOf(value: unknown, name: string): unknown {
+  return typeof value === 'object' && value !== null ? Reflect.get(value, name) : undefined;
+}
+
 function codeOf(err: unknown): unknown {
-  return typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+  return fieldOf(err, 'code');
 }
 
 async function orNullIfMissing<T>(request: Promise<T>): Promise<T | null> {
@@ -417,10 +438,12 @@ async function orNullIfMissing<T>(request: Promise<T>): Promise<T | null> {
   }
 }
 
+const isHeaders = (value: unknown): value is IncomingHttpHeaders => typeof value === 'object' && value !== null;
+
 function headersOf(res: Readable): IncomingHttpHeaders {
   // minio-js resolves object reads with the http.IncomingMessage itself.
-  const headers = (res as Readable & { headers?: IncomingHttpHeaders }).headers;
-  if (headers === undefined) throw new Error('minio-js returned an object body without HTTP headers');
+  const headers = fieldOf(res, 'headers');
+  if (!isHeaders(headers)) throw new Error('minio-js returned an object body without HTTP headers');
   return headers;
 }
 

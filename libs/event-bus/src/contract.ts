@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import type { CloudEvent, StoredEvent } from '@docshare/contracts';
+import { sleep, type CloudEvent, type StoredEvent } from '@docshare/contracts';
 import { testEvent } from '@docshare/contracts/testing';
 import type { BatchConsumerOptions, BatchHandler, ConsumerOptions, EventBatch, EventConsumer, EventHandler, Subscription } from './port.ts';
 
@@ -26,7 +26,7 @@ async function waitFor(predicate: () => boolean, what: string, timeoutMs = DELIV
   const deadline = Date.now() + timeoutMs;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await sleep(5);
   }
 }
 

@@ -1,4 +1,4 @@
-import { backoffMs, type CloudEvent, type StoredEvent } from '@docshare/contracts';
+import { backoffMs, retrying, type CloudEvent, type StoredEvent } from '@docshare/contracts';
 import { oneAtATime } from './batches.ts';
 import type { BatchConsumerOptions, BatchHandler, EventBatch, EventConsumer, Subscription } from './port.ts';
 
@@ -81,11 +81,15 @@ export function makeLogBus(log: AppendLog, options: LogBusOptions = {}): LogBus 
   };
 
   const backoff = (attempt: number): number => backoffMs(attempt, baseDelayMs, maxDelayMs);
+  // Redelivery waits the plain (unjittered) backoff: one in-process consumer has no one to stampede with.
+  const retries = { baseMs: baseDelayMs, capMs: maxDelayMs, delayMs: (_error: unknown, attempt: number) => backoff(attempt) };
 
   const startDelivery = (name: string, group: GroupState, handler: BatchHandler, consumer: BatchConsumerOptions): Subscription => {
     const maxAttempts = consumer.maxAttempts ?? 5;
     const limit = Math.min(batchSize, consumer.maxBatch ?? batchSize);
     let stopping = false;
+    // Ends the redelivery waits of `retrying` (stop() aborts it).
+    const stopped = new AbortController();
     let appended = false;
     let interrupt: (() => void) | null = null;
     let interruptOnAppend = false;
@@ -114,32 +118,35 @@ export function makeLogBus(log: AppendLog, options: LogBusOptions = {}): LogBus 
         warn(`group ${name}: dropped event at position ${record.position} after ${maxAttempts} attempts (no onDeadLetter)`, error);
         return 'dead-lettered';
       }
-      // Moving on before the dead letter is recorded would lose the event silently, so keep trying.
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await onDeadLetter(record, error);
-          return 'dead-lettered';
-        } catch (deadLetterError) {
-          warn(`group ${name}: onDeadLetter failed for position ${record.position}`, deadLetterError);
-          if (stopping) return 'stopped';
-          await pause(backoff(attempt));
-          if (stopping) return 'stopped';
-        }
+      // Moving on before the dead letter is recorded would lose the event silently, so keep trying
+      // (until stop()).
+      try {
+        await retrying(async () => {
+          try {
+            await onDeadLetter(record, error);
+          } catch (deadLetterError) {
+            warn(`group ${name}: onDeadLetter failed for position ${record.position}`, deadLetterError);
+            throw deadLetterError;
+          }
+        }, { ...retries, signal: stopped.signal });
+        return 'dead-lettered';
+      } catch {
+        return 'stopped';
       }
     };
 
     /** The handler on `batch`, up to maxAttempts times; the last error once they all failed. */
     const attempt = async (batch: EventBatch): Promise<'acked' | 'stopped' | { failed: unknown }> => {
-      for (let n = 1; ; n++) {
-        try {
+      let tried = 0;
+      try {
+        await retrying(async (n) => {
+          tried = n;
           await handler(batch);
-          return 'acked';
-        } catch (error) {
-          if (n >= maxAttempts) return { failed: error };
-          if (stopping) return 'stopped';
-          await pause(backoff(n));
-          if (stopping) return 'stopped';
-        }
+        }, { ...retries, attempts: maxAttempts, signal: stopped.signal });
+        return 'acked';
+      } catch (error) {
+        // The last attempt's failure counts even while stopping; an earlier one only if not stopping.
+        return tried < maxAttempts && stopping ? 'stopped' : { failed: error };
       }
     };
 
@@ -195,6 +202,7 @@ export function makeLogBus(log: AppendLog, options: LogBusOptions = {}): LogBus 
     return {
       stop() {
         stopping = true;
+        stopped.abort();
         interrupt?.();
         return running;
       },

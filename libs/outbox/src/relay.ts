@@ -1,6 +1,6 @@
 import { MongoServerError } from 'mongodb';
 import type { Db } from 'mongodb';
-import { backoffMs, type CloudEvent, type StoredEvent } from '@docshare/contracts';
+import { backoffMs, makeWakeableSleep, sleep, type CloudEvent, type StoredEvent } from '@docshare/contracts';
 import type { EventPublisher } from '@docshare/event-bus';
 import { mongoOutbox } from '@docshare/event-store/mongo';
 import { makeLease } from './lease.ts';
@@ -136,8 +136,9 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   };
 
   let stopping = false;
-  let woken = false;
-  let wake: (() => void) | null = null;
+  // notify() wakes the idle waits (or the next one); stop() ends every wait.
+  const notified = makeWakeableSleep();
+  const halt = new AbortController();
   let publishedEvents = 0;
   /** Where this relay, as leader, has published up to; null when it must be (re)read. */
   let checkpoint: number | null = null;
@@ -156,18 +157,8 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
 
   /** Waits `ms`, or less when stopped (or notified, if `notifiable`). */
   const pause = (ms: number, notifiable: boolean): Promise<void> => {
-    if (stopping || (notifiable && woken)) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        wake = null;
-        resolve();
-      }
-      wake = () => {
-        if (stopping || notifiable) done();
-      };
-    });
+    if (stopping) return Promise.resolve();
+    return notifiable ? notified.sleep(ms) : sleep(ms, halt.signal);
   };
 
   const backoff = (failures: number): number => backoffMs(failures, retryMinMs, retryMaxMs);
@@ -192,7 +183,6 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
           checkpoint = await loadCheckpoint();
           logger.info({ owner, checkpoint }, 'outbox relay holds the lease; publishing');
         }
-        woken = false;
         const records: StoredEvent<CloudEvent>[] = await outbox.readAfter(checkpoint, batchSize);
         if (records.length === 0) {
           // Everything read is published: whatever failed before has passed.
@@ -223,7 +213,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         failures = 0;
         failure = null;
         publishedEvents += records.length;
-        checkpoint = (records.at(-1) as StoredEvent<CloudEvent>).position;
+        checkpoint = records.at(-1)!.position;
         unsaved = true;
         if (performance.now() - savedAt >= checkpointEveryMs) await save(checkpoint);
         // A short read took everything there was: unless notified since, the next read would find
@@ -247,12 +237,12 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
 
   return {
     notify() {
-      woken = true;
-      wake?.();
+      notified.wake();
     },
     async stop() {
       stopping = true;
-      wake?.();
+      halt.abort();
+      notified.wake();
       await running;
     },
     async lag() {

@@ -1,3 +1,4 @@
+import { retrying } from '@docshare/contracts';
 import { MongoBulkWriteError, MongoServerError } from 'mongodb';
 import type { AnyBulkWriteOperation, Collection, Db, Document, Filter as MongoFilter, UpdateFilter } from 'mongodb';
 import type { Doc, Filter, FindOptions, GuardedUpdate, ReadStore, Scalar } from './port.ts';
@@ -176,6 +177,12 @@ const positionOf = (doc: Document | null | undefined): number | undefined =>
 
 /** How many times `settle` re-reads a document whose `_pos` moved under it before giving up. */
 const SETTLE_ATTEMPTS = 5;
+/** A guarded write that matched nothing: the document changed under it; read its `_pos` again. */
+class Unsettled extends Error {
+  constructor() {
+    super('the document changed under a guarded write');
+  }
+}
 
 /** A MongoDB read store on `db`; `ensureIndexes` creates the configured indexes now (services call it at start). `close` leaves the client open: its owner closes it. */
 export type MongoReadStore = ReadStore & { ensureIndexes(): Promise<void> };
@@ -240,30 +247,29 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
     const target = collectionOf(run.collection);
     const updates = run.updates.slice(from);
     let applied = 0;
-    for (let attempt = 0; attempt < SETTLE_ATTEMPTS; attempt++) {
-      let at = read.at;
-      if (attempt > 0) {
-        const found = await target.findOne({ _id: run.id }, { projection: { _pos: 1 } });
-        at = positionOf(found);
-      }
-      const rest = updates.filter(({ position }) => at === undefined || position > at);
-      let settled = true;
-      for (const write of mergeWrites(rest)) {
-        const filter = at === undefined ? { _id: run.id, _pos: { $exists: false } } : { _id: run.id, _pos: at };
-        try {
-          const result = await target.updateOne(filter, toMongoUpdate(write), { upsert: at === undefined });
-          if (result.matchedCount + result.upsertedCount === 0) settled = false;
-        } catch (error) {
-          if (!isDuplicateKey(error)) throw error;
-          settled = false;
+    try {
+      return await retrying(async (attempt) => {
+        let at = read.at;
+        if (attempt > 1) {
+          const found = await target.findOne({ _id: run.id }, { projection: { _pos: 1 } });
+          at = positionOf(found);
         }
-        if (!settled) break;
-        applied += write.count;
-        at = write.last;
-      }
-      if (settled) return applied;
+        const rest = updates.filter(({ position }) => at === undefined || position > at);
+        for (const write of mergeWrites(rest)) {
+          const filter = at === undefined ? { _id: run.id, _pos: { $exists: false } } : { _id: run.id, _pos: at };
+          const result = await target.updateOne(filter, toMongoUpdate(write), { upsert: at === undefined }).catch((error: unknown) => {
+            throw isDuplicateKey(error) ? new Unsettled() : error;
+          });
+          if (result.matchedCount + result.upsertedCount === 0) throw new Unsettled();
+          applied += write.count;
+          at = write.last;
+        }
+        return applied;
+      }, { attempts: SETTLE_ATTEMPTS, baseMs: 0, capMs: 0, retryIf: (error) => error instanceof Unsettled });
+    } catch (error) {
+      if (!(error instanceof Unsettled)) throw error;
+      throw new Error(`cannot apply updates to ${run.collection}/${run.id}: its _pos kept changing (another writer?)`);
     }
-    throw new Error(`cannot apply updates to ${run.collection}/${run.id}: its _pos kept changing (another writer?)`);
   };
 
   /**

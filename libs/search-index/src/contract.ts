@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
+import { sleep } from '@docshare/contracts';
 import { FACET_SIZE, HIT_CONTENT_LENGTH, InvalidCursor } from './port.ts';
 import type { SearchDoc, SearchFacets, SearchIndex, SearchOptions, SearchPage, SearchResult } from './port.ts';
 import type { CursorOptions } from './cursor.ts';
@@ -589,7 +590,7 @@ export function searchIndexContract(
           assert.ok(error instanceof InvalidCursor, String(error));
           break;
         }
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        await sleep(50);
       }
       // A fresh search gives a fresh cursor.
       const again = await short.search(w, { from: 0, size: 1 });

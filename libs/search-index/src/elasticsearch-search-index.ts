@@ -1,3 +1,4 @@
+import { retrying } from '@docshare/contracts';
 import { Client, errors } from '@elastic/elasticsearch';
 import type { DiagnosticResult, estypes } from '@elastic/elasticsearch';
 import { contentHead, FACET_SIZE, InvalidCursor } from './port.ts';
@@ -675,22 +676,17 @@ export async function makeElasticsearchSearchIndex(options: ElasticsearchSearchI
 
   /** Creates a new empty index, behind the alias or not; its name is `<alias>-<timestamp>`. */
   async function createIndex(behindAlias: boolean, refreshInterval = settings.refreshInterval): Promise<string> {
-    for (let attempt = 0; ; attempt++) {
+    // Another process took the same millisecond: take the next one (6 tries in all).
+    return retrying(async () => {
       const index = `${alias}-${indexStamp()}`;
-      try {
-        await client.indices.create({
-          index,
-          settings: searchIndexSettings({ ...settings, refreshInterval }),
-          mappings: SEARCH_INDEX_MAPPINGS,
-          ...(behindAlias ? { aliases: { [alias]: {} } } : {}),
-        });
-        return index;
-      } catch (error) {
-        // Another process took the same millisecond: take the next one.
-        if (errorType(error) === 'resource_already_exists_exception' && attempt < 5) continue;
-        throw error;
-      }
-    }
+      await client.indices.create({
+        index,
+        settings: searchIndexSettings({ ...settings, refreshInterval }),
+        mappings: SEARCH_INDEX_MAPPINGS,
+        ...(behindAlias ? { aliases: { [alias]: {} } } : {}),
+      });
+      return index;
+    }, { attempts: 6, baseMs: 0, capMs: 0, retryIf: (error) => errorType(error) === 'resource_already_exists_exception' });
   }
 
   async function aliasIndices(): Promise<string[]> {

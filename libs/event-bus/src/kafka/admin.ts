@@ -1,4 +1,5 @@
 /** Admin requests: creating the topic plan, a bus's lazily connected admin client, consumer lag. */
+import { retrying } from '@docshare/contracts';
 import type { Admin, Kafka } from 'kafkajs';
 import { makeClient } from './client.ts';
 import { silentLogger, type KafkaBusLogger } from './log.ts';
@@ -60,15 +61,13 @@ export async function topicMetadata(
   topics: string[],
   { attempts = 20, delayMs = (attempt: number) => Math.min(100 * attempt, 1_000) }: { attempts?: number; delayMs?: (attempt: number) => number } = {},
 ): Promise<{ name: string; partitions: unknown[] }[]> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return (await admin.fetchTopicMetadata({ topics })).topics;
-    } catch (error) {
-      const retriable = (error as { type?: string }).type === 'UNKNOWN_TOPIC_OR_PARTITION';
-      if (!retriable || attempt >= attempts) throw error;
-      await new Promise((resolve) => setTimeout(resolve, delayMs(attempt)));
-    }
-  }
+  return retrying(async () => (await admin.fetchTopicMetadata({ topics })).topics, {
+    attempts,
+    baseMs: 0,
+    capMs: 0,
+    retryIf: (error) => typeof error === 'object' && error !== null && 'type' in error && error.type === 'UNKNOWN_TOPIC_OR_PARTITION',
+    delayMs: (_error, attempt) => delayMs(attempt),
+  });
 }
 
 /** One admin client, connected on first use and again after a failure. */

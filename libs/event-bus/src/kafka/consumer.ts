@@ -3,7 +3,7 @@
  * retried in place, then split into single events, and an event that fails alone is dead-lettered.
  */
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
-import { jitteredBackoffMs, type CloudEvent, type StoredEvent } from '@docshare/contracts';
+import { retrying, type CloudEvent, type StoredEvent } from '@docshare/contracts';
 import { oneAtATime } from '../batches.ts';
 import type { BatchConsumerOptions, BatchHandler, EventBatch, EventConsumer, Subscription } from '../port.ts';
 import { retryOptions } from './client.ts';
@@ -54,7 +54,16 @@ export interface KafkaConsumerParts {
 
 type Outcome = 'done' | 'abandoned';
 
-const backoffDelay = jitteredBackoffMs;
+/** A failure of the operation being retried (a handler, a send), told apart from the retry loop's own (a heartbeat). */
+class Failed extends Error {
+  readonly error: unknown;
+  constructor(error: unknown) {
+    super('attempt failed');
+    this.error = error;
+  }
+}
+/** Thrown between attempts once the partition is no longer ours (stop, rebalance): the try ends, uncommitted. */
+class Abandoned extends Error {}
 
 /**
  * Each subscription is a kafkajs consumer in the named group that commits a record's offset only
@@ -76,20 +85,10 @@ export function makeKafkaConsumer(parts: KafkaConsumerParts): EventConsumer {
     if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new Error(`maxBatch must be a positive integer, got ${maxBatch}`);
 
     let stopping = false;
-    const wakers = new Set<() => void>();
+    // stop() aborts it: the retry waits below end at once.
+    const halt = new AbortController();
     const inFlight = new Set<Promise<void>>();
-
-    /** Waits `ms`, or less if stop() is called meanwhile. */
-    const pause = (ms: number): Promise<void> =>
-      new Promise((resolve) => {
-        const done = (): void => {
-          clearTimeout(timer);
-          wakers.delete(done);
-          resolve();
-        };
-        const timer = setTimeout(done, ms);
-        wakers.add(done);
-      });
+    const retries = { baseMs: retryBaseDelayMs, capMs: retryMaxDelayMs, signal: halt.signal };
 
     const consumer: Consumer = kafka.consumer({
       groupId: group,
@@ -121,19 +120,26 @@ export function makeKafkaConsumer(parts: KafkaConsumerParts): EventConsumer {
       attempts: number,
     ): Promise<Outcome> => {
       const headers = deadLetterHeaders(message, { topic: payload.batch.topic, partition: payload.batch.partition, group }, reason, attempts);
-      for (let attempt = 1; ; attempt++) {
-        try {
-          const ready = await producer.ready();
-          await ready.send({ topic: deadLetterTopic, acks: -1, messages: [{ key: message.key, value: message.value, headers }] });
-          return 'done';
-        } catch (error) {
-          // Moving on before the dead letter is written would lose the event silently.
-          log.error({ ...where(payload.batch.topic, payload.batch.partition, message), err: error, attempt }, 'writing a dead letter failed; retrying');
-          if (stopping || !payload.isRunning() || payload.isStale()) return 'abandoned';
-          await pause(backoffDelay(attempt, retryBaseDelayMs, retryMaxDelayMs));
-          await payload.heartbeat();
-          if (stopping || !payload.isRunning() || payload.isStale()) return 'abandoned';
-        }
+      // Moving on before the dead letter is written would lose the event silently: retried for as
+      // long as the partition is ours.
+      try {
+        await retrying(async (attempt) => {
+          if (attempt > 1) {
+            await payload.heartbeat();
+            if (!alive(payload)) throw new Abandoned('the partition is no longer ours');
+          }
+          try {
+            const ready = await producer.ready();
+            await ready.send({ topic: deadLetterTopic, acks: -1, messages: [{ key: message.key, value: message.value, headers }] });
+          } catch (error) {
+            log.error({ ...where(payload.batch.topic, payload.batch.partition, message), err: error, attempt }, 'writing a dead letter failed; retrying');
+            throw new Failed(error);
+          }
+        }, { ...retries, retryIf: (error) => error instanceof Failed && alive(payload) });
+        return 'done';
+      } catch (error) {
+        if (error instanceof Failed || error instanceof Abandoned) return 'abandoned';
+        throw error;
       }
     };
 
@@ -155,21 +161,27 @@ export function makeKafkaConsumer(parts: KafkaConsumerParts): EventConsumer {
 
     /** The handler on `batch`, up to maxAttempts times: 'failed' once they all failed. */
     const attempt = async (payload: EachBatchPayload, batch: EventBatch): Promise<Outcome | { failed: unknown }> => {
-      let lastError: unknown;
-      for (let n = 1; n <= maxAttempts; n++) {
-        try {
-          await runHandler(payload, batch);
-          return 'done';
-        } catch (error) {
-          lastError = error;
-        }
-        if (n === maxAttempts) break;
-        if (!alive(payload)) return 'abandoned';
-        await pause(backoffDelay(n, retryBaseDelayMs, retryMaxDelayMs));
-        if (!alive(payload)) return 'abandoned';
-        await payload.heartbeat();
+      let tried = 0;
+      try {
+        await retrying(async (n) => {
+          tried = n;
+          if (n > 1) {
+            if (!alive(payload)) throw new Abandoned('the partition is no longer ours');
+            await payload.heartbeat();
+          }
+          try {
+            await runHandler(payload, batch);
+          } catch (error) {
+            throw new Failed(error);
+          }
+        }, { ...retries, attempts: maxAttempts, retryIf: (error) => error instanceof Failed && alive(payload) });
+        return 'done';
+      } catch (error) {
+        // The last attempt's failure counts whatever happens meanwhile; an earlier one ends the try when the partition is no longer ours.
+        if (error instanceof Failed) return tried === maxAttempts ? { failed: error.error } : 'abandoned';
+        if (error instanceof Abandoned) return 'abandoned';
+        throw error;
       }
-      return { failed: lastError };
     };
 
     /** Dead-letters one event its handler failed on every time, then tells onDeadLetter. */
@@ -182,16 +194,16 @@ export function makeKafkaConsumer(parts: KafkaConsumerParts): EventConsumer {
       if ((await writeDeadLetter(payload, message, errorMessage(error), maxAttempts)) === 'abandoned') return 'abandoned';
       if (onDeadLetter) {
         // The event is safe in the dead-letter topic now, so a failing callback cannot hold the partition forever.
-        for (let n = 1; n <= maxAttempts; n++) {
+        await retrying(async (n) => {
           try {
             await onDeadLetter(record, error);
-            break;
           } catch (callbackError) {
             log.error({ ...where(batch.topic, batch.partition, message), err: callbackError, attempt: n }, 'onDeadLetter failed');
-            if (n === maxAttempts || stopping) break;
-            await pause(backoffDelay(n, retryBaseDelayMs, retryMaxDelayMs));
+            throw callbackError;
           }
-        }
+        }, { ...retries, attempts: maxAttempts }).catch(() => {
+          // Logged above; the event is in the dead-letter topic whatever the callback does.
+        });
       }
       return 'done';
     };
@@ -301,7 +313,7 @@ export function makeKafkaConsumer(parts: KafkaConsumerParts): EventConsumer {
       stop() {
         stopped ??= (async () => {
           stopping = true;
-          for (const wake of [...wakers]) wake();
+          halt.abort();
           try {
             // kafkajs waits for the running batch, which ends after the in-flight record.
             await consumer.disconnect();
