@@ -42,6 +42,24 @@ export const stringVar = (fallback?: string) => z.string().optional().transform(
   return z.NEVER;
 });
 
+/** An integer from `min` that may be absent (empty counts as absent): its default then depends on another value. */
+export const optionalIntVar = (min: number) => z.string().optional().transform((raw, ctx) => {
+  if (!present(raw)) return undefined;
+  const value = Number(raw);
+  if (Number.isSafeInteger(value) && value >= min) return value;
+  ctx.addIssue({ code: 'custom', message: `must be an integer >= ${min}, got "${raw}"` });
+  return z.NEVER;
+});
+
+/** A TCP port that may be absent (empty counts as absent). */
+export const optionalPortVar = () => z.string().optional().transform((raw, ctx) => {
+  if (!present(raw)) return undefined;
+  const value = Number(raw);
+  if (Number.isSafeInteger(value) && value >= 1 && value <= 65_535) return value;
+  ctx.addIssue({ code: 'custom', message: `must be a port number (1-65535), got "${raw}"` });
+  return z.NEVER;
+});
+
 /** A text that may be absent (empty counts as absent). */
 export const optionalVar = () => z.string().optional().transform((raw) => (present(raw) ? raw : undefined));
 

@@ -7,3 +7,4 @@ export * from './last-resort.ts';
 export * from './config.ts';
 export * from './metrics-server.ts';
 export * from './transfers.ts';
+export * from './cors-origins.ts';

@@ -3,10 +3,9 @@ import { readFileSync } from 'node:fs';
 import { createServer, STATUS_CODES, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { z } from 'zod';
 import { M } from '@docshare/contracts';
 import { clientErrorMessage, closeEarly } from './errors.ts';
-import { ConfigError, intVar, readConfig, stringVar } from './config.ts';
+import { ConfigError, intVar, optionalIntVar, optionalPortVar, readConfig, stringVar } from './config.ts';
 import { attachUploadSlots, defaultTransferLimits, makeUploadSlots, stopWithServer, watchBodies, type TransferLimits } from './transfers.ts';
 
 /**
@@ -61,24 +60,6 @@ export const DEFAULT_HTTP_LIMITS: Omit<HttpLimits, 'maxConnections'> = {
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 65_000,
 };
-
-/** A TCP port that may be absent (empty counts as absent). */
-const optionalPortVar = () => z.string().optional().transform((raw, ctx) => {
-  if (raw === undefined || raw.trim() === '') return undefined;
-  const value = Number(raw);
-  if (Number.isSafeInteger(value) && value >= 1 && value <= 65_535) return value;
-  ctx.addIssue({ code: 'custom', message: `must be a port number (1-65535), got "${raw}"` });
-  return z.NEVER;
-});
-
-/** An integer from `min` that may be absent (empty counts as absent): its default then depends on another value. */
-const optionalIntVar = (min: number) => z.string().optional().transform((raw, ctx) => {
-  if (raw === undefined || raw.trim() === '') return undefined;
-  const value = Number(raw);
-  if (Number.isSafeInteger(value) && value >= min) return value;
-  ctx.addIssue({ code: 'custom', message: `must be an integer >= ${min}, got "${raw}"` });
-  return z.NEVER;
-});
 
 const TRANSFER_DEFAULTS = defaultTransferLimits(MAX_CONNECTIONS_CAP);
 

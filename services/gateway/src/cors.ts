@@ -1,5 +1,8 @@
 import type { Request, RequestHandler } from 'express';
-import { optionalVar } from '@docshare/http';
+import type { CorsOrigins } from '@docshare/http';
+
+// CORS_ORIGINS is read with the rest of the configuration (libs/http cors-origins.ts, libs/runtime config/edge.ts).
+export { corsOriginsVar, normalizeOrigin, parseCorsOrigins, type CorsOrigins } from '@docshare/http';
 
 /**
  * CORS at the edge (docs/http-caching-cors.md). `CORS_ORIGINS` names the browser origins that may
@@ -9,9 +12,6 @@ import { optionalVar } from '@docshare/http';
  * The API authenticates with a header token, never a cookie, so no answer ever carries
  * `Access-Control-Allow-Credentials`: `*` is never combined with credentials.
  */
-
-/** The origins that may call the API: `*` (any), or exact serialized origins (`https://app.example:8443`). */
-export type CorsOrigins = '*' | readonly string[];
 
 /** The methods the API's routes use (preflight answer). */
 export const CORS_ALLOWED_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'DELETE'];
@@ -26,51 +26,6 @@ export const CORS_EXPOSED_HEADERS: readonly string[] = [
 ];
 /** How long a browser may reuse a preflight answer (browsers cap it: Chromium at 2 h, Firefox at 24 h). */
 export const CORS_MAX_AGE_SECONDS = 600;
-
-// scheme://host[:port], nothing after: no path (not even "/"), query, fragment or user info.
-const ORIGIN_SHAPE = /^[a-z][a-z0-9+.-]*:\/\/[^/?#@\s]+$/i;
-
-/**
- * One configured origin in the form browsers send it (`Origin` is serialized: lowercase scheme and
- * host, no default port), or the reason it is not an origin.
- */
-export const normalizeOrigin = (entry: string): { origin: string } | { problem: string } => {
-  const why = `"${entry}" is not an origin (scheme://host[:port], e.g. https://app.example or http://localhost:5173)`;
-  if (!ORIGIN_SHAPE.test(entry)) return { problem: why };
-  let url: URL;
-  try {
-    url = new URL(entry);
-  } catch {
-    return { problem: why };
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { problem: `"${entry}" is not an http(s) origin` };
-  return { origin: url.origin };
-};
-
-/** `CORS_ORIGINS` read: undefined (unset or empty: CORS off), `*`, or the normalized origins; else the problems. */
-export const parseCorsOrigins = (raw: string | undefined): { origins: CorsOrigins | undefined } | { problems: string[] } => {
-  const entries = (raw ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
-  if (entries.length === 0) return { origins: undefined };
-  if (entries.includes('*')) {
-    return entries.length === 1 ? { origins: '*' } : { problems: ['"*" (any origin) must be the only entry'] };
-  }
-  const origins = new Set<string>();
-  const problems: string[] = [];
-  for (const entry of entries) {
-    const read = normalizeOrigin(entry);
-    if ('origin' in read) origins.add(read.origin);
-    else problems.push(read.problem);
-  }
-  return problems.length > 0 ? { problems } : { origins: [...origins] };
-};
-
-/** `CORS_ORIGINS` in a configuration schema (libs/http config.ts): a bad origin stops the start with its reason. */
-export const corsOriginsVar = () => optionalVar().transform((raw, ctx): CorsOrigins | undefined => {
-  const read = parseCorsOrigins(raw);
-  if ('origins' in read) return read.origins;
-  for (const problem of read.problems) ctx.addIssue({ code: 'custom', message: problem });
-  return undefined;
-});
 
 /**
  * The pattern of the route a path belongs to, among Express patterns (`/docs/:fileId`), matched

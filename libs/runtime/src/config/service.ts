@@ -1,0 +1,46 @@
+import {
+  HTTP_VARS, httpLimitsOf, intVar, metricsListenOf, optionalVar, publicBaseUrlOf, stringVar, type HttpLimits, type MetricsListen,
+} from '@docshare/http';
+import { concern } from './concern.ts';
+
+/** The HTTP side of a service: where it listens, its limits, its metrics listener, its logs and its public address. */
+export interface ServiceSettings {
+  port: number;
+  host: string;
+  /** pino level (LOG_LEVEL, `info`). */
+  logLevel: string;
+  /** The base of every link the API returns (PUBLIC_BASE_URL, else http://localhost:<the gateway's port>). */
+  publicBaseUrl: string;
+  /** Header, idle and total timeouts and the connection limit (`HTTP_*`). */
+  http: HttpLimits;
+  /** Where /metrics is served (METRICS_PORT, METRICS_HOST); undefined: on no separate listener. */
+  metrics: MetricsListen | undefined;
+}
+
+export interface ServiceOptions {
+  /** The service's own port: the default of PORT (each service has its own, README: the services). */
+  port: number;
+  /**
+   * Whose port the public address falls back on: `own` for the gateway and `npm start` (they are
+   * the public port), `gateway` (GATEWAY_PORT) for a service behind the gateway.
+   */
+  publicPort: 'own' | 'gateway';
+}
+
+/** PORT, HOST, LOG_LEVEL, PUBLIC_BASE_URL, GATEWAY_PORT, METRICS_* and the HTTP_* limits (libs/http HTTP_VARS). */
+export const service = (options: ServiceOptions) => concern({
+  ...HTTP_VARS,
+  PORT: intVar(options.port, 0),
+  HOST: stringVar('0.0.0.0'),
+  LOG_LEVEL: stringVar('info'),
+  PUBLIC_BASE_URL: optionalVar(),
+  /** The gateway's port, for the public address of a service behind it. */
+  GATEWAY_PORT: intVar(8080),
+}, (v, env): ServiceSettings => ({
+  port: v.PORT,
+  host: v.HOST,
+  logLevel: v.LOG_LEVEL,
+  publicBaseUrl: publicBaseUrlOf({ PUBLIC_BASE_URL: v.PUBLIC_BASE_URL }, options.publicPort === 'own' ? v.PORT : v.GATEWAY_PORT),
+  http: httpLimitsOf(env),
+  metrics: metricsListenOf(env, v.PORT),
+}), { PORT: 'the service\'s port' });
