@@ -107,11 +107,13 @@ export function decodeRecord(buffer: Buffer, start: number, end: number): Decode
   const crcText = buffer.toString('latin1', start, start + 8);
   if (!HEX8.test(crcText)) return { ok: false, reason: 'bad checksum field' };
   if (crc32(buffer.subarray(start + 9, end)) !== Number.parseInt(crcText, 16)) return { ok: false, reason: 'checksum mismatch' };
+  let payload: unknown;
   try {
-    return { ok: true, payload: JSON.parse(buffer.toString('utf8', start + 9, end)) as unknown };
+    payload = JSON.parse(buffer.toString('utf8', start + 9, end));
   } catch {
     return { ok: false, reason: 'invalid JSON' };
   }
+  return { ok: true, payload };
 }
 
 /**

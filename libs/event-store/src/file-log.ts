@@ -5,6 +5,7 @@ import { VersionConflict } from './port.ts';
 import type { AppendResult, EventStore } from './port.ts';
 import { appendListeners, safeWarning } from './append-listeners.ts';
 import { idAllocator } from './id-blocks.ts';
+import { isCloudEvent } from './parse-events.ts';
 import { validateAppend } from './validate.ts';
 
 export type { AppendFile } from '@docshare/durable-log';
@@ -263,11 +264,10 @@ function serveLog(
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
 
-/** An append record as the log writes it: its events are checked for what the log relies on (subject, streamversion). */
+/** An append record as the log writes it. */
 function isAppendRecord(value: unknown): value is AppendRecord {
   return isRecord(value) && value['type'] === 'append' && Number.isInteger(value['position']) && typeof value['stream'] === 'string'
-    && Array.isArray(value['events']) && value['events'].length > 0
-    && value['events'].every((event) => isRecord(event) && typeof event['subject'] === 'string' && Number.isInteger(event['streamversion']));
+    && Array.isArray(value['events']) && value['events'].length > 0 && value['events'].every(isCloudEvent);
 }
 
 function isIdsRecord(value: unknown): value is IdsRecord {

@@ -1,9 +1,11 @@
 import { MongoBulkWriteError, MongoServerError } from 'mongodb';
 import type { Collection, Db, Document } from 'mongodb';
-import type { CloudEvent, StoredEvent } from '@docshare/contracts';
+import { retrying, type CloudEvent, type StoredEvent } from '@docshare/contracts';
 import { VersionConflict } from './port.ts';
 import type { AppendResult, EventStore } from './port.ts';
 import { appendListeners, safeWarning } from './append-listeners.ts';
+import { idAllocator, type IdRange } from './id-blocks.ts';
+import { parseEvent, parseEvents } from './parse-events.ts';
 import { validateAppend } from './validate.ts';
 
 /*
@@ -156,13 +158,16 @@ export class AppendOutcomeUnknown extends Error {
 const NOT_SENT = new Set(['MongoServerSelectionError', 'MongoNotConnectedError', 'MongoTopologyClosedError', 'PoolClearedError']);
 export const neverSent = (error: unknown, depth = 0): boolean => {
   if (typeof error !== 'object' || error === null || depth > 4) return false;
-  const e = error as { name?: unknown; beforeHandshake?: unknown; syscall?: unknown; errorResponse?: unknown; cause?: unknown };
-  if (NOT_SENT.has(e.name as string)) return true;
+  const field = (key: string): unknown => (key in error ? Reflect.get(error, key) : undefined);
+  const name = field('name');
+  if (typeof name === 'string' && NOT_SENT.has(name)) return true;
   // A connection that failed while being opened (TCP connect refused or reset, or before its
   // handshake) carried nothing. insertMany wraps that MongoNetworkError in a MongoBulkWriteError
   // (as `errorResponse`), whose `cause` is the socket's error.
-  if (e.beforeHandshake === true || e.syscall === 'connect') return true;
-  return (e.errorResponse !== error && neverSent(e.errorResponse, depth + 1)) || (e.cause !== error && neverSent(e.cause, depth + 1));
+  if (field('beforeHandshake') === true || field('syscall') === 'connect') return true;
+  const response = field('errorResponse');
+  const cause = field('cause');
+  return (response !== error && neverSent(response, depth + 1)) || (cause !== error && neverSent(cause, depth + 1));
 };
 
 /** Secondary indexes of `events`. The stream ones are what makes a conflicting append fail. */
@@ -222,13 +227,13 @@ function exactInBson(value: unknown, depth: number): boolean {
 
 /** How an append stores `json` (its events' JSON text): as documents when they come back exactly, else as that text. */
 function storedForm(json: string): CloudEvent[] | string {
-  const events = JSON.parse(json) as CloudEvent[];
+  const events = parseEvents(json);
   return events.every((event) => exactInBson(event, 1)) ? events : json;
 }
 
 /** The events of an `events` document, either form. */
 export function eventsOf(doc: Pick<AppendDoc, 'events'>): CloudEvent[] {
-  return typeof doc.events === 'string' ? (JSON.parse(doc.events) as CloudEvent[]) : doc.events;
+  return typeof doc.events === 'string' ? parseEvents(doc.events) : doc.events;
 }
 
 /** Whether two stored forms hold the same events (an append read back against the one written). */
@@ -367,13 +372,6 @@ interface PendingAppend {
   reject(error: unknown): void;
 }
 
-interface IdBlock {
-  next: number;
-  /** Highest id of the reserved block. */
-  limit: number;
-  reserving: Promise<void> | null;
-}
-
 /** Opens the event store on `db`, creating its indexes. `close` leaves the client open: its owner closes it. */
 export async function openMongoEventStore(db: Db, options: MongoEventStoreOptions = {}): Promise<MongoEventStore> {
   const idBlockSize = options.idBlockSize ?? 20;
@@ -403,9 +401,10 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
    */
   const conflictVersion = async (stream: string, expected: number): Promise<number> => {
     const newer = await events.find({ stream, version: { $gt: expected } }).sort({ stream: 1, version: 1 }).toArray();
-    if (newer.length > 0) {
+    const last = newer.at(-1);
+    if (last) {
       await insertIndexEntries(index, newer);
-      return (newer.at(-1) as AppendDoc).version;
+      return last.version;
     }
     const head = await events.findOne({ stream }, { sort: { stream: -1, version: -1 }, projection: { version: 1 } });
     return head?.version ?? 0;
@@ -434,23 +433,24 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
    */
   const outcomeOf = async (docs: AppendDoc[]): Promise<number | null> => {
     const deadline = Date.now() + outcomeTimeoutMs;
-    for (;;) {
-      try {
-        const found = await events.find({ _id: { $in: docs.map((d) => d._id) } }).toArray();
-        const byId = new Map(found.map((d) => [d._id, d]));
-        let count = 0;
-        for (const doc of docs) {
-          const there = byId.get(doc._id);
-          // Another writer's append at that position is not ours.
-          if (!there || there.stream !== doc.stream || there.firstVersion !== doc.firstVersion || !sameEvents(there.events, doc.events)) break;
-          count++;
-        }
-        return count;
-      } catch {
-        if (Date.now() + outcomeRetryMs >= deadline) return null;
-        await new Promise((resolve) => setTimeout(resolve, outcomeRetryMs));
+    const count = async (): Promise<number> => {
+      const found = await events.find({ _id: { $in: docs.map((d) => d._id) } }).toArray();
+      const byId = new Map(found.map((d) => [d._id, d]));
+      let stored = 0;
+      for (const doc of docs) {
+        const there = byId.get(doc._id);
+        // Another writer's append at that position is not ours.
+        if (!there || there.stream !== doc.stream || there.firstVersion !== doc.firstVersion || !sameEvents(there.events, doc.events)) break;
+        stored++;
       }
-    }
+      return stored;
+    };
+    return retrying(count, {
+      baseMs: outcomeRetryMs,
+      capMs: outcomeRetryMs,
+      delayMs: () => outcomeRetryMs,
+      retryIf: () => Date.now() + outcomeRetryMs < deadline,
+    }).catch(() => null);
   };
 
   /** Stores `batch` in order, settling every entry: resolved, VersionConflict, or the error that stopped it. */
@@ -461,7 +461,7 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
     while (pending.length > 0) {
       let position = knownEnd;
       const appendedAt = new Date();
-      const docs = pending.map((entry): AppendDoc => {
+      const pairs = pending.map((entry): { entry: PendingAppend; doc: AppendDoc } => {
         const doc: AppendDoc = {
           _id: String(position),
           position,
@@ -473,8 +473,9 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
           appendedAt,
         };
         position += entry.count;
-        return doc;
+        return { entry, doc };
       });
+      const docs = pairs.map((pair) => pair.doc);
 
       let inserted = docs.length;
       let failure: unknown = null;
@@ -501,22 +502,19 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
             // The rest were not stored: safe to answer as the transient failure they met.
             for (const entry of pending.slice(storedCount)) entry.reject(error);
           }
-          for (let i = 0; i < inserted; i++) stored.push({ entry: pending[i] as PendingAppend, doc: docs[i] as AppendDoc });
+          stored.push(...pairs.slice(0, inserted));
           knownEnd = await scanLogEnd(events).catch(() => knownEnd);
           break;
         }
         inserted = writeError.index;
         failure = writeError.code === 11000 ? 'duplicate' : error;
       }
-      for (let i = 0; i < inserted; i++) stored.push({ entry: pending[i] as PendingAppend, doc: docs[i] as AppendDoc });
-      if (inserted > 0) {
-        const last = docs[inserted - 1] as AppendDoc;
-        knownEnd = last.position + last.count;
-      }
-      if (failure === null) break;
+      stored.push(...pairs.slice(0, inserted));
+      const last = pairs[inserted - 1]?.doc;
+      if (last) knownEnd = last.position + last.count;
+      const [failed, ...rest] = pending.slice(inserted);
+      if (failure === null || failed === undefined) break;
 
-      const failed = pending[inserted] as PendingAppend;
-      const rest = pending.slice(inserted + 1);
       if (failure !== 'duplicate') {
         failed.reject(failure);
         pending = rest;
@@ -564,7 +562,8 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
   const rememberEnd = (stream: string, version: number): void => {
     knownEnds.delete(stream);
     knownEnds.set(stream, version);
-    if (knownEnds.size > KNOWN_ENDS) knownEnds.delete(knownEnds.keys().next().value as string);
+    const oldest = knownEnds.keys().next();
+    if (knownEnds.size > KNOWN_ENDS && !oldest.done) knownEnds.delete(oldest.value);
   };
 
   /** Appends begun before close: close waits for them. */
@@ -602,7 +601,6 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
     });
   };
 
-  const blocks = new Map<string, IdBlock>();
   /** Highest block number known to exist per kind. */
   const topBlocks = new Map<string, number>();
 
@@ -632,41 +630,23 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
   };
 
   /** Reserves the next block of `kind`: the insert of its `_id` succeeds for one store only. */
-  const reserveBlock = async (kind: string, block: IdBlock): Promise<void> => {
-    for (;;) {
-      const top = await topBlock(kind);
-      const number = (top?.block ?? 0) + 1;
-      const from = (top?.upTo ?? 0) + 1;
-      const upTo = from + idBlockSize - 1;
-      try {
-        await idBlocks.insertOne({ _id: `${kind}:${number}`, kind, block: number, upTo, reservedAt: new Date() });
-      } catch (error) {
-        // Another store took this block first: find the new top and go on.
-        if (isDuplicateKey(error)) continue;
-        throw error;
-      }
-      topBlocks.set(kind, number);
-      block.next = from;
-      block.limit = upTo;
-      return;
+  const reserveBlock = async (kind: string): Promise<IdRange> => {
+    const top = await topBlock(kind);
+    const number = (top?.block ?? 0) + 1;
+    const from = (top?.upTo ?? 0) + 1;
+    const upTo = from + idBlockSize - 1;
+    try {
+      await idBlocks.insertOne({ _id: `${kind}:${number}`, kind, block: number, upTo, reservedAt: new Date() });
+    } catch (error) {
+      // Another store took this block first: find the new top and go on.
+      if (isDuplicateKey(error)) return reserveBlock(kind);
+      throw error;
     }
+    topBlocks.set(kind, number);
+    return { from, upTo };
   };
 
-  const nextId = async (kind: string): Promise<number> => {
-    if (typeof kind !== 'string' || kind === '') throw new Error('nextId needs a non-empty kind');
-    assertOpen();
-    let block = blocks.get(kind);
-    if (!block) blocks.set(kind, (block = { next: 1, limit: 0, reserving: null }));
-    for (;;) {
-      if (block.next <= block.limit) return block.next++;
-      assertOpen();
-      const current = block;
-      current.reserving ??= reserveBlock(kind, current).finally(() => {
-        current.reserving = null;
-      });
-      await current.reserving;
-    }
-  };
+  const { nextId } = idAllocator(reserveBlock, assertOpen);
 
   /** Events of a stream after `afterVersion`, by `_id`, a widening window of lookups at a time. */
   const readStream = async (streamId: string, afterVersion = 0): Promise<StoredEvent<CloudEvent>[]> => {
@@ -688,10 +668,11 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
     }
     // Index entries of a multi-event append may be caught half written: end at the last whole append.
     let end = docs.length;
-    while (end > 0 && (docs[end - 1] as StreamIndexDoc).last !== (docs[end - 1] as StreamIndexDoc).version) end--;
-    if (end > 0) rememberEnd(streamId, (docs[end - 1] as StreamIndexDoc).version);
+    while (end > 0 && docs[end - 1]?.last !== docs[end - 1]?.version) end--;
+    const lastWhole = docs[end - 1];
+    if (lastWhole) rememberEnd(streamId, lastWhole.version);
     return docs.slice(0, end).map((doc) => ({
-      position: doc.position, event: typeof doc.event === 'string' ? (JSON.parse(doc.event) as CloudEvent) : doc.event,
+      position: doc.position, event: typeof doc.event === 'string' ? parseEvent(doc.event) : doc.event,
     }));
   };
 
