@@ -10,24 +10,22 @@
  *
  * Pure functions: the bench (bench/stack.ts) runs the phases.
  */
+import { BACKEND_SERVICES, GATEWAY_SERVICE } from '@docshare/contracts/services';
 import type { StoreCommands } from './metrics.ts';
 import { fmt, renderGrid } from './report.ts';
 
+/** The services' columns: the gateway, then every service behind it (the registry, libs/contracts/src/services.ts). */
+export const SERVICE_COLUMNS: readonly { key: string; label: string }[] =
+  [GATEWAY_SERVICE, ...BACKEND_SERVICES].map(({ name }) => ({ key: name, label: name }));
 /** The table's columns: the services, then the servers (keys as cpuSnapshot names them). */
-export const COST_COLUMNS = [
-  { key: 'gateway', label: 'gateway' },
-  { key: 'docs-command', label: 'docs-command' },
-  { key: 'stats-projector', label: 'stats-projector' },
-  { key: 'files-projector', label: 'files-projector' },
-  { key: 'search-projector', label: 'search-projector' },
-  { key: 'text-extractor', label: 'text-extractor' },
+export const COST_COLUMNS: readonly { key: string; label: string }[] = [
+  ...SERVICE_COLUMNS,
   { key: 'kafka', label: 'kafka' },
   { key: 'ferretdb', label: 'ferretdb(+postgres)' },
   { key: 'elasticsearch', label: 'elasticsearch' },
   { key: 'minio', label: 'minio' },
   { key: 'redis', label: 'redis' },
-] as const;
-export const SERVICE_COLUMNS = COST_COLUMNS.slice(0, 6);
+];
 
 /** What a span of time cost: its length, CPU seconds per process tree, store commands per service. */
 export interface SpanCost {

@@ -3,7 +3,7 @@
  * MinIO, Redis) on the default ports + an offset, under its own data dir (the chaos suite's
  * Servers), or servers that already run (BENCH_STACK_REUSE=1, URLs from the environment); then one
  * distributed docshare instance on them (infra/stack/instance.ts through the chaos suite's
- * Instance: five supervised services, namespaced databases, topics, index and bucket).
+ * Instance: every service of the registry supervised, namespaced databases, topics, index and bucket).
  */
 import { readFile } from 'node:fs/promises';
 import { Kafka, logLevel } from 'kafkajs';
@@ -11,6 +11,7 @@ import { Client as EsClient } from '@elastic/elasticsearch';
 import { Client as MinioClient } from 'minio';
 import { parseEndPoint } from '@docshare/blob-store/minio';
 import { MongoClient, type Db } from 'mongodb';
+import { CONSUMER_SERVICES, PROJECTOR_SERVICES } from '@docshare/contracts/services';
 import { SERVER_NAMES, Servers } from '../../infra/chaos/servers.ts';
 import { Instance, SERVICE_NAMES } from '../../infra/chaos/instance.ts';
 import { parseEnvFile } from '../../infra/stack/services.ts';
@@ -180,14 +181,14 @@ export const cpuUsed = (before: CpuSnapshot, after: CpuSnapshot): Record<string,
     return [name, Number.isFinite(used) && used >= 0 ? used : NaN];
   }));
 
-/** The projector groups of an instance, as infra/stack/instance.ts names them (`<service>.<ns>`). */
-export const PROJECTORS = ['stats-projector', 'files-projector', 'search-projector'] as const;
+/** The projector groups of an instance, as infra/stack/instance.ts names them (`<service>.<ns>`): the registry's projectors. */
+export const PROJECTORS: readonly string[] = PROJECTOR_SERVICES.map((service) => service.name);
 /**
- * The whole pipeline behind an upload: the projectors and the text extractor's settling group
- * (it commits an upload's offset once its text is recorded through docs-command, whose event the
- * projectors then read).
+ * The whole pipeline behind an upload: every consumer of the registry, the projectors and the
+ * workers (the text extractor's settling group commits an upload's offset once its text is
+ * recorded through the command side, whose event the projectors then read).
  */
-export const PIPELINE_GROUPS = [...PROJECTORS, 'text-extractor'] as const;
+export const PIPELINE_GROUPS: readonly string[] = CONSUMER_SERVICES.map((service) => service.name);
 
 export interface PipelineLag {
   /** events in the event log the outbox relay has not yet checkpointed as published */

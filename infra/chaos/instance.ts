@@ -10,14 +10,14 @@ import { createHash } from 'node:crypto';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { sleep } from '@docshare/contracts';
+import { SERVICE_NAMES, serviceNamed, type ServiceName } from '@docshare/contracts/services';
 import { groupMembers } from './servers.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
-export const SERVICE_NAMES = ['docs-command', 'stats-projector', 'files-projector', 'search-projector', 'text-extractor', 'gateway'] as const;
-export type ServiceName = typeof SERVICE_NAMES[number];
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** Every service of an instance, in start order (the registry, libs/contracts/src/services.ts). */
+export { SERVICE_NAMES, type ServiceName };
 
 export interface InstanceOptions {
   port: number;
@@ -125,7 +125,7 @@ export class Instance {
 
   /** Pids of a service of this instance found through /proc. */
   private async scanPids(name: ServiceName): Promise<number[]> {
-    const entry = `services/${name}/src/main.ts`;
+    const { entry } = serviceNamed(name);
     const marker = `MONGO_COMMAND_DB=${this.commandDb}`;
     const found: number[] = [];
     for (const dir of await readdir('/proc')) {

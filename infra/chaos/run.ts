@@ -18,8 +18,8 @@
  * (their path is printed).
  *
  * Env: CHAOS_ROUNDS (1: each fault once), CHAOS_FAULTS (comma list, default all, in order:
- * kafka,ferretdb,elasticsearch,minio,redis,docs-command,stats-projector,files-projector,
- * search-projector,text-extractor,gateway,elasticsearch-pause), CHAOS_FAULT_SECONDS (5: how long a killed server
+ * kafka,ferretdb,elasticsearch,minio,redis, then every service of the registry in start order
+ * (libs/contracts/src/services.ts), then elasticsearch-pause), CHAOS_FAULT_SECONDS (5: how long a killed server
  * stays down), CHAOS_PAUSE_SECONDS (20), CHAOS_CALM_SECONDS (2: load between faults),
  * CHAOS_WARMUP_SECONDS (5), CHAOS_CLIENTS (8), CHAOS_THINK_MS (100), CHAOS_REQUEST_TIMEOUT_MS
  * (30000), CHAOS_RECOVERY_TIMEOUT_SECONDS (120: "never recovered"), CHAOS_PORT_OFFSET (3000),
@@ -32,6 +32,8 @@ import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
+import { sleep } from '@docshare/contracts';
+import { GATEWAY_SERVICE } from '@docshare/contracts/services';
 import { Instance, SERVICE_NAMES, type ServiceName } from './instance.ts';
 import { Recorder, runClient, type Rec, type User } from './load.ts';
 import { Probe } from './probe.ts';
@@ -66,7 +68,6 @@ const cfg = {
 };
 for (const f of cfg.faults) if (!(ALL_FAULTS as readonly string[]).includes(f)) throw new Error(`CHAOS_FAULTS: unknown fault ${f} (known: ${ALL_FAULTS.join(', ')})`);
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const secs = (ms: number | undefined): string => ms === undefined ? '-' : (ms / 1000).toFixed(1);
 const began = performance.now();
 const log = (line: string): void => console.log(`[chaos ${secs(performance.now() - began).padStart(6)}s] ${line}`);
@@ -225,7 +226,7 @@ try {
       result.injectedAt = rec.now();
       result.notes.push(`killed pid ${pid}`);
       await awaitRecovery(result);
-      if (name === 'gateway') gatewayDown.push({ from: result.injectedAt, to: result.recoveredAt ?? rec.now(), label: 'gateway kill' });
+      if (name === GATEWAY_SERVICE.name) gatewayDown.push({ from: result.injectedAt, to: result.recoveredAt ?? rec.now(), label: 'gateway kill' });
       const now = await inst.servicePid(name);
       result.notes.push(now === null ? 'no running process afterwards' : now === pid ? 'same pid afterwards?' : `restarted as pid ${now}`);
       return result;

@@ -20,6 +20,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PROJECTOR_SERVICES, SERVICE_NAMES } from '@docshare/contracts/services';
 import { api, type Api, type RegisteredUser } from '../../tests/support/client.ts';
 import { alive, freePort } from '../../tests/support/server.ts';
 import { buildImages, ComposeStack, ensureSecrets, ROOT } from './compose.ts';
@@ -54,7 +55,8 @@ const NEEDS_OWN_SERVER = [
 ];
 const escape = (name: string): string => name.startsWith('^') ? name : name.replace(/[.*+?()[\]{}|\\]/g, '\\$&');
 
-const SERVICES = ['kafka', 'mongodb', 'elasticsearch', 'minio', 'redis', 'docs-command', 'stats-projector', 'files-projector', 'search-projector', 'text-extractor', 'gateway'];
+/** The servers, then every service of the registry (libs/contracts/src/services.ts). */
+const SERVICES = ['kafka', 'mongodb', 'elasticsearch', 'minio', 'redis', ...SERVICE_NAMES];
 
 let stack: ComposeStack;
 let secretsDir: string;
@@ -296,7 +298,8 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
       const allowed: Record<string, string[]> = {
         gateway: ['jwt_secret', 'redis_password'],
         'docs-command': ['internal_token', 'jwt_secret', 'minio_app_access_key', 'minio_app_secret_key', 'mongo_app_password'],
-        'stats-projector': ['mongo_app_password'], 'files-projector': ['mongo_app_password'], 'search-projector': ['mongo_app_password'],
+        // Every projector: the app's MongoDB password only.
+        ...Object.fromEntries(PROJECTOR_SERVICES.map((projector) => [projector.name, ['mongo_app_password']])),
         'text-extractor': ['internal_token', 'minio_app_access_key', 'minio_app_secret_key'],
         mongodb: ['mongo_app_password', 'mongo_root_password'], minio: ['minio_root_password', 'minio_root_user'],
         'minio-init': ['minio_app_access_key', 'minio_app_secret_key', 'minio_root_password', 'minio_root_user'],
@@ -310,17 +313,19 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
     assert.equal((await fetch(`${stack.baseUrl}/metrics`)).status, 404);
     const gateway = stack.containers().find((c) => c.service === 'gateway' && c.state === 'running');
     assert.ok(gateway);
+    /** One metric each service must export (any docshare metric for a service not named here). */
     const expected: Record<string, string> = {
       gateway: 'docshare_rate_limited_requests_total', 'docs-command': 'docshare_outbox_backlog_events',
       'stats-projector': 'docshare_consumer_lag', 'files-projector': 'docshare_read_model_generation_timestamp_seconds', 'search-projector': 'docshare_dead_letters_total',
       'text-extractor': 'docshare_extractions_total',
     };
-    for (const [service, metric] of Object.entries(expected)) {
+    for (const service of SERVICE_NAMES) {
+      const metric = expected[service];
       // From inside the back network, as Prometheus scrapes it (infra/observability/prometheus.yml).
       const text = stack.engine(['exec', gateway.id, 'node', '-e',
         `fetch('http://${service}:9464/metrics').then(async (r) => { process.stdout.write(r.status + '\\n' + await r.text()); })`]);
       assert.match(text, /^200\n/, `${service}:9464/metrics`);
-      assert.ok(text.includes(`# TYPE ${metric} `), `${service} does not export ${metric}`);
+      assert.ok(text.includes(metric === undefined ? '# TYPE docshare_' : `# TYPE ${metric} `), `${service} does not export ${metric ?? 'a docshare metric'}`);
     }
   });
 
@@ -344,7 +349,7 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
           return []; // not answering yet
         }
       };
-      const JOBS = ['gateway', 'docs-command', 'stats-projector', 'files-projector', 'search-projector', 'text-extractor'];
+      const JOBS = SERVICE_NAMES;
       // Until every job's replicas are found (DNS) and each has been scraped once (health no longer
       // `unknown`); bounded by the suite's timeout. Then each must be up.
       let found: Target[] = [];

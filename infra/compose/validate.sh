@@ -30,7 +30,12 @@ dc config -q
 docker-compose --project-directory . -f "$v1" -f docker-compose.local.yml config -q
 services=$(dc config --services | sort | tr '\n' ' ')
 echo "[compose] docker-compose.yml is valid: $services"
-for needed in kafka mongodb elasticsearch minio minio-init redis docs-command stats-projector files-projector search-projector text-extractor gateway; do
+# The servers, and every service of the registry (libs/contracts/src/services.ts; the project's Node
+# reads it, as npm run does). infra/test/services-registry.test.ts checks each one's wiring.
+node_bin=node; [ -x node_modules/.bin/node ] && node_bin=node_modules/.bin/node
+apps="$("$node_bin" --input-type=module -e "const { SERVICE_NAMES } = await import('@docshare/contracts/services'); console.log(SERVICE_NAMES.join(' '))")"
+[ -n "$apps" ] || { echo "[compose] the services registry names no service" >&2; exit 1; }
+for needed in kafka mongodb elasticsearch minio minio-init redis $apps; do
   case " $services " in *" $needed "*) ;; *) echo "[compose] missing service: $needed" >&2; exit 1 ;; esac
 done
 # The override may set `image:` and nothing else.

@@ -16,7 +16,7 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { loadOrCreateSecret } from '@docshare/auth';
 import { publicBaseUrlOf } from '@docshare/http';
-import { SERVICES, startServices, stopServices } from './services.ts';
+import { GATEWAY, SERVICES, startServices, stopServices } from './services.ts';
 import { freePorts } from './ports.ts';
 
 const env = process.env;
@@ -55,7 +55,7 @@ const services = await startServices({
   },
   metricsPorts: {
     ...Object.fromEntries(SERVICES.map((spec, i) => [spec.name, metricsPorts[i] as number])),
-    ...(gatewayMetricsPort === undefined ? {} : { gateway: gatewayMetricsPort }),
+    ...(gatewayMetricsPort === undefined ? {} : { [GATEWAY.name]: gatewayMetricsPort }),
   },
   output: 'inherit',
   pidDir,

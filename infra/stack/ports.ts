@@ -4,7 +4,7 @@
  * (the gateway) fails to listen, after every server and service before it started.
  */
 import { createServer } from 'node:net';
-import { SERVICES } from './services.ts';
+import { GATEWAY, SERVICES } from './services.ts';
 
 export interface PortUse {
   /** The variable that sets it, as the user would write it (`STACK_SERVICE_PORT+1` for the second internal one). */
@@ -41,13 +41,13 @@ export const stackPorts = (env: NodeJS.ProcessEnv): PortUse[] => {
   const first = portOf(env, 'STACK_SERVICE_PORT', 18081);
   if (first + SERVICES.length - 1 > 65_535) throw new Error(`STACK_SERVICE_PORT=${first} leaves no room for ${SERVICES.length} ports`);
   return [
-    { variable: 'PORT', port: portOf(env, 'PORT', 8080), use: 'gateway', app: true },
+    { variable: 'PORT', port: portOf(env, 'PORT', 8080), use: GATEWAY.name, app: true },
     ...SERVICES.map((spec, i) => ({
       variable: i === 0 ? 'STACK_SERVICE_PORT' : `STACK_SERVICE_PORT+${i}`, port: first + i, use: spec.name, app: true,
     })),
     ...SERVER_PORTS.map(({ variable, fallback, use }) => ({ variable, port: portOf(env, variable, fallback), use, app: false })),
     // Only when set: the gateway's metrics listener.
-    ...(env.METRICS_PORT?.trim() ? [{ variable: 'METRICS_PORT', port: portOf(env, 'METRICS_PORT', 0), use: 'gateway metrics', app: true }] : []),
+    ...(env.METRICS_PORT?.trim() ? [{ variable: 'METRICS_PORT', port: portOf(env, 'METRICS_PORT', 0), use: `${GATEWAY.name} metrics`, app: true }] : []),
   ];
 };
 

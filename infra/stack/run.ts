@@ -16,7 +16,7 @@ import { resolve, join } from 'node:path';
 import { loadOrCreateSecret } from '@docshare/auth';
 import { publicBaseUrlOf } from '@docshare/http';
 import { checkStackPorts } from './ports.ts';
-import { parseEnvFile, startServices, stopServices, type RunningService } from './services.ts';
+import { GATEWAY, parseEnvFile, startServices, stopServices, type RunningService } from './services.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const env = process.env;
@@ -62,7 +62,7 @@ try {
     publicBaseUrl: publicBaseUrlOf(env, port),
     jwtSecret: env.JWT_SECRET || await loadOrCreateSecret(join(dataDir, 'secrets', 'jwt-secret')),
     extraEnv: Object.fromEntries(passthrough.filter((k) => env[k] !== undefined).map((k) => [k, env[k] as string])),
-    ...(env.METRICS_PORT ? { metricsPorts: { gateway: Number(env.METRICS_PORT) } } : {}),
+    ...(env.METRICS_PORT ? { metricsPorts: { [GATEWAY.name]: Number(env.METRICS_PORT) } } : {}),
     output: 'inherit',
     pidDir,
   });

@@ -9,6 +9,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { sleep } from '@docshare/contracts';
+import { BACKEND_SERVICES, GATEWAY_SERVICE, UPSTREAM_SERVICES } from '@docshare/contracts/services';
 import { makeLogger, type Logger } from '@docshare/http';
 import { CONFIG_ERROR_EXIT_CODE, supervise, type RestartPolicy, type Supervised } from '@docshare/standalone/supervisor';
 
@@ -16,15 +18,10 @@ const ROOT = join(import.meta.dirname, '..', '..');
 
 export interface ServiceSpec { name: string; entry: string }
 
-/** Start order: the command side and projectors first, the gateway last. */
-export const SERVICES: readonly ServiceSpec[] = [
-  { name: 'docs-command', entry: 'services/docs-command/src/main.ts' },
-  { name: 'stats-projector', entry: 'services/stats-projector/src/main.ts' },
-  { name: 'files-projector', entry: 'services/files-projector/src/main.ts' },
-  { name: 'search-projector', entry: 'services/search-projector/src/main.ts' },
-  { name: 'text-extractor', entry: 'services/text-extractor/src/main.ts' },
-];
-export const GATEWAY: ServiceSpec = { name: 'gateway', entry: 'services/gateway/src/main.ts' };
+/** Start order (the registry's, libs/contracts/src/services.ts): every service behind the gateway first... */
+export const SERVICES: readonly ServiceSpec[] = BACKEND_SERVICES;
+/** ...the gateway last. */
+export const GATEWAY: ServiceSpec = GATEWAY_SERVICE;
 
 export interface RunningService {
   name: string;
@@ -56,7 +53,7 @@ export interface StackOptions {
   gatewayPort: number;
   /** Ports of the internal services start here (default 18081)... */
   firstServicePort?: number;
-  /** ...unless given one by one (docs-command, stats, files, search, text-extractor). */
+  /** ...unless given one by one, in SERVICES' order. */
   servicePorts?: readonly number[];
   publicBaseUrl: string;
   jwtSecret: string;
@@ -118,7 +115,7 @@ const waitReady = async (service: RunningService, timeoutMs: number): Promise<vo
     } catch (error) {
       last = String(error);
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   throw new Error(`${service.name} not ready after ${timeoutMs} ms: ${last}`);
 };
@@ -185,12 +182,11 @@ const superviseService = (spec: ServiceSpec, port: number, env: Record<string, s
 export const startServices = async (options: StackOptions): Promise<RunningService[]> => {
   const first = options.firstServicePort ?? 18081;
   const ports = SERVICES.map((_, i) => options.servicePorts?.[i] ?? first + i);
-  const urls = {
-    DOCS_COMMAND_URL: `http://127.0.0.1:${ports[0]}`,
-    STATS_URL: `http://127.0.0.1:${ports[1]}`,
-    FILES_URL: `http://127.0.0.1:${ports[2]}`,
-    SEARCH_URL: `http://127.0.0.1:${ports[3]}`,
-  };
+  // DOCS_COMMAND_URL, STATS_URL, ...: where the gateway (and the text extractor) find each service.
+  const urls = Object.fromEntries(UPSTREAM_SERVICES.map((upstream) => {
+    const i = SERVICES.findIndex((spec) => spec.name === upstream.name);
+    return [upstream.urlVar, `http://127.0.0.1:${ports[i] ?? first + i}`];
+  }));
   const env = {
     // docs-command and the text extractor share it (docs-command's internal routes); one per stack.
     INTERNAL_TOKEN: randomBytes(24).toString('hex'),
@@ -218,8 +214,8 @@ export const startServices = async (options: StackOptions): Promise<RunningServi
  */
 export const stopServices = async (services: RunningService[], graceMs = 25_000, pidDir?: string): Promise<void> => {
   const ordered = [...services].reverse();
-  const gateway = ordered.filter((s) => s.name === 'gateway');
-  for (const group of [gateway, ordered.filter((s) => s.name !== 'gateway')]) {
+  const gateway = ordered.filter((s) => s.name === GATEWAY.name);
+  for (const group of [gateway, ordered.filter((s) => s.name !== GATEWAY.name)]) {
     await Promise.all(group.map((s) => s.supervisor.stop('SIGTERM', graceMs)));
   }
   if (pidDir !== undefined) for (const s of services) rmSync(pidFileOf(pidDir, s.name), { force: true });
