@@ -34,15 +34,21 @@ import { beginSwitch, finishSwitch, type DocumentProjector, type ProjectorModule
 import { connectMongo } from '@docshare/projection/distributed';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
-import { filesProjector } from '@docshare/files-projector';
-import { statsProjector } from '@docshare/stats-projector';
-import { searchProjector } from '@docshare/search-projector';
+import { PROJECTOR_SERVICES } from '@docshare/contracts/services';
 import { resolve, join } from 'node:path';
 import { parseEnvFile } from './stack/services.ts';
 import { replay } from './rebuild-replay.ts';
 
-/** Every projector's read model, by its name (what the command line names). */
-const PROJECTORS: readonly ProjectorModule[] = [statsProjector, filesProjector, searchProjector];
+/**
+ * Every projector's read model, by its name (what the command line names): the registry's
+ * projectors (libs/contracts/src/services.ts), each the module its package declares.
+ */
+const PROJECTORS: readonly ProjectorModule[] = await Promise.all(PROJECTOR_SERVICES.map(async (service) => {
+  const exports: Record<string, unknown> = await import(service.package);
+  const module = exports[service.declaration] as ProjectorModule | undefined;
+  if (module?.name !== service.name) throw new Error(`${service.package} declares no ${service.declaration} named ${service.name}`);
+  return module;
+}));
 
 // What `npm run stack` wrote for its services, under the variables this process was not given.
 const stackEnv = await parseEnvFile(join(resolve(process.env['DATA_DIR'] ?? './data'), 'infra', 'stack.env')).catch(() => ({}));
