@@ -2,8 +2,12 @@
  * Every event docshare records, in one CloudEvents 1.0 structured-JSON envelope (decisions §14).
  * `subject` is the stream (entity) id, e.g. `file-12`. The Kafka key is `partitionKeyOf(event)`:
  * the user whose read-model documents the event changes, so one stream's events stay in order and
- * one partition carries every change to a given document. `streamversion` is the event's 1-based position in its stream: projections
- * use (subject, streamversion) to ignore anything they have already applied.
+ * one partition carries every change to a given document. `streamversion` is the event's 1-based
+ * position in its stream (what an append checks for conflicts). A redelivered or replayed event
+ * changes no read model: each read-model update carries the log position of the event it comes
+ * from (`StoredEvent.position`), and a document applies it only when it has applied nothing at that
+ * position or later (the ReadStore's `applyBatch`); the search index keeps a file's
+ * `streamversion` as its document's version and ignores an older or equal one.
  */
 export interface CloudEvent<TType extends string = string, TData = unknown> {
   specversion: '1.0';
