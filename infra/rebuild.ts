@@ -7,7 +7,7 @@
  *      Elasticsearch index), in pages with one bulk write each, the next page read while one is
  *      written (rebuild-replay.ts); then again from where it ended,
  *      so the rest is short;
- *   2. begin the switch (libs/projection/src/fence.ts): the live projectors finish the batch in
+ *   2. begin the switch (libs/projection/src/generations.ts): the live projectors finish the batch in
  *      hand and wait, so from now on only this process writes the new generation;
  *   3. replay the events recorded meanwhile into it, up to the log's end as read after step 2:
  *      every event a projector has not already written where the switch will point;
@@ -31,7 +31,7 @@ import type { CloudEvent, StoredEvent } from '@docshare/contracts';
 import { openMongoEventStore } from '@docshare/event-store/mongo';
 import { configOrExit, intVar, optionalVar, stringVar } from '@docshare/http';
 import { beginSwitch, finishSwitch, type DocumentProjector, type ProjectorModule, type SearchProjector } from '@docshare/projection';
-import { connectMongo } from '@docshare/projection/distributed';
+import { connectMongo } from '@docshare/runtime/distributed';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
 import { PROJECTOR_SERVICES } from '@docshare/contracts/services';

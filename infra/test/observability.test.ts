@@ -15,7 +15,9 @@ import { makeGateway } from '@docshare/gateway';
 import { makeLogger, makeOps } from '@docshare/http';
 import express from 'express';
 import { registerExtractionMetrics } from '@docshare/text-extractor';
-import { deadLetterCounter, makeMemoryCheckpoints, registerConsumerLag, registerReadModelGenerations, startProjectorService } from '@docshare/projection';
+import { makeMemoryCheckpoints } from '@docshare/consistency';
+import { registerReadModelGenerations, startProjectorService } from '@docshare/projection';
+import { deadLetterCounter, registerConsumerLag } from '@docshare/runtime';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');

@@ -1,14 +1,9 @@
 import type { Express } from 'express';
 import type { Logger } from '@docshare/http';
 import type { ReadStore } from '@docshare/read-store';
+import type { ReadModelIndex } from '@docshare/read-store/mongo';
 import type { SearchIndex } from '@docshare/search-index';
 import type { BatchApply } from './runner.ts';
-
-/** An index of a read-model collection (what the MongoDB adapter creates): fields in order, 1 or -1. */
-export interface ModelIndex {
-  name: string;
-  key: [field: string, direction: 1 | -1][];
-}
 
 /** What a projector's query app is made with, besides its read model. */
 export interface QueryContext {
@@ -31,7 +26,7 @@ interface ProjectorFacts {
 export interface DocumentProjector extends ProjectorFacts {
   kind: 'documents';
   /** The indexes its queries need, per collection (unprefixed name). */
-  indexes: Readonly<Record<string, readonly ModelIndex[]>>;
+  indexes: Readonly<Record<string, readonly ReadModelIndex[]>>;
   handler(store: ReadStore): BatchApply;
   queryApp(store: ReadStore, context: QueryContext): Express;
 }
@@ -46,6 +41,6 @@ export interface SearchProjector extends ProjectorFacts {
 
 /**
  * Everything about one projector, declared once in its package (`projector.ts`): the distributed
- * main (runtime.ts), the embedded composition and `npm run rebuild` all loop over these.
+ * main (distributed.ts), the embedded composition and `npm run rebuild` all loop over these.
  */
 export type ProjectorModule = DocumentProjector | SearchProjector;

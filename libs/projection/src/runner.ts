@@ -1,10 +1,10 @@
-import { jitteredBackoffMs, type CloudEvent, type DocshareEvent, type EventType, type StoredEvent } from '@docshare/contracts';
-import type { EventBatch, EventConsumer, Subscription } from '@docshare/event-bus';
+import type { CloudEvent, DocshareEvent, EventType, StoredEvent } from '@docshare/contracts';
+import type { EventBatch, EventConsumer } from '@docshare/event-bus';
 import type { GuardedUpdate, Update } from '@docshare/read-store';
-import type { Checkpoints } from './consistency.ts';
-import { isTransient, type Logger } from '@docshare/http';
-
-export { isTransient };
+import type { Checkpoints } from '@docshare/consistency';
+import { counter, type Logger } from '@docshare/http';
+import { consume, deadLetterCounter, type RunningConsumer } from '@docshare/runtime';
+import type { Registry } from 'prom-client';
 
 /** One change to one read-model document; applied under the position of the event it comes from. */
 export interface ReadOp {
@@ -12,9 +12,6 @@ export interface ReadOp {
   id: string;
   update: Update;
 }
-
-/** A pure projection: the document changes one event implies (at most one per document). */
-export type Projection = (event: DocshareEvent) => ReadOp[];
 
 const KNOWN: ReadonlySet<string> = new Set<EventType>([
   'docs.user.registered.v1', 'docs.category.created.v1', 'docs.file.uploaded.v1', 'docs.file.updated.v1',
@@ -52,45 +49,42 @@ export const projectBatches = (apply: BatchApply, checkpoints: Checkpoints, grou
     checkpoints.record(group, batch.partition, batch.through).catch(() => {});
   };
 
-export interface RunningProjector {
-  subscription: Subscription;
-  stop(): Promise<void>;
+/** The runner's counters in `registry` (registered once; a service registers them before its consumer joins). */
+export const projectorMetrics = (registry: Registry) => ({
+  projected: counter(registry, 'docshare_events_projected_total', 'Events applied to the read model', ['type']),
+  deadLetters: deadLetterCounter(registry),
+});
+
+export interface ProjectorRun {
+  /** Where the events come from: the Kafka bus's consumer, or the embedded log bus. */
+  consumer: EventConsumer;
+  /** Consumer group, and the group its checkpoints are recorded under. */
+  group: string;
+  /** Applies a batch to the read model (the projector module's handler, fenced by generation in distributed mode). */
+  apply: BatchApply;
+  checkpoints: Checkpoints;
+  logger: Logger;
+  /** Where `docshare_events_projected_total` and `docshare_dead_letters_total` are counted. */
+  registry: Registry;
 }
 
 /**
- * `handle`, retried in place while it fails transiently (capped backoff, forever): a dependency
- * that is down for a while must delay the projection, not send its events to the dead-letter topic.
- * Other failures go to the bus, which redelivers and finally dead-letters.
+ * THE projector runner, in both modes (the distributed service, startProjectorService, and
+ * embedded mode): subscribes `group`, applies each batch (transient failures retried in place,
+ * @docshare/runtime's `consume`), records the group's checkpoint, and counts the events applied
+ * (`docshare_events_projected_total{type}`) and those given up on (`docshare_dead_letters_total{group}`).
  */
-export const retryTransient = (
-  handle: (batch: EventBatch) => Promise<void>, logger: Logger, maxDelayMs = 5_000,
-) => async (batch: EventBatch): Promise<void> => {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await handle(batch);
-    } catch (error) {
-      if (!isTransient(error)) throw error;
-      const delay = jitteredBackoffMs(attempt + 1, 100, maxDelayMs);
-      logger.warn({ err: error, attempt, partition: batch.partition, events: batch.records.length, first: batch.records[0]?.position }, 'dependency unavailable; retrying');
-      await new Promise((resolve) => setTimeout(resolve, delay));
+export const runProjector = (run: ProjectorRun): Promise<RunningConsumer> => {
+  const { projected, deadLetters } = projectorMetrics(run.registry);
+  const project = projectBatches(run.apply, run.checkpoints, run.group);
+  const handle = async (batch: EventBatch): Promise<void> => {
+    await project(batch);
+    for (const { event } of batch.records) projected.inc({ type: event.type });
+    if (batch.records.length > 0) {
+      run.logger.debug({
+        partition: batch.partition, events: batch.records.length, first: batch.records[0]!.position, through: batch.through,
+      }, 'batch projected');
     }
-  }
-};
-
-/**
- * Subscribes `handle` as consumer group `group`: every event, at least once, in batches
- * acknowledged after `handle` resolves. `onDeadLetter` is told about each event given up on (metrics).
- */
-export const runProjector = async (
-  consumer: EventConsumer, group: string, handle: (batch: EventBatch) => Promise<void>, logger: Logger,
-  onDeadLetter?: (record: StoredEvent<CloudEvent>) => void,
-): Promise<RunningProjector> => {
-  const subscription = await consumer.subscribeBatches(group, retryTransient(handle, logger), {
-    onDeadLetter: (record, error) => {
-      logger.error({ err: error, group, eventId: record.event.id, type: record.event.type, subject: record.event.subject,
-        correlationId: record.event.correlationid }, 'event dead-lettered after repeated failures');
-      onDeadLetter?.(record);
-    },
-  });
-  return { subscription, stop: () => subscription.stop() };
+  };
+  return consume(run.consumer, run.group, handle, run.logger, () => deadLetters.inc({ group: run.group }));
 };

@@ -9,10 +9,9 @@ import { testEvents } from '@docshare/contracts/testing';
 import { makeLogBus } from '@docshare/event-bus';
 import { openFileEventLog, type FileEventLog } from '@docshare/event-store';
 import { makeLogger, sendError } from '@docshare/http';
-import {
-  deadLetterCounter, generationOf, makeMemoryCheckpoints, projectBatches, registerConsumerLag, registerReadModelGenerations, runProjector,
-  startProjectorService,
-} from '../src/index.ts';
+import { makeMemoryCheckpoints } from '@docshare/consistency';
+import { consume, deadLetterCounter, registerConsumerLag } from '@docshare/runtime';
+import { generationOf, registerReadModelGenerations, runProjector, startProjectorService } from '../src/index.ts';
 import type { EventConsumer } from '@docshare/event-bus';
 import express from 'express';
 
@@ -50,7 +49,7 @@ describe('docshare_consumer_lag', () => {
     registerConsumerLag(registry, bus, ['fast', 'idle']);
     await log.append('s', 0, testEvents('s', 1, 4));
     assert.equal(await valueOf(registry, 'docshare_consumer_lag', { group: 'fast', partition: '0' }), 4);
-    const running = await runProjector(bus, 'fast', async () => {}, logger);
+    const running = await consume(bus, 'fast', async () => {}, logger);
     await waitFor(async () => (await valueOf(registry, 'docshare_consumer_lag', { group: 'fast', partition: '0' })) === 0, 'lag 0');
     assert.equal(await valueOf(registry, 'docshare_consumer_lag', { group: 'idle', partition: '0' }), 4, 'a group that does not consume');
     await running.stop();
@@ -78,10 +77,13 @@ describe('docshare_dead_letters_total', () => {
     const deadLetters = deadLetterCounter(registry);
     assert.equal(deadLetterCounter(registry), deadLetters, 'registered once');
     await log.append('s', 0, testEvents('s', 1, 3));
-    const failing = projectBatches(async (records) => {
-      if (records.some((r) => r.event.streamversion === 2)) throw new TypeError('cannot apply');
-    }, makeMemoryCheckpoints(), 'picky');
-    const running = await runProjector(bus, 'picky', failing, logger, () => deadLetters.inc({ group: 'picky' }));
+    // The one runner (both modes) counts them itself.
+    const running = await runProjector({
+      consumer: bus, group: 'picky', checkpoints: makeMemoryCheckpoints(), logger, registry,
+      apply: async (records) => {
+        if (records.some((r) => r.event.streamversion === 2)) throw new TypeError('cannot apply');
+      },
+    });
     await bus.waitForGroups(3, 10_000);
     assert.equal(await valueOf(registry, 'docshare_dead_letters_total', { group: 'picky' }), 1);
     await running.stop();

@@ -16,7 +16,7 @@ import { AppendOutcomeUnknown, openMongoEventStore } from '@docshare/event-store
 import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
 import { testEvent } from '@docshare/contracts/testing';
 import { errorHandler, failureMessage, isTransient, makeLogger, RETRY_AFTER_SECONDS } from '@docshare/http';
-import { connectMongo } from '../src/distributed.ts';
+import { connectMongo } from '@docshare/runtime/distributed';
 import { startFaultProxy, type FaultProxy } from './fault-proxy.ts';
 
 const logger = makeLogger('test', 'silent');

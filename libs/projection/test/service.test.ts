@@ -4,7 +4,8 @@ import express from 'express';
 import type { BatchHandler, EventConsumer } from '@docshare/event-bus';
 import { makeLogger } from '@docshare/http';
 import { testEvent } from '@docshare/contracts/testing';
-import { makeMemoryCheckpoints, startProjectorService } from '../src/index.ts';
+import { makeMemoryCheckpoints } from '@docshare/consistency';
+import { startProjectorService } from '../src/index.ts';
 
 const logger = makeLogger('test', 'silent');
 

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Db } from 'mongodb';
 import { testEvent } from '@docshare/contracts/testing';
-import { fencedByGeneration, makeMongoCheckpoints, projectBatches, type Checkpoints } from '../src/index.ts';
+import { makeMongoCheckpoints, type Checkpoints } from '@docshare/consistency';
+import { fencedByGeneration, projectBatches } from '../src/index.ts';
 
 type Op = { updateOne: { filter: { _id: string }; update: { $max: { through: number } }; upsert: boolean } };
 

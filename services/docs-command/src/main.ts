@@ -10,8 +10,9 @@ import {
   metricsListenOrExit, optionalVar, requestLog, serveMetrics, stringVar,
 } from '@docshare/http';
 import { startOutboxRelay } from '@docshare/outbox';
-import { honourConsistency, makeConsistencyGate, makeGenerationalReadStore, makeMongoCheckpoints } from '@docshare/projection';
-import { COMMON_VARS, commonConfig, connectMongo, countStoreCommands, ensureKafkaTopics, instanceId, kafkaBus } from '@docshare/projection/distributed';
+import { honourConsistency, makeConsistencyGate, makeMongoCheckpoints } from '@docshare/consistency';
+import { makeGenerationalReadStore } from '@docshare/projection';
+import { COMMON_VARS, commonConfig, connectMongo, countStoreCommands, ensureKafkaTopics, instanceId, kafkaBus } from '@docshare/runtime/distributed';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeStatsQueries } from '@docshare/stats-projector';
 import { makeFilesQueries } from '@docshare/files-projector';

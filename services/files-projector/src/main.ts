@@ -1,4 +1,4 @@
-import { runProjector } from '@docshare/projection/runtime';
+import { serveProjector } from '@docshare/projection/distributed';
 import { filesProjector } from './projector.ts';
 
-await runProjector(filesProjector);
+await serveProjector(filesProjector);

@@ -1,4 +1,5 @@
-import type { DocumentProjector, ModelIndex } from '@docshare/projection';
+import type { DocumentProjector } from '@docshare/projection';
+import type { ReadModelIndex } from '@docshare/read-store/mongo';
 import { filesHandler } from './projection.ts';
 import { makeFilesApp } from './app.ts';
 
@@ -7,7 +8,7 @@ import { makeFilesApp } from './app.ts';
  * by the sort, so a page and its total read the index only as far as they need
  * (docs/mongodb.md, "Read paths and their plans").
  */
-export const FILES_INDEXES: Readonly<Record<string, readonly ModelIndex[]>> = {
+export const FILES_INDEXES: Readonly<Record<string, readonly ReadModelIndex[]>> = {
   files: [
     // A user's files newest first: the owner's view, and everyone else's (enabled ones only).
     { name: 'owner_listing', key: [['owner_id', 1], ['deleted', 1], ['uploaded_at', -1], ['file_id', -1]] },

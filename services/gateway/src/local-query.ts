@@ -1,10 +1,8 @@
 import type { RequestHandler } from 'express';
 import type { Db } from 'mongodb';
 import { counter, type Logger, type Ops } from '@docshare/http';
-import {
-  honourConsistency, makeConsistencyGate, makeGenerationalReadStore, makeMongoCheckpoints, perGeneration, type Checkpoints,
-  type DocumentProjector,
-} from '@docshare/projection';
+import { honourConsistency, makeConsistencyGate, makeMongoCheckpoints, type Checkpoints } from '@docshare/consistency';
+import { makeGenerationalReadStore, perGeneration, type DocumentProjector } from '@docshare/projection';
 import type { ReadStore } from '@docshare/read-store';
 
 export interface LocalQueryOptions {

@@ -5,7 +5,7 @@ import {
   closeServer, CONFIG_ERROR_EXIT_CODE, configOrExit, exitGracefully, HTTP_VARS, httpLimitsOf, installLastResort, intVar, listen, makeLogger, makeOps,
   metricsListenOrExit, optionalVar, publicBaseUrlOf, sendUnavailable, serveMetrics, stringVar, trustProxyOf,
 } from '@docshare/http';
-import { COMMON_VARS, connectMongo, countStoreCommands } from '@docshare/projection/distributed';
+import { COMMON_VARS, connectMongo, countStoreCommands } from '@docshare/runtime/distributed';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeMinioBlobStore } from '@docshare/blob-store/minio';
 import { statsProjector } from '@docshare/stats-projector';

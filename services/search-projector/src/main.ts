@@ -1,4 +1,4 @@
-import { runProjector } from '@docshare/projection/runtime';
+import { serveProjector } from '@docshare/projection/distributed';
 import { searchProjector } from './projector.ts';
 
-await runProjector(searchProjector);
+await serveProjector(searchProjector);

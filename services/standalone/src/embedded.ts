@@ -9,10 +9,9 @@ import { openFileIdempotencyStore } from '@docshare/idempotency-store';
 import { makeLogBus } from '@docshare/event-bus';
 import { openFileEventLog } from '@docshare/event-store';
 import { closeServer, counter, listen, makeLogger, makeOps, serveMetrics, type Logger } from '@docshare/http';
-import {
-  deadLetterCounter, honourConsistency, makeConsistencyGate, makeMemoryCheckpoints, projectBatches, registerConsumerLag,
-  registerReadModelGenerations, runProjector, type ProjectorModule, type RunningProjector,
-} from '@docshare/projection';
+import { honourConsistency, makeConsistencyGate, makeMemoryCheckpoints } from '@docshare/consistency';
+import { registerReadModelGenerations, runProjector, type ProjectorModule } from '@docshare/projection';
+import { deadLetterCounter, registerConsumerLag, type RunningConsumer } from '@docshare/runtime';
 import type { RequestHandler } from 'express';
 import { makeMemoryReadStore } from '@docshare/read-store';
 import { makeMemorySearchIndex } from '@docshare/search-index';
@@ -35,9 +34,6 @@ export interface Embedded {
   /** Graceful stop: no new connections, in-flight requests finish, projectors stop, stores close. */
   stop(): Promise<void>;
 }
-
-/** How long a read carrying a consistency token waits for its read model before answering anyway. */
-const CONSISTENCY_WAIT_MS = 5_000;
 
 /**
  * Every docshare service in one process on the embedded adapters: the event log, claims and blobs
@@ -72,7 +68,9 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   const readModels = new Map<string, { close(): Promise<void> }>();
   const queryApps: Partial<Record<ProjectorModule['upstream'], RequestHandler>> = {};
   const context = { publicBaseUrl: config.publicBaseUrl, logger };
-  const projectors: RunningProjector[] = await Promise.all([statsProjector, filesProjector, searchProjector].map((module) => {
+  const lagging = counter(ops.registry, 'docshare_consistency_timeouts_total',
+    'Queries answered before the read model reached their consistency token', ['model']);
+  const projectors: RunningConsumer[] = await Promise.all([statsProjector, filesProjector, searchProjector].map((module) => {
     const built = module.kind === 'documents'
       ? (() => {
         const store = module === statsProjector ? statsStore : module === filesProjector ? filesStore : makeMemoryReadStore();
@@ -83,9 +81,10 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
         return { model: index, apply: module.handler(index), app: module.queryApp(index, context) };
       })();
     readModels.set(module.name, built.model);
-    const honour = honourConsistency(makeConsistencyGate(checkpoints, module.name, 1), CONSISTENCY_WAIT_MS);
+    const honour = honourConsistency(makeConsistencyGate(checkpoints, module.name, 1), config.consistencyWaitMs, () => lagging.inc({ model: module.model }));
     queryApps[module.upstream] = (req, res, next) => honour(req, res, (err?: unknown) => (err ? next(err) : built.app(req, res, next)));
-    return runProjector(bus, module.name, projectBatches(built.apply, checkpoints, module.name), logger, () => deadLetters.inc({ group: module.name }));
+    // The runner of the distributed projectors, with the same metrics (events projected, dead letters).
+    return runProjector({ consumer: bus, group: module.name, apply: built.apply, checkpoints, logger, registry: ops.registry });
   }));
   const modules = [statsProjector, filesProjector, searchProjector];
   registerConsumerLag(ops.registry, bus, [...modules.map((module) => module.name), textExtractor.name]);
@@ -145,7 +144,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
       docs: makeDocsCommandApp({
         commands, logger, maxUploadBytes: config.maxUploadBytes, publicBaseUrl: config.publicBaseUrl,
         idempotency: { store: idempotencyKeys, secret: jwtSecret, logger },
-        purchasesConsistency: honourConsistency(makeConsistencyGate(checkpoints, filesProjector.name, 1), CONSISTENCY_WAIT_MS),
+        purchasesConsistency: honourConsistency(makeConsistencyGate(checkpoints, filesProjector.name, 1), config.consistencyWaitMs),
       }),
       stats: queryApp('stats'),
       files: queryApp('files'),

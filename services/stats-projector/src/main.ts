@@ -1,4 +1,4 @@
-import { runProjector } from '@docshare/projection/runtime';
+import { serveProjector } from '@docshare/projection/distributed';
 import { statsProjector } from './projector.ts';
 
-await runProjector(statsProjector);
+await serveProjector(statsProjector);

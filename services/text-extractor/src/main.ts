@@ -12,10 +12,10 @@ import type { ExtractOutcome } from '@docshare/extract';
 import {
   configOrExit, HTTP_VARS, installLastResort, intVar, makeLogger, metricsListenOrExit, optionalVar, sendError, stringVar,
 } from '@docshare/http';
-import {
-  deadLetterCounter, makeMemoryCheckpoints, registerConsumerLag, runProjector, startProjectorService, type RunningProjector,
-} from '@docshare/projection';
-import { ensureKafkaTopics, KAFKA_VARS, kafkaBus, kafkaConfig } from '@docshare/projection/distributed';
+import { makeMemoryCheckpoints } from '@docshare/consistency';
+import { startProjectorService } from '@docshare/projection';
+import { consume, deadLetterCounter, registerConsumerLag, type RunningConsumer } from '@docshare/runtime';
+import { ensureKafkaTopics, KAFKA_VARS, kafkaBus, kafkaConfig } from '@docshare/runtime/distributed';
 import { makeHttpRecorder } from './http-recorder.ts';
 import { EXTRACT_VARS, intakeGroupOf, makeExtraction, registerExtractionMetrics, textExtractor } from './module.ts';
 
@@ -61,7 +61,7 @@ none.use((_req, res) => sendError(res, 404, M.notFound));
 // The service's own group is the intake (it reads ahead and never holds a batch long); the group
 // whose offsets say "recorded" joins beside it once the topics exist, and is stopped in `close`
 // before the files in hand are abandoned, so its batch in flight is not acknowledged.
-let settling: RunningProjector | undefined;
+let settling: RunningConsumer | undefined;
 let stopping = false;
 let wake: (() => void) | undefined;
 let deadLetters: ((group: string) => void) | undefined;
@@ -104,7 +104,7 @@ const joining = (async () => {
   await service.consuming;
   for (let attempt = 1; !stopping; attempt++) {
     try {
-      settling = await runProjector(bus.consumer, group, (batch) => extraction.work.settle(batch.records), logger, () => deadLetters?.(group));
+      settling = await consume(bus.consumer, group, (batch) => extraction.work.settle(batch.records), logger, () => deadLetters?.(group));
       logger.info({ group }, 'text extractor settling');
       return;
     } catch (err) {

@@ -4,7 +4,7 @@ import {
 } from '@docshare/extract';
 import type { EventBatch, EventConsumer } from '@docshare/event-bus';
 import { intVar, type Logger } from '@docshare/http';
-import { runProjector } from '@docshare/projection';
+import { consume } from '@docshare/runtime';
 import type { Registry } from 'prom-client';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { makeExtractionWork, type ExtractionDeps, type ExtractionWork, type ExtractionWorkStats } from './extraction.ts';
@@ -123,8 +123,8 @@ export const makeExtraction = (
      * group (reads ahead) on `consumer` (embedded mode: the log bus).
      */
     async start(consumer: EventConsumer, group: string, logger: Logger, onDeadLetter?: (record: StoredEvent<CloudEvent>) => void): Promise<RunningExtraction> {
-      const settling = await runProjector(consumer, group, (batch: EventBatch) => work.settle(batch.records), logger, onDeadLetter);
-      const intake = await runProjector(consumer, intakeGroupOf(group), (batch: EventBatch) => work.takeUp(batch.records), logger, onDeadLetter)
+      const settling = await consume(consumer, group, (batch: EventBatch) => work.settle(batch.records), logger, onDeadLetter);
+      const intake = await consume(consumer, intakeGroupOf(group), (batch: EventBatch) => work.takeUp(batch.records), logger, onDeadLetter)
         .catch(async (error: unknown) => {
           await settling.stop();
           throw error;

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeLogger } from '@docshare/http';
 import { testEvent } from '@docshare/contracts/testing';
-import { isTransient, retryTransient } from '../src/runner.ts';
+import { isTransient, retryTransient } from '../src/consume.ts';
 
 const logger = makeLogger('test', 'silent');
 const record = { partition: 0, records: [{ position: 1, event: testEvent('file-1', 1) }], through: 1 };

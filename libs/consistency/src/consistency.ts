@@ -1,6 +1,6 @@
-import type { RequestHandler } from 'express';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Db } from 'mongodb';
-import { CONSISTENCY_HEADER, parseConsistencyToken } from '@docshare/contracts';
+import { CONSISTENCY_HEADER, makeWakeableSleep, parseConsistencyToken } from '@docshare/contracts';
 
 /**
  * Where each projector group has got to, one number per bus partition: every event of the
@@ -167,7 +167,7 @@ export const makeConsistencyGate = (checkpoints: Checkpoints, group: string, par
   let known = 0;
   const waiters = new Set<{ token: number; settle(reached: boolean): void }>();
   let polling = false;
-  let wake: (() => void) | null = null;
+  const pause = makeWakeableSleep();
   const settleReached = (): void => {
     for (const waiter of waiters) if (waiter.token <= known) waiter.settle(true);
   };
@@ -180,7 +180,7 @@ export const makeConsistencyGate = (checkpoints: Checkpoints, group: string, par
     settleReached();
   };
   checkpoints.onRecord?.(() => {
-    if (waiters.size > 0) wake?.();
+    if (polling) pause.wake();
   });
   const poll = async (): Promise<void> => {
     if (polling) return;
@@ -189,15 +189,7 @@ export const makeConsistencyGate = (checkpoints: Checkpoints, group: string, par
       while (waiters.size > 0) {
         await refresh();
         if (waiters.size === 0) break;
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(done, pollMs);
-          function done(): void {
-            clearTimeout(timer);
-            wake = null;
-            resolve();
-          }
-          wake = done;
-        });
+        await pause.sleep(pollMs);
       }
     } finally {
       polling = false;
@@ -228,7 +220,7 @@ export const makeConsistencyGate = (checkpoints: Checkpoints, group: string, par
  * applied it, for at most `timeoutMs`; then it is answered from the read model as it is (a
  * projector that lags delays reads that need it, never fails them). Reads without one pass at once.
  */
-export const honourConsistency = (gate: ConsistencyGate, timeoutMs: number, onTimeout?: () => void): RequestHandler =>
+export const honourConsistency = (gate: ConsistencyGate, timeoutMs: number, onTimeout?: () => void): ConsistencyMiddleware =>
   (req, _res, next) => {
     const token = parseConsistencyToken(req.headers[CONSISTENCY_HEADER]);
     if (token === null) return next();
@@ -237,3 +229,6 @@ export const honourConsistency = (gate: ConsistencyGate, timeoutMs: number, onTi
       next();
     }, next);
   };
+
+/** A middleware (Express's shape, without depending on Express): what honourConsistency returns. */
+export type ConsistencyMiddleware = (req: { headers: IncomingHttpHeaders }, res: unknown, next: (err?: unknown) => void) => void;
