@@ -35,6 +35,9 @@ export interface Embedded {
   stop(): Promise<void>;
 }
 
+/** How long a read carrying a consistency token waits for its read model before answering anyway. */
+const CONSISTENCY_WAIT_MS = 5_000;
+
 /**
  * Every docshare service in one process on the embedded adapters: the event log, claims and blobs
  * on disk under DATA_DIR, the bus in process, read models and the search index in memory, rebuilt
@@ -81,7 +84,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
         return { model: index, apply: module.handler(index), app: module.queryApp(index, context) };
       })();
     readModels.set(module.name, built.model);
-    const honour = honourConsistency(makeConsistencyGate(checkpoints, module.name, 1), config.consistencyWaitMs, () => lagging.inc({ model: module.model }));
+    const honour = honourConsistency(makeConsistencyGate(checkpoints, module.name, 1), CONSISTENCY_WAIT_MS, () => lagging.inc({ model: module.model }));
     queryApps[module.upstream] = (req, res, next) => honour(req, res, (err?: unknown) => (err ? next(err) : built.app(req, res, next)));
     // The runner of the distributed projectors, with the same metrics (events projected, dead letters).
     return runProjector({ consumer: bus, group: module.name, apply: built.apply, checkpoints, logger, registry: ops.registry });
@@ -144,7 +147,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
       docs: makeDocsCommandApp({
         commands, logger, maxUploadBytes: config.maxUploadBytes, publicBaseUrl: config.publicBaseUrl,
         idempotency: { store: idempotencyKeys, secret: jwtSecret, logger },
-        purchasesConsistency: honourConsistency(makeConsistencyGate(checkpoints, filesProjector.name, 1), config.consistencyWaitMs),
+        purchasesConsistency: honourConsistency(makeConsistencyGate(checkpoints, filesProjector.name, 1), CONSISTENCY_WAIT_MS),
       }),
       stats: queryApp('stats'),
       files: queryApp('files'),
