@@ -81,7 +81,7 @@ export interface MinioBlobStoreOptions {
  * http(s).request with a no-progress timeout until the response headers arrive. minio-js itself
  * has none: a frozen server (SIGSTOP, a dead peer without RST) held every request for ever.
  */
-export function timedTransport(base: Pick<typeof http, 'request'>, timeoutMs: number): Pick<typeof http, 'request'> {
+function timedTransport(base: Pick<typeof http, 'request'>, timeoutMs: number): Pick<typeof http, 'request'> {
   const request = (...args: unknown[]): ClientRequest => {
     const req = (base.request as (...a: unknown[]) => ClientRequest)(...args);
     req.setTimeout(timeoutMs, () => {

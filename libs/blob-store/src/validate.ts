@@ -12,7 +12,7 @@ export function checkKey(key: string): void {
   if (typeof key !== 'string' || !KEY.test(key)) throw new TypeError(`invalid blob key: ${JSON.stringify(key)}`);
 }
 
-export function checkSize(size: number): void {
+function checkSize(size: number): void {
   if (!Number.isSafeInteger(size) || size < 0) {
     throw new TypeError(`blob size must be a non-negative integer, got ${size}`);
   }
@@ -50,7 +50,7 @@ export function toBytes(chunk: unknown): Buffer {
 export const tooLong = (key: string, size: number): Error => new Error(`blob ${key}: body is longer than the declared ${size} bytes`);
 
 /** The body of a put of `key` ended after `count` of its declared `size` bytes. */
-export const tooShort = (key: string, count: number, size: number): Error =>
+const tooShort = (key: string, count: number, size: number): Error =>
   new Error(`blob ${key}: body has ${count} bytes, declared ${size}`);
 
 /**

@@ -17,7 +17,7 @@ import { readPassword } from './prompt.ts';
 import { shown, terminalSafeJson, visible } from './terminal.ts';
 
 /** The package's version (its package.json, one level above src/ and dist/ alike), which a release bumps. */
-export const CLI_VERSION: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
+const CLI_VERSION: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
 
 export interface Io {
   stdout: NodeJS.WriteStream;

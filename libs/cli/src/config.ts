@@ -5,7 +5,7 @@ import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os';
 import path from 'node:path';
 
-export const DEFAULT_URL = 'http://localhost:8080';
+const DEFAULT_URL = 'http://localhost:8080';
 
 export interface ServerLogin {
   token: string;
@@ -23,7 +23,7 @@ export interface Config {
 
 export type Env = Record<string, string | undefined>;
 
-export function configDir(env: Env): string {
+function configDir(env: Env): string {
   const xdg = env['XDG_CONFIG_HOME'];
   const base = xdg !== undefined && path.isAbsolute(xdg) ? xdg : path.join(env['HOME'] ?? os.homedir(), '.config');
   return path.join(base, 'docshare');
@@ -31,7 +31,7 @@ export function configDir(env: Env): string {
 
 export const configPath = (env: Env): string => path.join(configDir(env), 'config.json');
 
-export const normalizeUrl = (url: string): string => url.trim().replace(/\/+$/, '');
+const normalizeUrl = (url: string): string => url.trim().replace(/\/+$/, '');
 
 export async function readConfig(env: Env): Promise<Config> {
   let text: string;

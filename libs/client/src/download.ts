@@ -1,7 +1,7 @@
 // Fetching a file's bytes from its signed download_url: to a stream, or to a file through a
 // `<file>.part` that a later call resumes with an HTTP Range request.
 import { createWriteStream } from 'node:fs';
-import { rename, rm, stat } from 'node:fs/promises';
+import { rename, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -149,11 +149,6 @@ export function safeFileName(name: string, fallback: string): string {
   // eslint-disable-next-line no-control-regex
   const cleaned = base.replace(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, '').replace(/^[.\s]+/, '').trim();
   return cleaned === '' ? fallback : cleaned.slice(0, 255);
-}
-
-/** Removes a download's partial file (after a failure that makes it useless). */
-export async function removePart(file: string): Promise<void> {
-  await rm(partPathOf(file), { force: true });
 }
 
 /** `dir` joined with `name` when `target` is an existing directory, else `target`. */

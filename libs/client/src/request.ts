@@ -103,7 +103,7 @@ export async function readResponse(res: Response, maxBytes = MAX_RESPONSE_BYTES)
   return { status: res.status, headers: res.headers, body, text };
 }
 
-export const isAbsoluteUrl = (s: string): boolean => /^https?:\/\//i.test(s);
+const isAbsoluteUrl = (s: string): boolean => /^https?:\/\//i.test(s);
 
 /** `baseUrl` + `path`, or `path` alone when it is absolute. */
 export function resolveUrl(baseUrl: string | undefined, path: string): string {
@@ -113,7 +113,7 @@ export function resolveUrl(baseUrl: string | undefined, path: string): string {
 }
 
 /** The fetch init of a request (with `duplex: 'half'` for a streamed body). */
-export function buildInit(req: RawRequest): RequestInit {
+function buildInit(req: RawRequest): RequestInit {
   const headers: Record<string, string> = {};
   if (req.token !== undefined) headers['X-Authorization'] = `Bearer ${req.token}`;
   let payload: Body | undefined;

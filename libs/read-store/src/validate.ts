@@ -40,7 +40,7 @@ export function checkCount(kind: string, value: number | undefined): number | un
  * Refuses what Mongo would refuse of an update, before anything is written: an invalid or
  * reserved field name, one field in two operators, an `inc` by anything but a finite number.
  */
-export function checkUpdate(update: Update): void {
+function checkUpdate(update: Update): void {
   if (update === null || typeof update !== 'object') throw new Error('update must be an object');
   const touched = new Set<string>();
   for (const fields of [update.setOnInsert ?? {}, update.set ?? {}, update.inc ?? {}]) {

@@ -92,7 +92,7 @@ export function offsetOf(payload: Record<string, unknown>): number {
 }
 
 /** Unicode code point order, as Elasticsearch orders keyword terms (UTF-8 bytes). */
-export function compareCodePoints(a: string, b: string): number {
+function compareCodePoints(a: string, b: string): number {
   if (a === b) return 0;
   const length = Math.min(a.length, b.length);
   for (let i = 0; i < length; i++) {

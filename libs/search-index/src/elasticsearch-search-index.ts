@@ -239,7 +239,7 @@ export function searchQuery(words: string[], filters: NormalFilters = { tags: []
 const FACET_ORDER: estypes.AggregationsAggregateOrder = [{ _count: 'desc' }, { _key: 'asc' }];
 
 /** The facets as terms aggregations: categories by id with their most frequent name, licences, tag keys. */
-export const FACET_AGGREGATIONS: Record<string, estypes.AggregationsAggregationContainer> = {
+const FACET_AGGREGATIONS: Record<string, estypes.AggregationsAggregationContainer> = {
   category: {
     terms: { field: 'categoryId', size: CATEGORY_FACET_TERMS, order: FACET_ORDER },
     aggs: { name: { terms: { field: 'categoryName', size: 1, order: FACET_ORDER } } },

@@ -242,7 +242,7 @@ function passes(doc: SearchDoc, filters: NormalFilters): boolean {
 }
 
 /** Facet counts over `docs`, as the Elasticsearch terms aggregations count them. */
-export function facetsOf(docs: Iterable<SearchDoc>): SearchFacets {
+function facetsOf(docs: Iterable<SearchDoc>): SearchFacets {
   const categories = new Map<number, { count: number; names: Map<string, number> }>();
   const licenses = new Map<string, number>();
   const tags = new Map<string, number>();

@@ -12,7 +12,7 @@ const REBALANCE_NOISE = /rebalancing|not aware of this member|generation id is n
  * demoting the routine rebalance chatter (error responses to Heartbeat/OffsetCommit/JoinGroup
  * while a group rebalances) to info so real errors stand out.
  */
-export const logCreatorFor = (logger: KafkaBusLogger) => () => (entry: LogEntry): void => {
+const logCreatorFor = (logger: KafkaBusLogger) => () => (entry: LogEntry): void => {
   const { message, timestamp: _timestamp, ...extra } = entry.log;
   const obj = { ...extra, kafkajs: entry.namespace };
   const detail = `${message} ${typeof extra.error === 'string' ? extra.error : ''}`;
