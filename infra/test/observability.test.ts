@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { parse } from 'yaml';
+import { SERVICE_NAMES } from '@docshare/contracts/services';
 import { makeTokens } from '@docshare/auth';
 import { makeStorageMetrics, registerOutboxMetrics } from '@docshare/docs-command';
 import { makeGateway } from '@docshare/gateway';
@@ -22,7 +23,7 @@ import { deadLetterCounter, registerConsumerLag } from '@docshare/runtime';
 const ROOT = join(import.meta.dirname, '..', '..');
 const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
 const logger = makeLogger('test', 'silent');
-const SERVICES = ['gateway', 'docs-command', 'stats-projector', 'files-projector', 'search-projector', 'text-extractor'];
+const SERVICES = SERVICE_NAMES;
 
 interface Target { expr?: string; refId?: string; datasource?: { type?: string; uid?: string } }
 interface Panel { id: number; type: string; title: string; datasource?: { type?: string; uid?: string }; targets?: Target[]; gridPos?: unknown; panels?: Panel[] }

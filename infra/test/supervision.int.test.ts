@@ -4,11 +4,12 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { SERVICE_NAMES } from '@docshare/contracts/services';
 import { api } from '../../tests/support/client.ts';
 import { alive, startServer, TARGET, type Server } from '../../tests/support/server.ts';
 import { eventually } from '../../tests/support/wait.ts';
 
-const SERVICES = ['docs-command', 'stats-projector', 'files-projector', 'search-projector', 'text-extractor', 'gateway'];
+const SERVICES = SERVICE_NAMES;
 
 const pidOf = async (server: Server, service: string): Promise<number | null> => {
   const text = await readFile(join(server.dataDir, 'run', `${service}.pid`), 'utf8').catch(() => null);

@@ -2,9 +2,11 @@
 // internal metrics listener (METRICS_PORT; docs/observability.md).
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { ServiceName } from '@docshare/contracts/services';
 import { TARGET, type Server } from './server.ts';
 
-export type Service = 'gateway' | 'docs-command' | 'stats-projector' | 'files-projector' | 'search-projector' | 'text-extractor';
+/** A service of the registry (libs/contracts/src/services.ts). */
+export type Service = ServiceName;
 
 /**
  * Where `service`'s /metrics is: embedded, the one process's metrics listener; distributed, the
