@@ -13,7 +13,7 @@ import { SERVICE_NAMES } from '@docshare/contracts/services';
 import { makeTokens } from '@docshare/auth';
 import { makeStorageMetrics, registerOutboxMetrics } from '@docshare/docs-command';
 import { makeGateway } from '@docshare/gateway';
-import { makeLogger, makeOps } from '@docshare/http';
+import { httpLimitsOf, makeLogger, makeOps } from '@docshare/http';
 import express from 'express';
 import { registerExtractionMetrics } from '@docshare/text-extractor';
 import { makeMemoryCheckpoints } from '@docshare/consistency';
@@ -68,7 +68,7 @@ const registeredMetrics = async (): Promise<Map<string, { type: string; help: st
   const projector = await startProjectorService({
     name: 'test-projector', consumer: { subscribe: async () => ({ stop: async () => {} }), subscribeBatches: async () => ({ stop: async () => {} }) },
     checkpoints: makeMemoryCheckpoints(), partitions: 1, queryApp: express(), checks: {},
-    port: 0, host: '127.0.0.1', logger, handle: async () => {}, close: async () => {}, handleSignals: false,
+    port: 0, host: '127.0.0.1', http: httpLimitsOf({}), logger, handle: async () => {}, close: async () => {}, handleSignals: false,
     metrics: ({ registry }) => {
       registries.push(registry);
       registerConsumerLag(registry, { lag: async () => [] }, ['g']);

@@ -7,40 +7,29 @@
  *
  * Its own entry point (@docshare/projection/distributed), so embedded mode never loads the drivers.
  */
-import {
-  configOrExit, HTTP_VARS, installLastResort, intVar, makeLogger, metricsListenOrExit, optionalVar, stringVar, type ReadinessCheck,
-} from '@docshare/http';
+import { installLastResort, makeLogger, type ReadinessCheck } from '@docshare/http';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
 import { makeMongoCheckpoints } from '@docshare/consistency';
 import { registerConsumerLag } from '@docshare/runtime';
-import { COMMON_VARS, commonConfig, connectMongo, countStoreCommands, ensureKafkaTopics, kafkaBus } from '@docshare/runtime/distributed';
+import { consistency, kafka, loadConfigOrExit, mongo, search, service } from '@docshare/runtime/config';
+import { connectMongo, countStoreCommands, ensureKafkaTopics, kafkaBus } from '@docshare/runtime/distributed';
 import { fencedByGeneration, makeGenerationalReadStore, perGeneration, readPointer } from './generations.ts';
 import { registerReadModelGenerations } from './metrics.ts';
 import { startProjectorService, type ProjectorService } from './service.ts';
 import type { ProjectorModule } from './module.ts';
 
-/** Every variable a projector service reads (README: the services' environment)... */
-export const projectorVars = (module: ProjectorModule) => ({ ...COMMON_VARS, ...HTTP_VARS, PORT: intVar(module.port), LOG_LEVEL: optionalVar() });
-
-/** ...and those of the search projector besides. */
-export const SEARCH_VARS = {
-  ELASTICSEARCH_URL: stringVar(),
-  ELASTICSEARCH_ALIAS: stringVar('docshare-files'),
-  // A frozen or overloaded Elasticsearch fails a search within seconds (a 503), not after 30 s.
-  ELASTICSEARCH_REQUEST_TIMEOUT_MS: intVar(5_000, 1),
-  ELASTICSEARCH_MAX_RETRIES: intVar(1, 0),
-};
-
-/** Starts `module` as its own service, configured by `env`; a bad configuration exits with CONFIG_ERROR_EXIT_CODE. */
+/** Starts `module` as its own service, configured by `env` (parsed once, here); a bad configuration exits with CONFIG_ERROR_EXIT_CODE. */
 export const serveProjector = async (module: ProjectorModule, env: NodeJS.ProcessEnv = process.env): Promise<ProjectorService> => {
-  const logger = makeLogger(module.name);
+  const fatal = (message: string): void => makeLogger(module.name).fatal(message);
+  const config = loadConfigOrExit(env, {
+    service: service({ port: module.port, publicPort: 'gateway' }), mongo: mongo(), kafka: kafka(), consistency: consistency(),
+  }, fatal);
+  const logger = makeLogger(module.name, config.service.logLevel);
   installLastResort(logger);
-  const { PORT: port } = configOrExit(projectorVars(module), env, (message) => logger.fatal(message));
-  const metricsAt = metricsListenOrExit(env, port, (message) => logger.fatal(message));
-  const config = commonConfig(env);
-  const context = { publicBaseUrl: config.publicBaseUrl, logger };
-  const { client, db } = await connectMongo(config.mongoUrl, config.readDb, config);
+  const { port, host, metrics: metricsAt } = config.service;
+  const context = { publicBaseUrl: config.service.publicBaseUrl, logger };
+  const { client, db } = await connectMongo(config.mongo.mongoUrl, config.mongo.readDb, config.mongo);
   const ping = async (): Promise<void> => {
     await db.command({ ping: 1 });
   };
@@ -66,11 +55,8 @@ export const serveProjector = async (module: ProjectorModule, env: NodeJS.Proces
         close: async () => {},
       };
     }
-    const search = configOrExit(SEARCH_VARS, env, (message) => logger.fatal(message));
-    const index = await makeElasticsearchSearchIndex({
-      node: search.ELASTICSEARCH_URL, alias: search.ELASTICSEARCH_ALIAS,
-      requestTimeoutMs: search.ELASTICSEARCH_REQUEST_TIMEOUT_MS, maxRetries: search.ELASTICSEARCH_MAX_RETRIES,
-    });
+    const es = loadConfigOrExit(env, { search: search() }, fatal).search;
+    const index = await makeElasticsearchSearchIndex({ node: es.url, alias: es.alias, requestTimeoutMs: es.requestTimeoutMs, maxRetries: es.maxRetries });
     return {
       // Writes go through the alias; the fence holds them while a rebuild swaps the index behind it.
       handle: fencedByGeneration(db, module.model, () => module.handler(index)),
@@ -83,12 +69,12 @@ export const serveProjector = async (module: ProjectorModule, env: NodeJS.Proces
   })();
 
   // Kafka is joined in the background, after the query API is up (startProjectorService).
-  const bus = kafkaBus(config, module.name, logger);
-  const group = `${module.name}${config.groupSuffix}`;
+  const bus = kafkaBus(config.kafka, module.name, logger);
+  const group = `${module.name}${config.kafka.groupSuffix}`;
   return startProjectorService({
-    name: module.name, group, logger, port, host: config.host,
+    name: module.name, group, logger, port, host, http: config.service.http,
     consumer: bus.consumer,
-    prepare: () => ensureKafkaTopics(config),
+    prepare: () => ensureKafkaTopics(config.kafka),
     metrics: (ops) => {
       countStoreCommands(client, ops.registry);
       registerConsumerLag(ops.registry, bus, [group]);
@@ -96,7 +82,7 @@ export const serveProjector = async (module: ProjectorModule, env: NodeJS.Proces
     },
     metricsAt,
     handle: model.handle,
-    checkpoints: makeMongoCheckpoints(db), partitions: config.eventsPartitions, consistencyWaitMs: config.consistencyWaitMs,
+    checkpoints: makeMongoCheckpoints(db), partitions: config.kafka.eventsPartitions, consistencyWaitMs: config.consistency.consistencyWaitMs,
     queryApp: model.queryApp,
     checks: model.checks,
     softChecks: model.softChecks,

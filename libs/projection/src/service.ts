@@ -1,6 +1,6 @@
 import type { Express } from 'express';
 import type { EventConsumer } from '@docshare/event-bus';
-import { counter, type Logger, type MetricsListen, type Ops, type ReadinessCheck } from '@docshare/http';
+import { counter, type HttpLimits, type Logger, type MetricsListen, type Ops, type ReadinessCheck } from '@docshare/http';
 import { honourConsistency, makeConsistencyGate, type Checkpoints } from '@docshare/consistency';
 import { startConsumerService, type ConsumerService } from '@docshare/runtime';
 import { projectorMetrics, runProjector, type BatchApply } from './runner.ts';
@@ -39,6 +39,8 @@ export interface ProjectorServiceOptions {
   metricsAt?: MetricsListen;
   port: number;
   host: string;
+  /** The HTTP limits of its listeners (`HTTP_*`). */
+  http: HttpLimits;
   logger: Logger;
   /** Closes the service's clients, after the consumer has stopped. */
   close: () => Promise<void>;
@@ -62,7 +64,7 @@ export const startProjectorService = (options: ProjectorServiceOptions): Promise
   const { logger } = options;
   const group = options.group ?? options.name;
   return startConsumerService({
-    name: options.name, logger, port: options.port, host: options.host,
+    name: options.name, logger, port: options.port, host: options.host, http: options.http,
     checks: options.checks, softChecks: options.softChecks, metricsAt: options.metricsAt,
     joinRetryMaxMs: options.joinRetryMaxMs, handleSignals: options.handleSignals,
     metrics: (ops) => {

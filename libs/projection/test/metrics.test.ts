@@ -8,7 +8,7 @@ import { Registry } from 'prom-client';
 import { testEvents } from '@docshare/contracts/testing';
 import { makeLogBus } from '@docshare/event-bus';
 import { openFileEventLog, type FileEventLog } from '@docshare/event-store';
-import { makeLogger, sendError } from '@docshare/http';
+import { httpLimitsOf, makeLogger, sendError } from '@docshare/http';
 import { makeMemoryCheckpoints } from '@docshare/consistency';
 import { consume, deadLetterCounter, registerConsumerLag } from '@docshare/runtime';
 import { generationOf, registerReadModelGenerations, runProjector, startProjectorService } from '../src/index.ts';
@@ -139,7 +139,7 @@ describe('a projector service\'s /metrics', () => {
   const queryApp = express().use((_req, res) => sendError(res, 404, 'Not found'));
   const start = (metricsAt?: { port: number; host: string }) => startProjectorService({
     name: 'test-projector', consumer: idle, checkpoints: makeMemoryCheckpoints(), partitions: 1, queryApp, checks: {},
-    port: 0, host: '127.0.0.1', logger, handle: async () => {}, close: async () => {}, handleSignals: false, metricsAt,
+    port: 0, host: '127.0.0.1', http: httpLimitsOf({}), logger, handle: async () => {}, close: async () => {}, handleSignals: false, metricsAt,
   });
 
   it('is on its own port without a metrics listener', async () => {

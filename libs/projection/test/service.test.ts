@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import express from 'express';
 import type { BatchHandler, EventConsumer } from '@docshare/event-bus';
-import { makeLogger } from '@docshare/http';
+import { httpLimitsOf, makeLogger } from '@docshare/http';
 import { testEvent } from '@docshare/contracts/testing';
 import { makeMemoryCheckpoints } from '@docshare/consistency';
 import { startProjectorService } from '../src/index.ts';
@@ -44,7 +44,7 @@ const start = (consumer: EventConsumer, checks: Record<string, () => Promise<voi
   let closed = 0;
   const handled: string[] = [];
   const service = startProjectorService({
-    name: 'test-projector', consumer, checkpoints, partitions: 1, queryApp: queryApp(), checks, port: 0, host: '127.0.0.1', logger,
+    name: 'test-projector', consumer, checkpoints, partitions: 1, queryApp: queryApp(), checks, port: 0, host: '127.0.0.1', http: httpLimitsOf({}), logger,
     handle: async (records) => { handled.push(...records.map((r) => r.event.id)); },
     close: async () => { closed += 1; },
     joinRetryMaxMs: 20, handleSignals: false,

@@ -1,6 +1,6 @@
 import { ensureTopics, makeKafkaBus, topicPlan } from '@docshare/event-bus/kafka';
 import type { Logger } from '@docshare/http';
-import type { KafkaConfig } from './vars.ts';
+import type { KafkaConfig } from './config/kafka.ts';
 
 /** Makes sure the topics exist with their explicit partition counts: whichever service starts first creates them. */
 export const ensureKafkaTopics = async (config: KafkaConfig): Promise<void> => {

@@ -1,7 +1,8 @@
 import express, { type RequestHandler } from 'express';
 import { retrying } from '@docshare/contracts';
 import {
-  closeServer, exitGracefully, listen, makeOps, requestLog, serveMetrics, type Logger, type MetricsListen, type Ops, type ReadinessCheck,
+  closeServer, exitGracefully, listen, makeOps, requestLog, serveMetrics, type HttpLimits, type Logger, type MetricsListen, type Ops,
+  type ReadinessCheck,
 } from '@docshare/http';
 import type { RunningConsumer } from './consume.ts';
 
@@ -25,6 +26,8 @@ export interface ConsumerServiceOptions {
   metricsAt?: MetricsListen;
   port: number;
   host: string;
+  /** The HTTP limits of both listeners (the service's configured `HTTP_*`). */
+  http: HttpLimits;
   logger: Logger;
   /** Closes the service's clients, after the consumer has stopped. */
   close: () => Promise<void>;
@@ -72,8 +75,8 @@ export const startConsumerService = async (options: ConsumerServiceOptions): Pro
   app.use(requestLog(logger));
   app.use(options.app(ops));
 
-  const metrics = options.metricsAt === undefined ? undefined : await serveMetrics(ops, options.metricsAt, logger);
-  const { server, port } = await listen(app, options.port, options.host).catch(async (error: unknown) => {
+  const metrics = options.metricsAt === undefined ? undefined : await serveMetrics(ops, options.metricsAt, logger, options.http);
+  const { server, port } = await listen(app, options.port, options.host, options.http, logger).catch(async (error: unknown) => {
     if (metrics) await closeServer(metrics.server, 0);
     throw error;
   });
