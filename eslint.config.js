@@ -64,6 +64,27 @@ export default defineConfig(
     },
   },
   {
+    // Read-your-writes sits below everything that reads or writes: contracts only.
+    files: ['libs/consistency/src/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [
+        { group: ['@docshare/*', '!@docshare/contracts'], message: 'consistency imports no docshare package but contracts.' },
+      ] }],
+    },
+  },
+  {
+    // The runtime starts services of both sides: it knows no read model (the projection library builds on it, not the reverse).
+    files: ['libs/runtime/src/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [
+        { group: SERVICES, message: 'libs/ must not depend on a service: move the shared part into a lib.' },
+        { group: ['**/services/**'], message: 'libs/ must not import from services/.' },
+        { group: ['@docshare/projection', '@docshare/projection/*', '@docshare/read-store', '@docshare/read-store/*', '@docshare/search-index', '@docshare/search-index/*'],
+          message: 'the runtime knows no read model: @docshare/projection builds on it.' },
+      ] }],
+    },
+  },
+  {
     files: ['services/*/src/**'],
     ignores: ['services/standalone/src/**'],
     rules: {
