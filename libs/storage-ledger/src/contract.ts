@@ -27,7 +27,7 @@ export const storageLedgerContract = (name: string, make: (options: StorageLedge
     const deletion = (fileId: number, bytes: number): StorageChange => ({ kind: 'delete', fileId, bytes });
     /** A recorded upload, the whole way: reserve, resize, pend, settle. */
     const uploaded = async (ledger: StorageLedger, userId: number, fileId: number, bytes: number, quota = 1_000): Promise<void> => {
-      assert.ok(await ledger.reserve(userId, `h${fileId}`, bytes, quota) >= bytes);
+      assert.ok((await ledger.reserve(userId, `h${fileId}`, bytes, quota)).held >= bytes);
       assert.equal(await ledger.resize(userId, `h${fileId}`, bytes, quota), true);
       await ledger.pend(userId, upload(fileId, bytes), `h${fileId}`);
       await ledger.settle(userId, upload(fileId, bytes));
@@ -42,19 +42,19 @@ export const storageLedgerContract = (name: string, make: (options: StorageLedge
 
     it('a reserve holds what the body declares, or the whole free space when it declares nothing, and 0 when the user is full', async () => {
       const { ledger } = await open();
-      assert.equal(await ledger.reserve(1, 'a', 300, 1_000), 300);
+      assert.deepEqual(await ledger.reserve(1, 'a', 300, 1_000), { held: 300, free: 1_000 });
       assert.equal(await ledger.usage(1), 300);
-      assert.equal(await ledger.reserve(1, 'b', undefined, 1_000), 700);
-      assert.equal(await ledger.reserve(1, 'c', 10, 1_000), 0);
+      assert.equal((await ledger.reserve(1, 'b', undefined, 1_000)).held, 700);
+      assert.equal((await ledger.reserve(1, 'c', 10, 1_000)).held, 0);
       assert.equal(await ledger.usage(1), 1_000);
       await ledger.cancel(1, holdKey('b'));
-      assert.equal(await ledger.reserve(1, 'c', 900, 1_000), 700);
+      assert.equal((await ledger.reserve(1, 'c', 900, 1_000)).held, 700);
       await ledger.close();
     });
 
     it('concurrent reserves of one user never hold more than the quota between them', async () => {
       const { ledger } = await open();
-      const held = await Promise.all(Array.from({ length: 20 }, (_, i) => ledger.reserve(2, `h${i}`, 100, 1_000)));
+      const held = await Promise.all(Array.from({ length: 20 }, (_, i) => ledger.reserve(2, `h${i}`, 100, 1_000).then((r) => r.held)));
       assert.equal(held.reduce((a, b) => a + b, 0), 1_000);
       assert.equal(held.filter((bytes) => bytes === 0).length, 10);
       assert.equal(await ledger.usage(2), 1_000);
@@ -113,7 +113,7 @@ export const storageLedgerContract = (name: string, make: (options: StorageLedge
       await ledger.settle(6, deletion(60, 400));
       assert.equal(await ledger.usage(6), 100);
       // The bytes given back are free at once (read-your-writes).
-      assert.equal(await ledger.reserve(6, 'next', undefined, 1_000), 900);
+      assert.equal((await ledger.reserve(6, 'next', undefined, 1_000)).held, 900);
       await ledger.close();
     });
 
@@ -122,7 +122,7 @@ export const storageLedgerContract = (name: string, make: (options: StorageLedge
       await uploaded(ledger, 8, 80, 700);
       await uploaded(ledger, 9, 90, 50);
       await ledger.reserve(9, 'held', 100, 1_000);
-      assert.equal(await ledger.reserve(8, 'x', 500, 1_000), 300);
+      assert.equal((await ledger.reserve(8, 'x', 500, 1_000)).held, 300);
       assert.equal(await ledger.usage(9), 150);
       assert.equal(await ledger.total(), 750);
       await ledger.close();
@@ -158,7 +158,7 @@ export const storageLedgerContract = (name: string, make: (options: StorageLedge
       assert.equal(await ledger.seed(async () => new Map([[11, 500], [12, 20]])), true);
       assert.equal(await ledger.seed(async () => { throw new Error('not called again'); }), false);
       assert.equal(await ledger.usage(11), 500);
-      assert.equal(await ledger.reserve(12, 'h', undefined, 100), 80);
+      assert.equal((await ledger.reserve(12, 'h', undefined, 100)).held, 80);
       assert.equal(await ledger.total(), 520);
       await ledger.close();
     });

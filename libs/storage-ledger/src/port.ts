@@ -41,10 +41,10 @@ export interface StorageLedger {
   usage(userId: number): Promise<number>;
   /**
    * Holds room for an upload whose body declares `wanted` bytes (undefined: not declared): the
-   * whole free space at most. Resolves with the bytes held, or 0 (nothing held) when the user has
-   * no free space left.
+   * whole free space at most. Resolves with the bytes held and the free space before the hold;
+   * `held` 0 (nothing held) when the user has no free space left.
    */
-  reserve(userId: number, holdId: string, wanted: number | undefined, quotaBytes: number): Promise<number>;
+  reserve(userId: number, holdId: string, wanted: number | undefined, quotaBytes: number): Promise<{ held: number; free: number }>;
   /** Sets the hold to the file's real size; false (hold unchanged) when that no longer fits the quota. */
   resize(userId: number, holdId: string, bytes: number, quotaBytes: number): Promise<boolean>;
   /**

@@ -84,9 +84,9 @@ export const makeLedger = (records: LedgerRecords, options: StorageLedgerOptions
 
     reserve: (userId, holdId, wanted, quotaBytes) => update(userId, (record) => {
       const free = quotaBytes - usageOf(record);
-      if (free <= 0) return { record, result: 0 };
-      const bytes = Math.min(free, wanted ?? free);
-      return { record: { ...record, entries: { ...record.entries, [holdKey(holdId)]: { bytes, at: now() } } }, result: bytes };
+      if (free <= 0) return { record, result: { held: 0, free } };
+      const held = Math.min(free, wanted ?? free);
+      return { record: { ...record, entries: { ...record.entries, [holdKey(holdId)]: { bytes: held, at: now() } } }, result: { held, free } };
     }),
 
     resize: (userId, holdId, bytes, quotaBytes) => update(userId, (record) => {

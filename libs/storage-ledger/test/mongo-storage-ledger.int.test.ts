@@ -16,7 +16,7 @@ describe('mongo storage ledger', () => {
   it('two ledgers (replicas) on one database never hold more than the quota between them', async () => {
     const db = server.freshDb('ledger_replicas');
     const [a, b] = [await openMongoStorageLedger(db, { resolve }), await openMongoStorageLedger(db, { resolve })];
-    const held = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).reserve(1, `h${i}`, 100, 1_000)));
+    const held = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).reserve(1, `h${i}`, 100, 1_000).then((r) => r.held)));
     assert.equal(held.reduce((x, y) => x + y, 0), 1_000);
     assert.equal(await a.usage(1), 1_000);
     await Promise.all([a.close(), b.close()]);

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import {
-  CONSISTENCY_HEADER, CONSISTENCY_USERS_HEADER, DocshareError, M, parseConsistencyToken, parseConsistencyUsers, positiveId,
+  DocshareError, M, positiveId,
 } from '@docshare/contracts';
 import { RangeNotSatisfiable, type ByteRange } from '@docshare/blob-store';
 import {
@@ -9,7 +9,6 @@ import {
 } from '@docshare/http';
 import { pageOf } from '@docshare/http';
 import { CONTENT_CACHE_CONTROL, type DocsCommands } from './commands.ts';
-import type { CommandMeta } from './command-handler.ts';
 import { readUploadForm } from './upload-form.ts';
 import { declaredLength, drainSmallBody } from './storage-quota.ts';
 import {
@@ -24,7 +23,7 @@ import {
   type ConditionalHeaders, type Validators,
 } from './http-caching.ts';
 import {
-  IDEMPOTENCY_KEY_HEADER, hashOnlySink, hashingSink, idempotent, uploadRequestOf, type Idempotency, type IdempotentRoute,
+  IDEMPOTENCY_KEY_HEADER, consistencyHeaders, hashOnlySink, hashingSink, idempotent, send, uploadRequestOf, type Idempotency, type IdempotentRoute, type Work,
 } from './idempotency.ts';
 
 export interface DocsCommandAppOptions {
@@ -82,23 +81,6 @@ export const parseRange = (header: string | undefined, size: number): ByteRange 
 /** The conditional headers of a GET or HEAD (http-caching.ts). */
 const conditionalOf = (req: Request): ConditionalHeaders => ({ ifNoneMatch: req.get('if-none-match'), ifModifiedSince: req.get('if-modified-since') });
 
-/**
- * The request's command meta: what the command records sets the answer's consistency token (the
- * newest position) and the users whose read models it changed (for the gateway, which removes it).
- */
-const commandMeta = (req: Request, res: Response): CommandMeta => ({
-  ...metaOf(req),
-  recorded: (position, users) => {
-    if (res.headersSent) return;
-    if (position > (recordedToken(res) ?? 0)) res.setHeader(CONSISTENCY_HEADER, String(position));
-    const all = new Set([...parseConsistencyUsers(res.getHeader(CONSISTENCY_USERS_HEADER)), ...users]);
-    if (all.size > 0) res.setHeader(CONSISTENCY_USERS_HEADER, [...all].join(','));
-  },
-});
-
-/** The consistency token the answer carries, if the command recorded anything. */
-const recordedToken = (res: Response): number | undefined => parseConsistencyToken(res.getHeader(CONSISTENCY_HEADER)) ?? undefined;
-
 /** The docs-command service's HTTP face: every write of the API, the view page and signed content links. */
 export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
   const { commands, logger } = options;
@@ -108,8 +90,8 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
 
   const { idempotency } = options;
   /** A write that a retry with the same Idempotency-Key does once (when idempotency is configured). */
-  const once = (route: IdempotentRoute, handler: RequestHandler): RequestHandler =>
-    idempotency ? idempotent(idempotency, route, handler) : handler;
+  const once = (route: IdempotentRoute, work: Work): RequestHandler =>
+    idempotency ? idempotent(idempotency, route, work) : async (req, res) => send(res, await work(req));
   const jsonRequest: IdempotentRoute = { requestOf: async (req) => bodyOf(req) };
 
   app.post('/api/V1/users/api-register', jsonBody(), once({
@@ -117,16 +99,16 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     // The token is not kept: a replay answers with a fresh one for the same user.
     redact: ({ token: _token, ...rest }) => rest,
     restore: (body) => ({ ...body, token: commands.issueToken(Number(body.user_id)) }),
-  }, async (req, res) => {
+  }, async (req) => {
     const input = parseRegistration(bodyOf(req));
-    const { userId, token } = await commands.register(input, commandMeta(req, res));
-    res.status(201).json({ status: 'success', message: M.registered, user_id: userId, token });
+    const { userId, token, recorded } = await commands.register(input, metaOf(req));
+    return { status: 201, body: { status: 'success', message: M.registered, user_id: userId, token }, recorded };
   }));
 
   app.post('/api/V1/users/api-login', jsonBody(), async (req, res) => {
     const { email, password } = parseLogin(bodyOf(req));
-    const { userId, token } = await commands.login(email, password, commandMeta(req, res));
-    res.json({ status: 'success', message: M.loggedIn, user_id: userId, token });
+    const { userId, token, recorded } = await commands.login(email, password, metaOf(req));
+    send(res, { status: 200, body: { status: 'success', message: M.loggedIn, user_id: userId, token }, recorded });
   });
 
   // Behind a gateway, its caps again per docs-command process (several gateways may feed one);
@@ -135,11 +117,10 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     deferred: true,
     // A replay's form is read only to compare it (its bytes hashed, not stored).
     requestOf: async (req) => uploadRequestOf(await readUploadForm(req, hashOnlySink, options.maxUploadBytes)),
-  }, async (req, res) => {
+  }, async (req) => {
     const actorId = actorOf(req);
     // The storage quota is checked before the body is read, and held until the upload is recorded.
-    const token = parseConsistencyToken(req.headers[CONSISTENCY_HEADER]) ?? undefined;
-    const storage = await commands.reserveStorage(actorId, declaredLength(req.get('content-length')), token).catch(async (error: unknown) => {
+    const storage = await commands.reserveStorage(actorId, declaredLength(req.get('content-length'))).catch(async (error: unknown) => {
       await drainSmallBody(req);
       throw error;
     });
@@ -148,58 +129,55 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
       const keyed = idempotency !== undefined && req.get(IDEMPOTENCY_KEY_HEADER) !== undefined;
       const sink = keyed ? hashingSink(commands.uploadSink) : commands.uploadSink;
       const form = await readUploadForm(req, sink, storage.limitFor(options.maxUploadBytes)).catch(storage.explain);
-      if (keyed) res.locals.idempotentRequest = uploadRequestOf(form);
       // Until `upload` has it, the stored blob is this route's to remove when the upload is refused.
       let handedOver = false;
       try {
         if (!form.file) throw new DocshareError('invalid', M.fileRequired);
         const metadata = parseUploadMetadata(form.fields);
         handedOver = true;
-        const result = await commands.upload(actorId, form.file, metadata, commandMeta(req, res), storage);
-        // The hold stays until the stats read model counts the upload, not beyond.
-        storage.release(recordedToken(res));
-        res.status(201).json({
-          status: 'success', message: M.uploaded, file_id: String(result.fileId),
-          category_id: String(result.categoryId), category_name: result.categoryName,
-        });
+        const { fileId, categoryId, categoryName, recorded } = await commands.upload(actorId, form.file, metadata, metaOf(req), storage);
+        return {
+          status: 201, recorded, request: keyed ? uploadRequestOf(form) : undefined,
+          body: { status: 'success', message: M.uploaded, file_id: String(fileId), category_id: String(categoryId), category_name: categoryName },
+        };
       } finally {
         if (!handedOver) await form.discard();
       }
     } finally {
-      storage.release();
+      await storage.release();
     }
   }));
 
   app.get('/api/V1/docs/api-download', async (req, res) => {
     const actorId = actorOf(req);
     const fileId = parseFileId(req.query.file_id);
-    const { originalFileName, downloadUrl } = await commands.authorizeDownload(actorId, fileId, commandMeta(req, res));
-    res.json({ status: 'success', message: M.downloadReady, original_file_name: originalFileName, download_url: downloadUrl });
+    const { originalFileName, downloadUrl, recorded } = await commands.authorizeDownload(actorId, fileId, metaOf(req));
+    send(res, { status: 200, body: { status: 'success', message: M.downloadReady, original_file_name: originalFileName, download_url: downloadUrl }, recorded });
   });
 
-  app.delete('/api/V1/docs/api-delete', failureMessage(M.deletionFailed), jsonBody(), once(jsonRequest, async (req, res) => {
+  app.delete('/api/V1/docs/api-delete', failureMessage(M.deletionFailed), jsonBody(), once(jsonRequest, async (req) => {
     const actorId = actorOf(req);
     const fileId = parseFileId(bodyOf(req).id);
-    await commands.remove(actorId, fileId, commandMeta(req, res));
-    res.json({ status: 'success', message: M.deleted });
+    const { recorded } = await commands.remove(actorId, fileId, metaOf(req));
+    return { status: 200, body: { status: 'success', message: M.deleted }, recorded };
   }));
 
-  app.post('/api/V1/docs/api-comment', jsonBody(), once(jsonRequest, async (req, res) => {
+  app.post('/api/V1/docs/api-comment', jsonBody(), once(jsonRequest, async (req) => {
     const actorId = actorOf(req);
     const body = bodyOf(req);
     const fileId = parseFileId(body.file_id);
     const text = parseComment(body.comment);
-    const { commentId } = await commands.comment(actorId, fileId, text, commandMeta(req, res));
-    res.status(201).json({ status: 'success', message: M.commentPosted, comment_id: commentId });
+    const { commentId, recorded } = await commands.comment(actorId, fileId, text, metaOf(req));
+    return { status: 201, body: { status: 'success', message: M.commentPosted, comment_id: commentId }, recorded };
   }));
 
-  app.post('/api/V1/docs/api-update', jsonBody(), once(jsonRequest, async (req, res) => {
+  app.post('/api/V1/docs/api-update', jsonBody(), once(jsonRequest, async (req) => {
     const actorId = actorOf(req);
     const body = bodyOf(req);
     const fileId = parseFileId(body.id);
     const changes = parseChanges(body);
-    await commands.update(actorId, fileId, changes, commandMeta(req, res));
-    res.json({ status: 'success', message: M.updated });
+    const { recorded } = await commands.update(actorId, fileId, changes, metaOf(req));
+    return { status: 200, body: { status: 'success', message: M.updated }, recorded };
   }));
 
   app.post('/api/V1/docs/api-purchase', jsonBody(), once({
@@ -210,12 +188,12 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
       if (!fileId || !saleId || Number(expires) > Date.now() / 1000) return body;
       return { ...body, download_url: commands.purchaseUrl(Number(fileId), Number(saleId)) };
     },
-  }, async (req, res) => {
+  }, async (req) => {
     const actorId = actorOf(req);
     const fileId = parseFileId(bodyOf(req).file_id);
-    const { saleId, created, downloadUrl } = await commands.purchase(actorId, fileId, commandMeta(req, res));
+    const { saleId, created, downloadUrl, recorded } = await commands.purchase(actorId, fileId, metaOf(req));
     // A repeat is answered with the first sale (200): a buyer buys a file once.
-    res.status(created ? 201 : 200).json({ status: 'success', message: created ? M.purchased : M.alreadyPurchased, sale_id: saleId, download_url: downloadUrl });
+    return { status: created ? 201 : 200, body: { status: 'success', message: created ? M.purchased : M.alreadyPurchased, sale_id: saleId, download_url: downloadUrl }, recorded };
   }));
 
   // The files the caller bought, each with a link to its bytes: from the files read model, signed here.
@@ -240,8 +218,8 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     const fileId = positiveId(req.params.fileId);
     if (fileId === null) throw new DocshareError('not_found', M.fileNotFound);
     const { blobKey, report } = parseExtractionReport(bodyOf(req));
-    const recorded = await commands.recordExtraction(fileId, blobKey, report, commandMeta(req, res));
-    res.status(recorded ? 201 : 200).json({ status: 'success', recorded });
+    const recorded = await commands.recordExtraction(fileId, blobKey, report, metaOf(req));
+    send(res, { status: recorded ? 201 : 200, body: { status: 'success', recorded: recorded !== null }, recorded });
   });
 
   app.get('/docs/:fileId', async (req: Request, res: Response) => {
@@ -260,7 +238,8 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     if (fileId === null) return sendPage(404, renderNotFoundPage());
     try {
       // A HEAD (link checkers, crawlers) answers like GET but is not a view.
-      const file = req.method === 'HEAD' ? await commands.peek(fileId) : await commands.view(fileId, commandMeta(req, res));
+      const { file, recorded } = req.method === 'HEAD' ? { file: await commands.peek(fileId), recorded: null } : await commands.view(fileId, metaOf(req));
+      res.set(consistencyHeaders(recorded));
       // The validators describe what the page shows, not its per-response nonce (http-caching.ts).
       const validators = pageValidators(renderFilePage(file, options.publicBaseUrl, ''), file);
       // A conditional GET is a visit too: its view was counted above, whatever the answer.

@@ -11,7 +11,7 @@ import type { Logger } from '@docshare/http';
 import type { makeFilesQueries, Page } from '@docshare/files-projector';
 import { makeCommandHandler, type CommandMeta, type Decider, type Handled } from './command-handler.ts';
 import {
-  decideFile, evolveFile, initialFileState, saleById, saleTo, type FileCommand, type FileEventBody, type FileFacts, type FileState,
+  decideFile, evolveFile, initialFileState, purchaseOf, saleById, saleTo, type FileCommand, type FileEventBody, type FileFacts, type FileState,
 } from './domain/file.ts';
 import { decideUser, evolveUser, initialUserState, type UserCommand, type UserEventBody, type UserState } from './domain/user.ts';
 import {
@@ -19,7 +19,9 @@ import {
 } from './domain/category.ts';
 import type { Registration, UploadMetadata } from './validation.ts';
 import type { FileSink, ReceivedFile } from './upload-form.ts';
-import { makeStorageQuota, type StorageReservation } from './storage-quota.ts';
+import { makeStorageQuota, resolvedBy, type StorageReservation } from './storage-quota.ts';
+import { changeKey, makeMemoryStorageLedger, type StorageLedger } from '@docshare/storage-ledger';
+import { fileStateFrom } from './blob-sweeper.ts';
 
 /**
  * A signed content link opened: the bytes to stream, the blob store's own URL to redirect to, or
@@ -61,8 +63,27 @@ export interface StoredUpload { fileId: number; blobKey: string; size: number }
 /** An upload's file as received: stored, with the name and type the client gave. */
 export type ReceivedUpload = ReceivedFile<StoredUpload>;
 
-/** The last event a command recorded: where it is in the store and in its stream. */
-export interface Recorded { position: number; subject: string; version: number }
+/** The last event an append recorded: where it is in the store and in its stream (afterCommit). */
+export interface Committed { position: number; subject: string; version: number }
+
+/**
+ * What a use case recorded, returned with its answer: the position of its newest event (the
+ * consistency token the answer carries) and the users whose read models its events change (for
+ * the gateway); null when it recorded nothing.
+ */
+export interface Recorded { position: number; users: number[] }
+
+/** What several appends recorded, as one (the newest position, every user). */
+export const recordedBy = (...results: (Handled<unknown> | null | undefined)[]): Recorded | null => {
+  let position = 0;
+  const users = new Set<number>();
+  for (const result of results) {
+    if (!result || result.position === null) continue;
+    position = Math.max(position, result.position);
+    for (const key of result.events.map(partitionKeyOf)) if (key.startsWith('user-')) users.add(Number(key.slice(5)));
+  }
+  return position > 0 ? { position, users: [...users] } : null;
+};
 
 /** Bytes a recorded command added to the blob store (an upload) or gave back (a deletion). */
 export interface StoredChange { kind: 'upload' | 'delete'; bytes: number }
@@ -79,17 +100,15 @@ export interface DocsCommandsDeps {
   publicBaseUrl: string;
   downloadUrlTtlSeconds: number;
   /** Told after each recorded append (wakes the outbox relay); never waited on by the answer. */
-  afterCommit?: (recorded: Recorded) => void;
+  afterCommit?: (committed: Committed) => void;
   /** Told after each recorded upload and deletion, with the file's size (metrics: upload sizes, bytes stored). */
   onStored?: (change: StoredChange) => void;
   now?: () => Date;
   passwordCost?: number;
   /** Bytes each user may store (STORAGE_QUOTA_BYTES); 0 or absent means unlimited. */
   storageQuotaBytes?: number;
-  /** Bytes a user's files take, from the stats read model; required with a storage quota. */
-  storageUsedBy?: (userId: number) => Promise<{ bytes: number; through: number }>;
-  /** Resolves once the stats read model has applied a consistency token, or after `timeoutMs` (storage-quota.ts). */
-  storageApplied?: (token: number, timeoutMs: number) => Promise<unknown>;
+  /** Bytes each user's files take (libs/storage-ledger), moved by uploads and deletions; default: in memory. */
+  ledger?: StorageLedger;
   /** The files a user bought, a page of them, from the files read model (read-only); absent: api-purchases answers 503. */
   purchasesOf?: FilesQueries['purchasesOf'];
 }
@@ -101,20 +120,13 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   const handler = makeCommandHandler(events);
   /** A registered user stays registered: a cached fold that says so needs no read (command-handler load). */
   const registered = (state: UserState): boolean => state.status === 'registered';
-  const quotaBytes = deps.storageQuotaBytes ?? 0;
-  const { storageUsedBy } = deps;
-  if (quotaBytes > 0 && !storageUsedBy) throw new Error('a storage quota needs storageUsedBy');
-  const quota = makeStorageQuota({ quotaBytes, usedBy: storageUsedBy ?? (async () => ({ bytes: 0, through: 0 })), applied: deps.storageApplied });
-  /**
-   * After an append: the command's meta learns its consistency token (the answer carries it, and
-   * reads wait for it, never this write), and afterCommit is told.
-   */
-  const settle = (result: Handled<unknown> | null, meta: CommandMeta): void => {
+  const ledger = deps.ledger ?? makeMemoryStorageLedger({ resolve: resolvedBy(fileStateFrom(events)) });
+  const quota = makeStorageQuota({ quotaBytes: deps.storageQuotaBytes ?? 0, ledger });
+  /** After an append: afterCommit is told (the outbox relay wakes); the result goes on to the use case. */
+  const committed = <R extends Handled<unknown> | null>(result: R): R => {
     const last = result?.events.at(-1);
-    if (!result || result.position === null || !last) return;
-    const users = [...new Set(result.events.map(partitionKeyOf).filter((key) => key.startsWith('user-')).map((key) => Number(key.slice(5))))];
-    meta.recorded?.(result.position, users);
-    deps.afterCommit?.({ position: result.position, subject: last.subject, version: last.streamversion });
+    if (result && result.position !== null && last) deps.afterCommit?.({ position: result.position, subject: last.subject, version: last.streamversion });
+    return result;
   };
 
   /** Makes sure the user's stream exists (repairs a registration cut off between its two writes). */
@@ -123,11 +135,12 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     if (state.status === 'registered') return null;
     try {
       const now = clock().toISOString();
-      return await handler.handle(userDecider, streamIds.user(account.userId), {
+      return committed(await handler.handle(userDecider, streamIds.user(account.userId), {
         type: 'RegisterUser', user: { userId: account.userId, name: account.name, email, registeredAt: now },
-      }, now, meta);
+      }, now, meta));
     } catch (error) {
-      if (error instanceof Error && error.message === 'User already registered') return null;
+      // Registered meanwhile (the only conflict the user decider refuses with).
+      if (error instanceof DocshareError && error.kind === 'conflict') return null;
       throw error;
     }
   };
@@ -138,8 +151,8 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     const account: Account = { userId, name: input.name, passwordHash: await hashPassword(input.password, deps.passwordCost) };
     const claimed = await claims.claim('account', input.email, account);
     if (!claimed.created) throw conflict(M.emailTaken);
-    settle(await ensureUser(account, input.email, meta), meta);
-    return { userId, token: tokens.issue(userId) };
+    const recorded = recordedBy(await ensureUser(account, input.email, meta));
+    return { userId, token: tokens.issue(userId), recorded };
   };
 
   const login = async (email: string, password: string, meta: CommandMeta) => {
@@ -149,8 +162,8 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
       throw unauthorized(M.badCredentials);
     }
     if (!(await verifyPassword(password, account.passwordHash))) throw unauthorized(M.badCredentials);
-    settle(await ensureUser(account, email, meta), meta);
-    return { userId: account.userId, token: tokens.issue(account.userId) };
+    const recorded = recordedBy(await ensureUser(account, email, meta));
+    return { userId: account.userId, token: tokens.issue(account.userId), recorded };
   };
 
   const categoryById = async (categoryId: number): Promise<CategoryCreated | null> => {
@@ -169,10 +182,13 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     if (categoryClaims.size > 10_000) categoryClaims.delete(categoryClaims.keys().next().value!);
   };
 
-  /** The category named (ignoring case), created on first use; the name claim makes creation race-free. */
+  /**
+   * The category named (ignoring case), created on first use (`created`: what that recorded); the
+   * name claim makes creation race-free.
+   */
   const categoryNamed = async (
     choice: { name: string; description: string; tags: string[] }, actorId: number, meta: CommandMeta,
-  ): Promise<CategoryCreated> => {
+  ): Promise<{ category: CategoryCreated; created?: Handled<unknown> }> => {
     const key = choice.name.toLowerCase();
     let claim = categoryClaims.get(key) ?? await claims.get<CategoryClaim>('category-name', key);
     if (!claim) {
@@ -183,26 +199,26 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     }
     rememberCategoryClaim(key, claim);
     const existing = await categoryById(claim.categoryId);
-    if (existing) return existing;
+    if (existing) return { category: existing };
     const now = clock().toISOString();
     const category: CategoryCreated = { ...claim, createdAt: now };
     try {
-      settle(await handler.handle(categoryDecider, streamIds.category(claim.categoryId), { type: 'CreateCategory', category }, now, meta), meta);
+      return { category, created: committed(await handler.handle(categoryDecider, streamIds.category(claim.categoryId), { type: 'CreateCategory', category }, now, meta)) };
     } catch (error) {
       const raced = await categoryById(claim.categoryId);
-      if (raced) return raced;
+      if (raced) return { category: raced };
       throw error;
     }
-    return category;
   };
 
   /**
    * Reserves room in the user's storage quota for an upload whose body declares `declared` bytes,
    * before the body is read; refuses (`Storage quota exceeded`) a user already at or over it. The
-   * caller releases the reservation once `upload` has answered, whatever the outcome.
+   * caller releases the reservation once `upload` has answered, whatever the outcome (a hold
+   * the upload turned into its pending file is the ledger's by then: the release does nothing).
    */
-  const reserveStorage = (actorId: number, declared: number | undefined, token?: number): Promise<StorageReservation> =>
-    quota.reserve(actorId, declared, token);
+  const reserveStorage = (actorId: number, declared: number | undefined): Promise<StorageReservation> =>
+    quota.reserve(actorId, declared);
 
   /**
    * Where an upload's file part goes while the form is read: straight into the blob store, under
@@ -230,31 +246,38 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   };
 
   /**
-   * Records an upload whose bytes `uploadSink` stored; with a `storage` reservation, their real
-   * size must fit the quota first. From the call on, the blob is this function's: it removes it
-   * when the upload is known not to be recorded.
+   * Records an upload whose bytes `uploadSink` stored; their real size must fit the quota first
+   * (`storage`: the route's reservation, made before the body was read; else one made now). From
+   * the call on, the blob is this function's: it removes it when the upload is known not to be
+   * recorded. The ledger counts the file as pending from before its event is appended, and as
+   * settled after (storage-quota.ts).
    */
   const upload = async (actorId: number, file: ReceivedUpload, metadata: UploadMetadata, meta: CommandMeta, storage?: StorageReservation) => {
     const { fileId, blobKey } = file;
     let owner: Extract<UserState, { status: 'registered' }>;
     let category: CategoryCreated | null;
+    let created: Handled<unknown> | undefined;
     try {
       const { state } = await handler.load(userDecider, streamIds.user(actorId), registered);
       if (state.status !== 'registered') throw unauthorized(M.invalidToken);
       owner = state;
-      await storage?.confirm(file.size);
-      category = metadata.category.kind === 'existing'
-        ? await categoryById(metadata.category.categoryId)
-        : await categoryNamed(metadata.category, actorId, meta);
+      storage ??= await quota.reserve(actorId, file.size);
+      await storage.confirm(file.size);
+      if (metadata.category.kind === 'existing') category = await categoryById(metadata.category.categoryId);
+      else ({ category, created } = await categoryNamed(metadata.category, actorId, meta));
       if (!category) throw notFound(M.categoryNotFound);
+      await storage.pend(fileId, file.size);
     } catch (error) {
+      await storage?.release();
       await uploadSink.discard(file);
       throw error;
     }
+    const pending = { kind: 'upload', fileId } as const;
 
     const now = clock().toISOString();
+    let recorded: Handled<FileState>;
     try {
-      const recorded = await onFile(fileId, {
+      recorded = await onFile(fileId, {
         type: 'UploadFile',
         file: {
           fileId, ownerId: actorId, ownerName: owner.name, title: metadata.title, description: metadata.description,
@@ -263,31 +286,53 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
           blobKey, uploadedAt: now,
         },
       }, meta);
-      if (recorded.position !== null) deps.onStored?.({ kind: 'upload', bytes: file.size });
     } catch (error) {
       // Only a refused append is known not to have recorded the file; after any other failure the
-      // event may be stored, and its bytes must stay (an unreferenced blob is garbage, not loss).
-      if (error instanceof DocshareError || error instanceof VersionConflict) await uploadSink.discard(file);
+      // event may be stored, and its bytes must stay (an unreferenced blob is garbage, not loss),
+      // and so does its pending entry in the ledger (repaired from the file's stream later).
+      if (error instanceof DocshareError || error instanceof VersionConflict) {
+        await ledger.cancel(actorId, changeKey(pending));
+        await uploadSink.discard(file);
+      }
       throw error;
     }
-    return { fileId, categoryId: category.categoryId, categoryName: category.name };
+    await ledger.settle(actorId, pending);
+    if (recorded.position !== null) deps.onStored?.({ kind: 'upload', bytes: file.size });
+    return { fileId, categoryId: category.categoryId, categoryName: category.name, recorded: recordedBy(created, recorded) };
   };
 
-  const onFile = async (fileId: number, command: FileCommand, meta: CommandMeta) => {
+  const onFile = async (fileId: number, command: FileCommand, meta: CommandMeta): Promise<Handled<FileState>> => {
     const now = command.type === 'UploadFile' ? command.file.uploadedAt : command.now;
-    const result = await handler.handle(fileDecider, streamIds.file(fileId), command, now, meta);
-    settle(result, meta);
-    return result;
+    return committed(await handler.handle(fileDecider, streamIds.file(fileId), command, now, meta));
   };
 
-  const remove = async (actorId: number, fileId: number, meta: CommandMeta): Promise<void> => {
-    const result = await onFile(fileId, { type: 'DeleteFile', fileId, actorId, now: clock().toISOString() }, meta);
+  /**
+   * Deletes a file. Its owner's ledger gives the bytes back: pending from before the event is
+   * appended (they still count), settled once the file's stream says it is deleted, whoever
+   * deleted it; a deletion refused is cancelled, one whose outcome is unknown left to the repair.
+   */
+  const remove = async (actorId: number, fileId: number, meta: CommandMeta) => {
+    const { state: before } = await handler.load(fileDecider, streamIds.file(fileId));
+    const pending = before.status === 'active' && before.file.ownerId === actorId ? { kind: 'delete', fileId, bytes: before.file.size } as const : null;
+    if (pending) await quota.pendDeletion(actorId, fileId, pending.bytes);
+    let result: Handled<FileState>;
+    try {
+      result = await onFile(fileId, { type: 'DeleteFile', fileId, actorId, now: clock().toISOString() }, meta);
+    } catch (error) {
+      if (pending && error instanceof DocshareError) {
+        const { state } = await handler.load(fileDecider, streamIds.file(fileId));
+        await (state.status === 'deleted' ? ledger.settle(actorId, pending) : ledger.cancel(actorId, changeKey(pending)));
+      }
+      throw error;
+    }
     const file = result.state.status === 'deleted' ? result.state.file : null;
+    if (pending && file) await ledger.settle(actorId, pending);
     if (file && result.position !== null) deps.onStored?.({ kind: 'delete', bytes: file.size });
     if (file) {
       // The deletion is recorded; a blob left behind by a failure here is garbage, not data loss.
       await blobs.remove(file.blobKey).catch((err: unknown) => logger.warn({ err, fileId }, 'blob removal failed'));
     }
+    return { recorded: recordedBy(result) };
   };
 
   const contentPath = (fileId: number): string => `/files/${fileId}/content`;
@@ -313,6 +358,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     return {
       originalFileName: result.state.file.originalFileName,
       downloadUrl: `${deps.publicBaseUrl}${path}?${signer.sign(path, expiresAt)}`,
+      recorded: recordedBy(result),
     };
   };
 
@@ -368,12 +414,13 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     const { state: author } = await handler.load(userDecider, streamIds.user(actorId), registered);
     if (author.status !== 'registered') throw unauthorized(M.invalidToken);
     const commentId = await events.nextId('comment');
-    await onFile(fileId, { type: 'PostComment', fileId, actorId, commentId, comment: text, now: clock().toISOString() }, meta);
-    return { commentId };
+    const result = await onFile(fileId, { type: 'PostComment', fileId, actorId, commentId, comment: text, now: clock().toISOString() }, meta);
+    return { commentId, recorded: recordedBy(result) };
   };
 
-  const update = async (actorId: number, fileId: number, changes: FileChanges, meta: CommandMeta): Promise<void> => {
-    await onFile(fileId, { type: 'UpdateFile', fileId, actorId, changes, now: clock().toISOString() }, meta);
+  const update = async (actorId: number, fileId: number, changes: FileChanges, meta: CommandMeta) => {
+    const result = await onFile(fileId, { type: 'UpdateFile', fileId, actorId, changes, now: clock().toISOString() }, meta);
+    return { recorded: recordedBy(result) };
   };
 
   /**
@@ -381,19 +428,20 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
    * tells which. Either way the answer carries the sale and a fresh link to the bytes.
    */
   const purchase = async (actorId: number, fileId: number, meta: CommandMeta) => {
-    const answer = (state: FileState, created: boolean) => {
+    const answer = (state: FileState, result?: Handled<FileState>) => {
       const sale = state.status === 'active' ? saleTo(state.file, actorId) : undefined;
       // The decider recorded or found the sale on an active file; anything else is a file gone meanwhile.
       if (!sale) throw notFound(M.fileNotFound);
-      return { saleId: sale.saleId, created, purchasedAt: sale.purchasedAt, downloadUrl: purchaseUrl(fileId, sale.saleId) };
+      const recorded = recordedBy(result);
+      return { saleId: sale.saleId, created: recorded !== null, purchasedAt: sale.purchasedAt, downloadUrl: purchaseUrl(fileId, sale.saleId), recorded };
     };
     const { state } = await handler.load(fileDecider, streamIds.file(fileId));
-    // Check before allocating a sale id, so refusals and repeats do not burn ids; the decider
-    // decides again on the stream, at its version, which is what settles two purchases at once.
-    if (decideFile({ type: 'PurchaseFile', fileId, actorId, saleId: 0, now: '' }, state).length === 0) return answer(state, false);
+    // Asked before a sale id is taken, so refusals and repeats take none; the decider decides
+    // again on the stream, at its version, which is what settles two purchases at once.
+    if (purchaseOf(state, actorId) === 'repeat') return answer(state);
     const saleId = await events.nextId('sale');
     const result = await onFile(fileId, { type: 'PurchaseFile', fileId, actorId, saleId, now: clock().toISOString() }, meta);
-    return answer(result.state, result.position !== null);
+    return answer(result.state, result);
   };
 
   /** The files `buyerId` bought (enabled and not deleted), newest purchase first, each with a fresh signed link. */
@@ -416,10 +464,10 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   };
 
   /** Counts a view of the public page and returns the file shown. */
-  const view = async (fileId: number, meta: CommandMeta): Promise<FileFacts> => {
+  const view = async (fileId: number, meta: CommandMeta): Promise<{ file: FileFacts; recorded: Recorded | null }> => {
     const result = await onFile(fileId, { type: 'ViewFile', fileId, now: clock().toISOString() }, meta);
     if (result.state.status !== 'active') throw notFound(M.fileNotFound);
-    return result.state.file;
+    return { file: result.state.file, recorded: recordedBy(result) };
   };
 
   /**
@@ -432,18 +480,16 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     return state.file.extraction ? 'done' : 'pending';
   };
 
-  /** Records what the text extractor found in the file's bytes `blobKey`; true when an event was recorded. */
-  const recordExtraction = async (fileId: number, blobKey: string, report: ExtractionReport, meta: CommandMeta): Promise<boolean> => {
-    const result = await onFile(fileId, { type: 'RecordExtraction', fileId, blobKey, report, now: clock().toISOString() }, meta);
-    return result.position !== null;
-  };
+  /** Records what the text extractor found in the file's bytes `blobKey`; null when nothing was recorded. */
+  const recordExtraction = async (fileId: number, blobKey: string, report: ExtractionReport, meta: CommandMeta): Promise<Recorded | null> =>
+    recordedBy(await onFile(fileId, { type: 'RecordExtraction', fileId, blobKey, report, now: clock().toISOString() }, meta));
 
   /** A fresh token for a registered user (an idempotent replay of a registration answers with one). */
   const issueToken = (userId: number): string => tokens.issue(userId);
 
   return {
     register, login, issueToken, reserveStorage, uploadSink, upload, remove, authorizeDownload, openContent, comment, update, purchase, purchaseUrl, purchases, view, peek,
-    extractionStatus, recordExtraction,
+    extractionStatus, recordExtraction, ledger,
   };
 };
 

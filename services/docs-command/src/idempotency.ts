@@ -4,9 +4,10 @@ import { pipeline } from 'node:stream/promises';
 import type { Request, RequestHandler, Response } from 'express';
 import { BlobTooLarge } from '@docshare/blob-store';
 import { CONSISTENCY_HEADER, CONSISTENCY_USERS_HEADER, DocshareError, M } from '@docshare/contracts';
-import { IDENTITY_HEADER, type Logger } from '@docshare/http';
+import { IDENTITY_HEADER, metaOf, type Logger } from '@docshare/http';
 import type { IdempotencyStore, StoredAnswer } from '@docshare/idempotency-store';
 import type { FileSink, StoredBytes, UploadForm } from './upload-form.ts';
+import type { Recorded } from './commands.ts';
 
 /*
  * Safe retries of writes (IETF httpapi draft "The Idempotency-Key HTTP Header Field"; decisions in
@@ -28,9 +29,6 @@ export const REPLAYED_HEADER = 'Idempotent-Replayed';
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 /** How long a key stays in flight without its request renewing it (a request renews every third of it). */
 export const IDEMPOTENCY_LEASE_MS = 60_000;
-
-/** The answer's headers a replay repeats: what the gateway reads (read-your-writes). */
-const REPLAYED_HEADERS = [CONSISTENCY_HEADER, CONSISTENCY_USERS_HEADER];
 
 export interface Idempotency {
   store: IdempotencyStore;
@@ -116,21 +114,48 @@ export const uploadRequestOf = (form: UploadForm<StoredBytes & { sha256?: string
   file: form.file ? { name: form.file.fileName, type: form.file.contentType, size: form.file.size, sha256: form.file.sha256 } : null,
 });
 
+/** What a write answers: status, body and what it recorded (its consistency headers come from that). */
+export interface Answer {
+  status: number;
+  body: Record<string, unknown>;
+  recorded: Recorded | null;
+  /** What identified the request, when only the work knows it (an upload, once its form is read). */
+  request?: unknown;
+}
+
+/** The headers of an answer that recorded something: its consistency token and the users it changed. */
+export const consistencyHeaders = (recorded: Recorded | null): Record<string, string> => {
+  if (!recorded) return {};
+  return {
+    [CONSISTENCY_HEADER]: String(recorded.position),
+    ...(recorded.users.length > 0 ? { [CONSISTENCY_USERS_HEADER]: recorded.users.join(',') } : {}),
+  };
+};
+
+/** Sends an answer: its headers once, then the JSON body. */
+export const send = (res: Response, answer: Pick<Answer, 'status' | 'body' | 'recorded'>): void => {
+  res.set(consistencyHeaders(answer.recorded)).status(answer.status).json(answer.body);
+};
+
+/** A write's work: everything but sending, so a wrapper can keep the answer before it is sent. */
+export type Work = (req: Request) => Promise<Answer>;
+
 export interface IdempotentRoute {
   /** What identifies the request (for a replay's comparison): the parsed JSON body, or the upload's form. */
-  requestOf(req: Request, res: Response): Promise<unknown>;
-  /**
-   * For a request being done: what identified it, once known (an upload knows after reading its
-   * form; the route sets `res.locals.idempotentRequest`). Default: `requestOf`.
-   */
+  requestOf(req: Request): Promise<unknown>;
+  /** For a request being done: what identified it comes back with the answer (`Answer.request`), not from `requestOf`. */
   deferred?: boolean;
   /** Takes out of the stored body what must not be stored (a token), and puts it back on replay. */
   redact?(body: Record<string, unknown>): Record<string, unknown>;
   restore?(body: Record<string, unknown>): Record<string, unknown>;
 }
 
-/** Wraps a write route's handler: without `Idempotency-Key` it runs as it is. */
-export const idempotent = (options: Idempotency, route: IdempotentRoute, handler: RequestHandler): RequestHandler => {
+/**
+ * Wraps a write's work (as eShop's IdentifiedCommand does): without `Idempotency-Key` it runs
+ * and its answer is sent; with one, a first request runs the work, keeps its answer (when it
+ * recorded something) and then sends it; a retry gets the kept answer.
+ */
+export const idempotent = (options: Idempotency, route: IdempotentRoute, work: Work): RequestHandler => {
   const { store, logger } = options;
   const now = options.now ?? Date.now;
   const leaseMs = options.leaseMs ?? IDEMPOTENCY_LEASE_MS;
@@ -138,9 +163,9 @@ export const idempotent = (options: Idempotency, route: IdempotentRoute, handler
   const fingerprintOf = (req: Request, request: unknown): string =>
     createHmac('sha256', options.secret).update(canonicalJson([req.method, req.path, request])).digest('base64url');
 
-  return async (req, res, next) => {
+  return async (req, res) => {
     const key = parseIdempotencyKey(req.get(IDEMPOTENCY_KEY_HEADER));
-    if (key === undefined) return handler(req, res, next);
+    if (key === undefined) return send(res, await work(req));
     // One user's keys are theirs alone; registrations (no user yet) share the anonymous scope,
     // where the request's fingerprint (the e-mail address) tells them apart.
     const scoped = `${req.get(IDENTITY_HEADER) ?? 'anonymous'}/${key}`;
@@ -148,7 +173,7 @@ export const idempotent = (options: Idempotency, route: IdempotentRoute, handler
 
     if (begun.state === 'in_flight') throw new DocshareError('conflict', M.idempotencyKeyInFlight);
     if (begun.state === 'done') {
-      const fingerprint = fingerprintOf(req, await route.requestOf(req, res));
+      const fingerprint = fingerprintOf(req, await route.requestOf(req));
       if (fingerprint !== begun.fingerprint) throw new DocshareError('unprocessable', M.idempotencyKeyReused);
       return replay(res, begun.answer, route);
     }
@@ -158,43 +183,37 @@ export const idempotent = (options: Idempotency, route: IdempotentRoute, handler
       store.renew(scoped, token, now(), leaseMs).catch((err: unknown) => logger.warn({ err }, 'could not renew an idempotency key'));
     }, Math.max(1, Math.floor(leaseMs / 3)));
     renewal.unref();
-    let kept: Promise<void> | undefined;
-    const send = res.json.bind(res);
-    res.json = (body: unknown) => {
-      res.json = send;
-      const status = res.statusCode;
-      // A write that recorded nothing carries no consistency token: nothing to replay.
-      if (status < 200 || status >= 300 || res.getHeader(CONSISTENCY_HEADER) === undefined) return send(body);
-      // The answer is kept before it is sent: a client that sees it can always have it again.
-      kept = (async () => {
-        try {
-          const request = route.deferred ? res.locals.idempotentRequest as unknown : await route.requestOf(req, res);
-          if (request === undefined) throw new Error('an idempotent route answered without identifying its request');
-          const stored = route.redact ? route.redact(body as Record<string, unknown>) : body;
-          const headers: Record<string, string> = {};
-          for (const name of REPLAYED_HEADERS) {
-            const value = res.getHeader(name);
-            if (value !== undefined) headers[name] = String(value);
-          }
-          const answer: StoredAnswer = { status, headers, body: JSON.stringify(stored) };
-          const completed = await store.complete(scoped, token, { fingerprint: fingerprintOf(req, request), answer, expiresAt: now() + ttlMs });
-          if (!completed) logger.warn({ requestId: res.locals.requestId }, 'an idempotency key was taken over before its request completed');
-        } catch (err) {
-          // The write is done and the client is told so; only a retry of it after a lost answer
-          // would do it again (once the lease lapses).
-          logger.error({ err, requestId: res.locals.requestId }, 'could not keep an idempotent answer');
-        }
-        send(body);
-      })();
-      return res;
-    };
+    let answer: Answer;
     try {
-      await handler(req, res, next);
+      answer = await work(req);
+    } catch (error) {
+      await store.abandon(scoped, token).catch((err: unknown) => logger.warn({ err }, 'could not release an idempotency key'));
+      throw error;
     } finally {
       clearInterval(renewal);
-      if (kept) await kept;
-      else await store.abandon(scoped, token).catch((err: unknown) => logger.warn({ err }, 'could not release an idempotency key'));
     }
+    // A write that recorded nothing carries no consistency token: nothing to replay.
+    if (answer.status < 200 || answer.status >= 300 || answer.recorded === null) {
+      await store.abandon(scoped, token).catch((err: unknown) => logger.warn({ err }, 'could not release an idempotency key'));
+      return send(res, answer);
+    }
+    // The answer is kept before it is sent: a client that sees it can always have it again.
+    const { requestId } = metaOf(req);
+    try {
+      const request = route.deferred ? answer.request : await route.requestOf(req);
+      if (request === undefined) throw new Error('an idempotent route answered without identifying its request');
+      const stored: StoredAnswer = {
+        status: answer.status, headers: consistencyHeaders(answer.recorded),
+        body: JSON.stringify(route.redact ? route.redact(answer.body) : answer.body),
+      };
+      const completed = await store.complete(scoped, token, { fingerprint: fingerprintOf(req, request), answer: stored, expiresAt: now() + ttlMs });
+      if (!completed) logger.warn({ requestId }, 'an idempotency key was taken over before its request completed');
+    } catch (err) {
+      // The write is done and the client is told so; only a retry of it after a lost answer
+      // would do it again (once the lease lapses).
+      logger.error({ err, requestId }, 'could not keep an idempotent answer');
+    }
+    send(res, answer);
   };
 };
 

@@ -7,3 +7,4 @@ export * from './domain/category.ts';
 export * from './validation.ts';
 export * from './blob-sweeper.ts';
 export * from './metrics.ts';
+export { openEmbeddedStorageLedger } from './storage-quota.ts';

@@ -6,78 +6,66 @@ import { openMongoClaimStore } from '@docshare/claim-store/mongo';
 import { openMongoIdempotencyStore } from '@docshare/idempotency-store/mongo';
 import { openMongoEventStore } from '@docshare/event-store/mongo';
 import {
-  closeServer, configOrExit, counter, exitGracefully, HTTP_VARS, httpLimitsOf, installLastResort, intVar, listen, makeLogger, makeOps,
-  metricsListenOrExit, optionalVar, requestLog, serveMetrics, stringVar,
+  closeServer, counter, exitGracefully, installLastResort, listen, makeLogger, makeOps, requestLog, serveMetrics,
 } from '@docshare/http';
 import { startOutboxRelay } from '@docshare/outbox';
 import { honourConsistency, makeConsistencyGate, makeMongoCheckpoints } from '@docshare/consistency';
 import { makeGenerationalReadStore } from '@docshare/projection';
-import { COMMON_VARS, commonConfig, connectMongo, countStoreCommands, ensureKafkaTopics, instanceId, kafkaBus } from '@docshare/runtime/distributed';
+import { connectMongo, countStoreCommands, ensureKafkaTopics, instanceId, kafkaBus } from '@docshare/runtime/distributed';
+import {
+  auth, blob, consistency, files, internalRoutes, kafka, loadConfigOrExit, mongo, outbox, service,
+} from '@docshare/runtime/config';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
-import { makeStatsQueries } from '@docshare/stats-projector';
+import { openMongoStorageLedger } from '@docshare/storage-ledger/mongo';
 import { makeFilesQueries } from '@docshare/files-projector';
 import { makeDocsCommands } from './commands.ts';
 import { makeDocsCommandApp } from './app.ts';
 import { fileStateFrom, startBlobSweeper } from './blob-sweeper.ts';
+import { resolvedBy, storageFromEvents } from './storage-quota.ts';
 import { makeStorageMetrics, registerOutboxMetrics } from './metrics.ts';
 
 const NAME = 'docs-command';
-const logger = makeLogger(NAME);
-installLastResort(logger);
-/** Everything docs-command can be told (README: the services' environment). */
-const DOCS_COMMAND_VARS = {
-  ...COMMON_VARS,
-  ...HTTP_VARS,
-  PORT: intVar(8081),
-  LOG_LEVEL: optionalVar(),
-  INSTANCE_ID: optionalVar(),
-  JWT_SECRET: stringVar(),
-  JWT_TTL_SECONDS: intVar(86_400, 1),
-  MONGO_SOCKET_TIMEOUT_MS: intVar(0, 0),
-  MINIO_ENDPOINT: stringVar(),
-  MINIO_ACCESS_KEY: stringVar(),
-  MINIO_SECRET_KEY: stringVar(),
-  MINIO_BUCKET: stringVar('docshare-files'),
-  MINIO_REQUEST_TIMEOUT_MS: intVar(10_000, 1),
-  BLOB_PUBLIC_URL: optionalVar(),
-  RELAY_STALL_MS: intVar(10_000, 1),
-  DOWNLOAD_URL_TTL_SECONDS: intVar(900, 1),
-  STORAGE_QUOTA_BYTES: intVar(1024 ** 3, 0),
-  MAX_UPLOAD_BYTES: intVar(100 * 1024 * 1024, 1),
-  BLOB_SWEEP_INTERVAL_SECONDS: intVar(60 * 60, 0),
-  BLOB_SWEEP_GRACE_SECONDS: intVar(60 * 60, 1),
+/** Everything docs-command can be told (README: the services' environment), read once. */
+const config = loadConfigOrExit(process.env, {
+  service: service({ port: 8081, publicPort: 'gateway' }),
+  // Appends must know whether a failed insert reached the server: no socket timeout by default (mongo.ts).
+  mongo: mongo({ socketTimeout: 'writeSide' }),
+  kafka: kafka(),
+  consistency: consistency(),
+  auth: auth(),
+  blob: blob(),
+  files: files(),
+  outbox: outbox(),
   /** Shared with the text extractor, which sends it to record extractions; unset: no internal routes. */
-  INTERNAL_TOKEN: optionalVar(),
-};
-const env = configOrExit(DOCS_COMMAND_VARS, process.env, (message) => logger.fatal(message));
-const config = commonConfig(process.env);
-const port = env.PORT;
-const jwtSecret = env.JWT_SECRET;
+  internal: internalRoutes(),
+}, (message) => makeLogger(NAME).fatal(message));
+const logger = makeLogger(NAME, config.service.logLevel);
+installLastResort(logger);
+const port = config.service.port;
+const jwtSecret = config.auth.jwtSecret;
 
 // Appends must know whether a failed insert reached the server (an unknown outcome is read back,
 // never answered as "try again"): no driver-side write retries, and by default no socket timeout,
 // so a frozen server holds the writes in flight until it answers rather than leaving them unknown.
-const { client, db } = await connectMongo(config.mongoUrl, config.commandDb, {
-  ...config, mongoSocketTimeoutMs: env.MONGO_SOCKET_TIMEOUT_MS,
-}, { retryWrites: false });
-const readDb = client.db(config.readDb);
+const { client, db } = await connectMongo(config.mongo.mongoUrl, config.mongo.commandDb, config.mongo, { retryWrites: false });
+const readDb = client.db(config.mongo.readDb);
 const events = await openMongoEventStore(db);
 const claims = await openMongoClaimStore(db);
 const idempotencyKeys = await openMongoIdempotencyStore(db);
 const blobs = await makeMinioBlobStore({
-  endPoint: env.MINIO_ENDPOINT, accessKey: env.MINIO_ACCESS_KEY, secretKey: env.MINIO_SECRET_KEY,
-  bucket: env.MINIO_BUCKET,
-  requestTimeoutMs: env.MINIO_REQUEST_TIMEOUT_MS,
+  endPoint: config.blob.endPoint, accessKey: config.blob.accessKey, secretKey: config.blob.secretKey,
+  bucket: config.blob.bucket,
+  requestTimeoutMs: config.blob.requestTimeoutMs,
   // The object store's address as clients reach it: signed content links then redirect there
   // (presigned GETs) instead of streaming through docs-command and the gateway.
-  publicEndPoint: env.BLOB_PUBLIC_URL,
+  publicEndPoint: config.blob.publicEndPoint,
 });
 // Writes need MongoDB and MinIO only: Kafka may be down now, the relay publishes once it is back.
-const bus = kafkaBus(config, NAME, logger);
+const bus = kafkaBus(config.kafka, NAME, logger);
 void (async () => {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await ensureKafkaTopics(config);
+      return await ensureKafkaTopics(config.kafka);
     } catch (err) {
       logger.warn({ err, attempt }, 'could not check the Kafka topics; retrying');
       await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt + 1, 200, 5_000)));
@@ -85,8 +73,8 @@ void (async () => {
   }
 })();
 // The same owner after a restart: the restarted relay takes its lease back at once.
-const relay = startOutboxRelay({ db, publisher: bus.publisher, logger, owner: instanceId(process.env, port) });
-const relayStallMs = env.RELAY_STALL_MS;
+const relay = startOutboxRelay({ db, publisher: bus.publisher, logger, owner: instanceId({ INSTANCE_ID: config.outbox.instanceId }, port) });
+const relayStallMs = config.outbox.relayStallMs;
 
 // /readyz fails when writes cannot be taken (MongoDB, MinIO); Kafka is reported: the outbox keeps
 // every acknowledged write until Kafka takes it, so its outage delays the read models only.
@@ -103,32 +91,30 @@ const ops = makeOps(NAME, {
 });
 registerOutboxMetrics(ops.registry, relay);
 countStoreCommands(client, ops.registry);
-// The storage quota keeps an upload's hold until the stats read model counts it (never delaying the answer).
-const statsApplied = makeConsistencyGate(makeMongoCheckpoints(readDb), `stats-projector${config.groupSuffix}`, config.eventsPartitions);
-
-// Read-only: the stats projector owns this read model (and its generations); only bytes_stored is read.
-const statsQueries = makeStatsQueries(makeGenerationalReadStore(readDb, 'stats', (prefix) => makeMongoReadStore(readDb, { prefix, indexes: {} })));
-const storageMetrics = makeStorageMetrics(ops.registry, { totalStored: statsQueries.totalBytesStored, logger });
+// The storage quota's count, the write side's own (libs/storage-ledger); seeded from the event log
+// once, for uploads recorded before it existed.
+const ledger = await openMongoStorageLedger(db, { resolve: resolvedBy(fileStateFrom(events)) });
+await ledger.seed(() => storageFromEvents(events));
+const storageMetrics = makeStorageMetrics(ops.registry, { totalStored: ledger.total, logger });
 // Read-only too: api-purchases lists from the files read model (the files projector owns it), and
 // waits, like the files projector's own queries, for the caller's consistency token.
-const filesQueries = makeFilesQueries(makeGenerationalReadStore(readDb, 'files', (prefix) => makeMongoReadStore(readDb, { prefix, indexes: {} })), config.publicBaseUrl);
-const filesApplied = makeConsistencyGate(makeMongoCheckpoints(readDb), `files-projector${config.groupSuffix}`, config.eventsPartitions);
+const filesQueries = makeFilesQueries(makeGenerationalReadStore(readDb, 'files', (prefix) => makeMongoReadStore(readDb, { prefix, indexes: {} })), config.service.publicBaseUrl);
+const filesApplied = makeConsistencyGate(makeMongoCheckpoints(readDb), `files-projector${config.kafka.groupSuffix}`, config.kafka.eventsPartitions);
 
 const commands = makeDocsCommands({
   events, claims, blobs, logger,
-  tokens: makeTokens(jwtSecret, env.JWT_TTL_SECONDS),
+  tokens: makeTokens(jwtSecret, config.auth.jwtTtlSeconds),
   signer: makeUrlSigner(jwtSecret),
-  publicBaseUrl: config.publicBaseUrl,
-  downloadUrlTtlSeconds: env.DOWNLOAD_URL_TTL_SECONDS,
-  storageQuotaBytes: env.STORAGE_QUOTA_BYTES,
-  storageUsedBy: statsQueries.storageOf,
-  storageApplied: (token, timeoutMs) => statsApplied.wait(token, timeoutMs),
+  publicBaseUrl: config.service.publicBaseUrl,
+  downloadUrlTtlSeconds: config.files.downloadUrlTtlSeconds,
+  storageQuotaBytes: config.files.storageQuotaBytes,
+  ledger,
   afterCommit: () => relay.notify(),
   onStored: storageMetrics.recorded,
   purchasesOf: filesQueries.purchasesOf,
 });
 // /metrics on the metrics listener when METRICS_PORT is set, else on this internal port.
-const metricsAt = metricsListenOrExit(process.env, port, (message) => logger.fatal(message));
+const metricsAt = config.service.metrics;
 
 const app = express();
 app.disable('x-powered-by');
@@ -137,21 +123,21 @@ app.use(ops.router);
 if (metricsAt === undefined) app.use(ops.metricsRouter);
 app.use(requestLog(logger));
 app.use(makeDocsCommandApp({
-  commands, logger, publicBaseUrl: config.publicBaseUrl,
-  maxUploadBytes: env.MAX_UPLOAD_BYTES,
+  commands, logger, publicBaseUrl: config.service.publicBaseUrl,
+  maxUploadBytes: config.files.maxUploadBytes,
   idempotency: { store: idempotencyKeys, secret: jwtSecret, logger },
-  purchasesConsistency: honourConsistency(filesApplied, config.consistencyWaitMs),
-  ...(env.INTERNAL_TOKEN === undefined ? {} : { internalToken: env.INTERNAL_TOKEN }),
+  purchasesConsistency: honourConsistency(filesApplied, config.consistency.consistencyWaitMs),
+  ...(config.internal.internalToken === undefined ? {} : { internalToken: config.internal.internalToken }),
 }));
 const swept = counter(ops.registry, 'docshare_blobs_swept_total', 'Unreferenced blobs removed by the blob sweeper');
 const sweeper = startBlobSweeper({
   blobs, logger, fileState: fileStateFrom(events),
-  intervalMs: env.BLOB_SWEEP_INTERVAL_SECONDS * 1000,
-  graceMs: env.BLOB_SWEEP_GRACE_SECONDS * 1000,
+  intervalMs: config.files.blobSweepIntervalSeconds * 1000,
+  graceMs: config.files.blobSweepGraceSeconds * 1000,
   onSwept: ({ removed }) => swept.inc(removed),
 });
-const metrics = metricsAt === undefined ? undefined : await serveMetrics(ops, metricsAt, logger);
-const { server } = await listen(app, port, config.host, httpLimitsOf(process.env), logger);
+const metrics = metricsAt === undefined ? undefined : await serveMetrics(ops, metricsAt, logger, config.service.http);
+const { server } = await listen(app, port, config.service.host, config.service.http, logger);
 logger.info({ port }, `${NAME} listening`);
 exitGracefully(logger, [
   () => closeServer(server),
@@ -161,6 +147,7 @@ exitGracefully(logger, [
   },
   () => sweeper.stop(),
   () => idempotencyKeys.close(),
+  () => ledger.close(),
   () => relay.stop(),
   () => bus.close(),
   () => client.close(),

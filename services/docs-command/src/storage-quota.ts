@@ -1,65 +1,36 @@
+import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { DocshareError, M, tooLarge } from '@docshare/contracts';
+import { holdKey, openFileStorageLedger, type Resolution, type StorageChange, type StorageLedger } from '@docshare/storage-ledger';
+import type { EventStore } from '@docshare/event-store';
+import type { FileEventBody, FileState } from './domain/file.ts';
+import { fileStateFrom } from './blob-sweeper.ts';
 
 /*
- * The per-user storage quota (STORAGE_QUOTA_BYTES). What a user stores is counted from events by
- * the stats projection (`bytes_stored`: uploads add their size, deletions give it back), so it
- * survives restarts and rebuilds; this module reads it through `usedBy` and adds what this process
- * is receiving right now for the same user, so that concurrent uploads cannot jointly overshoot.
- *
- * An upload holds a reservation from before its body is read until its event is recorded and the
- * stats read model counts it: at every moment a user's bytes are either in the read model or held
- * here, and never counted twice: the read model says which of the user's uploads it counts
- * (`through`, the position of the last one), and a hold whose recorded upload is at or below it
- * no longer counts (it is dropped once `applied` says so, in the background). A reservation first
- * waits for the user's consistency token (their last write, e.g. a deletion) to reach the read
- * model. So sequential and concurrent uploads through one process are exact. Across processes the
- * holds are not shared: see docs/architecture.md.
+ * The per-user storage quota (STORAGE_QUOTA_BYTES), enforced against the storage ledger the write
+ * side owns (libs/storage-ledger): what each user's recorded files take, moved by the requests
+ * that record uploads and deletions, plus what is held or pending for uploads in flight, in every
+ * process (the ledger is shared). An upload holds room from before its body is read; the hold
+ * becomes a pending change just before its event is appended and is settled (or cancelled) right
+ * after, so a user's bytes are counted at every moment, once, and a deletion's bytes are free as
+ * soon as it is answered (read-your-writes without waiting for any read model).
  */
-
-export interface StorageQuotaOptions {
-  /** Bytes each user may store; 0 (or less) means unlimited. */
-  quotaBytes: number;
-  /**
-   * Bytes the user's files take, as the stats read model counts them (`bytes_stored`), and the
-   * position of the last of the user's uploads and deletions it counts.
-   */
-  usedBy: (userId: number) => Promise<{ bytes: number; through: number }>;
-  /** Resolves once the stats read model has applied everything up to a consistency token, or after `timeoutMs`. */
-  applied?: (token: number, timeoutMs: number) => Promise<unknown>;
-}
-
-/** How long a reservation waits for the user's own last write to reach the read model. */
-const READ_WAIT_MS = 5_000;
-/** How long a recorded upload's hold waits for the read model before it is dropped anyway. */
-const HOLD_WAIT_MS = 30_000;
 
 /** One upload's claim on its user's free space, from before its body is read until it is recorded. */
 export interface StorageReservation {
   /** The limit to read the file with: `maxUploadBytes`, or the user's free space when that is smaller. */
   limitFor(maxUploadBytes: number): number;
-  /** `File too large` from reading within a limit the quota set means the quota: rethrows it as such. */
+  /** A file too large for a limit the quota set means the quota: rethrows it as such. */
   explain(error: unknown): never;
   /** Checks the file's real size once spooled, and from then on holds exactly that many bytes. */
   confirm(size: number): Promise<void>;
-  /**
-   * Gives the held bytes back; safe to call twice. With the token of the recorded upload, the hold
-   * stops counting once the read model counts the upload, and is dropped then (the caller does not wait).
-   */
-  release(token?: number): void;
+  /** Turns the hold into the file's pending upload, just before its event is appended. */
+  pend(fileId: number, size: number): Promise<void>;
+  /** Gives the hold back when the upload was not pended (refused before); safe to call twice. */
+  release(): Promise<void>;
 }
 
 export const quotaExceeded = (): DocshareError => tooLarge(M.storageQuotaExceeded);
-
-/** How many times `usedBy` is read again when an upload of the same user finished during the read. */
-const MAX_REREADS = 5;
-
-const UNLIMITED: StorageReservation = {
-  limitFor: (max) => max,
-  explain: (error) => { throw error; },
-  confirm: async () => undefined,
-  release: () => undefined,
-};
 
 /** Parses a declared `Content-Length`: the body's size when it is sent as a plain decimal, else undefined (chunked). */
 export const declaredLength = (header: string | undefined): number | undefined =>
@@ -103,86 +74,94 @@ export const drainSmallBody = async (req: Readable & { complete?: boolean; heade
   });
 };
 
-export const makeStorageQuota = ({ quotaBytes, usedBy, applied }: StorageQuotaOptions) => {
-  /** Holds per user of uploads in flight in this process; `token` once the upload is recorded. */
-  const holds = new Map<number, Set<{ bytes: number; token?: number }>>();
-  /** Per user, how many holds have been dropped: a read of `usedBy` that overlaps one may miss its bytes. */
-  const releases = new Map<number, number>();
-  const holdsOf = (userId: number): Set<{ bytes: number; token?: number }> => {
-    let mine = holds.get(userId);
-    if (!mine) holds.set(userId, (mine = new Set()));
-    return mine;
-  };
-  const heldBy = (userId: number): number => [...holds.get(userId) ?? []].reduce((sum, h) => sum + h.bytes, 0);
-  const drop = (userId: number, hold: { bytes: number; token?: number }): void => {
-    const mine = holds.get(userId);
-    mine?.delete(hold);
-    if (mine?.size === 0) holds.delete(userId);
-    releases.set(userId, (releases.get(userId) ?? 0) + 1);
-  };
+export interface StorageQuotaOptions {
+  /** Bytes each user may store; 0 (or less) means unlimited. */
+  quotaBytes: number;
+  ledger: StorageLedger;
+}
 
-  /**
-   * Bytes in use for `userId`: what the read model counts, plus the holds of uploads it does not
-   * count yet. Read again when a hold was dropped during the read (the read may predate its upload).
-   */
-  const inUse = async (userId: number): Promise<number> => {
-    for (let attempt = 1; ; attempt++) {
-      const before = releases.get(userId) ?? 0;
-      const used = await usedBy(userId);
-      if ((releases.get(userId) ?? 0) === before || attempt >= MAX_REREADS) {
-        let pending = 0;
-        for (const hold of holds.get(userId) ?? []) if (hold.token === undefined || hold.token > used.through) pending += hold.bytes;
-        return used.bytes + pending;
-      }
-    }
-  };
-
+export const makeStorageQuota = ({ quotaBytes, ledger }: StorageQuotaOptions) => {
+  const limited = quotaBytes > 0;
   /**
    * Reserves room for one upload of `userId` whose body declares `declared` bytes (undefined when
    * chunked). Throws `Storage quota exceeded` when the user is already at or over the quota, before
    * anything of the body is read. Holds the declared size (the file is not larger), or the whole
-   * free space when none is declared, until the real size is known.
+   * free space when none is declared, until the real size is known. Without a quota nothing is
+   * held, and the upload is still counted (pend).
    */
-  const reserve = async (userId: number, declared: number | undefined, token?: number): Promise<StorageReservation> => {
-    if (quotaBytes <= 0) return UNLIMITED;
-    // The user's own last write (a deletion, an upload through another replica) counts first.
-    if (token !== undefined && applied) await applied(token, READ_WAIT_MS);
-    const free = quotaBytes - await inUse(userId);
-    if (free <= 0) throw quotaExceeded();
-    const hold: { bytes: number; token?: number } = { bytes: Math.min(free, declared ?? free) };
-    holdsOf(userId).add(hold);
+  const reserve = async (userId: number, declared: number | undefined): Promise<StorageReservation> => {
+    const holdId = randomUUID();
+    const { held, free } = limited ? await ledger.reserve(userId, holdId, declared, quotaBytes) : { held: 0, free: Infinity };
+    if (limited && held <= 0) throw quotaExceeded();
     let quotaLimited = false;
-    let released = false;
-    const release = (recorded?: number): void => {
-      if (released) return;
-      released = true;
-      if (recorded === undefined || !applied) return drop(userId, hold);
-      hold.token = recorded;
-      applied(recorded, HOLD_WAIT_MS).then(() => drop(userId, hold), () => drop(userId, hold));
-    };
+    let done = false;
     return {
       limitFor: (maxUploadBytes) => {
         quotaLimited = free < maxUploadBytes;
         return Math.min(free, maxUploadBytes);
       },
       explain: (error) => {
-        if (quotaLimited && error instanceof DocshareError && error.message === M.fileTooLarge) throw quotaExceeded();
+        if (quotaLimited && error instanceof DocshareError && error.kind === 'too_large') throw quotaExceeded();
         throw error;
       },
       confirm: async (size) => {
-        if (released) throw new Error('storage reservation used after release');
-        if (size > hold.bytes) {
-          // More than was held (a declared length smaller than the body): check against the quota as it is now.
-          const others = await inUse(userId) - hold.bytes;
-          if (others + size > quotaBytes) throw quotaExceeded();
-        }
-        hold.bytes = size;
+        if (done) throw new Error('storage reservation used after release');
+        if (limited && !(await ledger.resize(userId, holdId, size, quotaBytes))) throw quotaExceeded();
       },
-      release,
+      pend: async (fileId, size) => {
+        done = true;
+        await ledger.pend(userId, { kind: 'upload', fileId, bytes: size }, limited ? holdId : undefined);
+      },
+      release: async () => {
+        if (done) return;
+        done = true;
+        if (limited) await ledger.cancel(userId, holdKey(holdId));
+      },
     };
   };
 
-  return { reserve, heldBy };
+  /** Records a deletion of `fileId` (`bytes` of its owner's) as pending, just before its event is appended. */
+  const pendDeletion = (ownerId: number, fileId: number, bytes: number): Promise<void> =>
+    ledger.pend(ownerId, { kind: 'delete', fileId, bytes });
+
+  return { reserve, pendDeletion };
 };
 
-export type StorageQuota = ReturnType<typeof makeStorageQuota>;
+/** What a file's stream says of a ledger change left pending (the ledger's repair asks it). */
+export const resolvedBy = (fileState: (fileId: number) => Promise<FileState>) => async (change: StorageChange): Promise<Resolution> => {
+  const state = await fileState(change.fileId);
+  const recorded = change.kind === 'upload' ? state.status !== 'none' : state.status === 'deleted';
+  return recorded ? 'recorded' : 'not_recorded';
+};
+
+/** Bytes each user's files take, counted from the whole event log: the ledger's seed for data recorded before it existed. */
+export const storageFromEvents = async (events: EventStore, batch = 1_000): Promise<Map<number, number>> => {
+  const used = new Map<number, number>();
+  const sizes = new Map<number, { ownerId: number; size: number }>();
+  for (let after = 0; ;) {
+    const page = await events.readAll(after, batch);
+    for (const { position, event } of page) {
+      after = position;
+      const body = { type: event.type, data: event.data } as FileEventBody;
+      if (body.type === 'docs.file.uploaded.v1') {
+        const { fileId, ownerId, size } = body.data;
+        sizes.set(fileId, { ownerId, size });
+        used.set(ownerId, (used.get(ownerId) ?? 0) + size);
+      } else if (body.type === 'docs.file.deleted.v1') {
+        const file = sizes.get(body.data.fileId);
+        if (file) used.set(file.ownerId, (used.get(file.ownerId) ?? 0) - file.size);
+      }
+    }
+    if (page.length < batch) return used;
+  }
+};
+
+/**
+ * The storage ledger of embedded mode: a file under `dir` (libs/storage-ledger), its repairs asked
+ * of the event log, seeded from the log once (data recorded before the ledger existed).
+ */
+export const openEmbeddedStorageLedger = async (dir: string, events: EventStore, onWarning?: (message: string) => void): Promise<StorageLedger> => {
+  const ledger = await openFileStorageLedger(dir, { resolve: resolvedBy(fileStateFrom(events)), ...(onWarning ? { onWarning } : {}) });
+  await ledger.seed(() => storageFromEvents(events));
+  return ledger;
+};

@@ -27,10 +27,10 @@ describe('idempotency: what is kept', () => {
     // Records (and says so with a consistency token, as docs-command's commands do) only when asked to change something.
     app.post('/write', jsonBody(), idempotent({ store, secret: 'test-secret', logger: makeLogger('test', 'silent') }, {
       requestOf: async (req) => req.body as unknown,
-    }, async (req, res) => {
+    }, async (req) => {
       done++;
-      if ((req.body as { change?: boolean }).change === true) res.setHeader(CONSISTENCY_HEADER, String(done));
-      res.json({ status: 'success', message: 'File updated successfully', done });
+      const recorded = (req.body as { change?: boolean }).change === true ? { position: done, users: [] } : null;
+      return { status: 200, body: { status: 'success', message: 'File updated successfully', done }, recorded };
     }));
     const served = await listen(app, 0, '127.0.0.1');
     base = `http://127.0.0.1:${served.port}`;

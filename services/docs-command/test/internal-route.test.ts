@@ -9,7 +9,7 @@ import type { DocsCommands } from '../src/commands.ts';
 const recorded: unknown[] = [];
 const commands = {
   extractionStatus: async () => 'pending' as const,
-  recordExtraction: async (...args: unknown[]) => { recorded.push(args); return true; },
+  recordExtraction: async (...args: unknown[]) => { recorded.push(args); return { position: 1, users: [] }; },
 } as unknown as DocsCommands;
 
 const serve = async (internalToken?: string) => {

@@ -2,41 +2,45 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DocshareError, M, tooLarge } from '@docshare/contracts';
 import { PassThrough } from 'node:stream';
+import { makeMemoryStorageLedger } from '@docshare/storage-ledger';
 import { declaredLength, drainSmallBody, makeStorageQuota } from '../src/storage-quota.ts';
 
 const MAX = 1_000;
 
-/** A stats read model stand-in: what `usedBy` answers per user (`through`: the last upload it counts). */
-const usage = (initial: Record<number, number> = {}) => {
-  const stored = new Map(Object.entries(initial).map(([k, v]) => [Number(k), v]));
-  const through = new Map<number, number>();
-  return { stored, through, usedBy: async (userId: number) => ({ bytes: stored.get(userId) ?? 0, through: through.get(userId) ?? 0 }) };
+/** A quota over a fresh ledger in which each user already stores what `initial` says. */
+const quotaOf = async (quotaBytes: number, initial: Record<number, number> = {}) => {
+  const ledger = makeMemoryStorageLedger({ resolve: async () => 'not_recorded' });
+  await ledger.seed(async () => new Map(Object.entries(initial).map(([k, v]) => [Number(k), v])));
+  return { q: makeStorageQuota({ quotaBytes, ledger }), ledger };
 };
 
 const isQuotaError = (error: unknown): boolean =>
   error instanceof DocshareError && error.kind === 'too_large' && error.message === M.storageQuotaExceeded;
 
 describe('storage quota', () => {
-  it('0 means unlimited: the upload limit stays MAX_UPLOAD_BYTES and nothing is held', async () => {
-    const q = makeStorageQuota({ quotaBytes: 0, ...usage({ 1: 10 ** 12 }) });
+  it('0 means unlimited: the upload limit stays MAX_UPLOAD_BYTES and nothing is held, but the upload is counted', async () => {
+    const { q, ledger } = await quotaOf(0, { 1: 10 ** 12 });
     const r = await q.reserve(1, 10 ** 9);
     assert.equal(r.limitFor(MAX), MAX);
     await r.confirm(10 ** 9);
-    assert.equal(q.heldBy(1), 0);
+    assert.equal(await ledger.usage(1), 10 ** 12);
     assert.throws(() => r.explain(tooLarge(M.fileTooLarge)), { message: M.fileTooLarge });
+    await r.pend(5, 10);
+    await ledger.settle(1, { kind: 'upload', fileId: 5 });
+    assert.equal(await ledger.usage(1), 10 ** 12 + 10);
   });
 
   it('refuses a user at or over the quota before anything is read', async () => {
     for (const used of [500, 501]) {
-      const q = makeStorageQuota({ quotaBytes: 500, ...usage({ 1: used }) });
+      const { q, ledger } = await quotaOf(500, { 1: used });
       await assert.rejects(q.reserve(1, 10), isQuotaError);
       await assert.rejects(q.reserve(1, undefined), isQuotaError);
-      assert.equal(q.heldBy(1), 0);
+      assert.equal(await ledger.usage(1), used);
     }
   });
 
   it('reads the file within the free space when it is smaller than MAX_UPLOAD_BYTES; "File too large" there means the quota', async () => {
-    const q = makeStorageQuota({ quotaBytes: 5_000, ...usage({ 1: 4_700, 2: 100 }) });
+    const { q } = await quotaOf(5_000, { 1: 4_700, 2: 100 });
     const tight = await q.reserve(1, undefined);
     assert.equal(tight.limitFor(MAX), 300);
     assert.throws(() => tight.explain(tooLarge(M.fileTooLarge)), isQuotaError);
@@ -46,109 +50,54 @@ describe('storage quota', () => {
     assert.throws(() => roomy.explain(tooLarge(M.fileTooLarge)), { message: M.fileTooLarge });
   });
 
-  it('concurrent uploads of one user in one process cannot jointly overshoot', async () => {
-    const q = makeStorageQuota({ quotaBytes: 100, ...usage() });
+  it('concurrent uploads of one user cannot jointly overshoot', async () => {
+    const { q, ledger } = await quotaOf(100);
     const a = await q.reserve(1, 60);
     const b = await q.reserve(1, 60);
     assert.equal(b.limitFor(MAX), 40, 'b may read only what a does not hold');
-    assert.equal(q.heldBy(1), 100);
+    assert.equal(await ledger.usage(1), 100);
     await assert.rejects(q.reserve(1, 1), isQuotaError);
     await a.confirm(10);
-    assert.equal(q.heldBy(1), 50, 'a holds its real size once known');
+    assert.equal(await ledger.usage(1), 50, 'a holds its real size once known');
     const c = await q.reserve(1, undefined);
     assert.equal(c.limitFor(MAX), 50);
     // Another user is not affected.
     assert.equal((await q.reserve(2, undefined)).limitFor(MAX), 100);
-    b.release(); b.release();
-    c.release();
-    assert.equal(q.heldBy(1), 10);
+    await b.release(); await b.release();
+    await c.release();
+    assert.equal(await ledger.usage(1), 10);
   });
 
   it('a chunked upload holds all the free space until its size is known', async () => {
-    const q = makeStorageQuota({ quotaBytes: 100, ...usage({ 1: 20 }) });
+    const { q, ledger } = await quotaOf(100, { 1: 20 });
     const a = await q.reserve(1, undefined);
     await assert.rejects(q.reserve(1, 1), isQuotaError);
     await a.confirm(30);
-    assert.equal((await q.reserve(1, undefined)).limitFor(MAX), 50);
+    assert.equal(await ledger.usage(1), 50);
   });
 
   it('checks the real size against the quota when it is larger than what was declared', async () => {
-    const u = usage({ 1: 50 });
-    const q = makeStorageQuota({ quotaBytes: 100, ...u });
-    const lied = await q.reserve(1, 10);
-    await assert.rejects(lied.confirm(51), isQuotaError);
-    const fits = await q.reserve(1, 10);
-    lied.release();
-    await fits.confirm(50);
-    assert.equal(q.heldBy(1), 50);
+    const { q } = await quotaOf(100, { 1: 50 });
+    const a = await q.reserve(1, 10);
+    await assert.rejects(a.confirm(60), isQuotaError);
+    await a.confirm(50);
   });
 
-  it('an upload recorded while another one read the usage is counted once, not missed', async () => {
-    const u = usage();
-    let reads = 0;
-    let gate: (() => void) | undefined;
-    const q = makeStorageQuota({
-      quotaBytes: 100,
-      usedBy: async (userId) => {
-        reads += 1;
-        const value = await u.usedBy(userId);
-        // The second caller's first read sees the read model before the first upload shows in it.
-        if (reads === 2) await new Promise<void>((resolve) => { gate = resolve; });
-        return value;
-      },
-    });
-    const first = await q.reserve(1, 80);
-    await first.confirm(80);
-    const second = q.reserve(1, undefined);
-    await new Promise((resolve) => setImmediate(resolve));
-    // Meanwhile the first upload is recorded, the read model shows it, and its hold is given back.
-    u.stored.set(1, 80);
-    first.release();
-    gate?.();
-    assert.equal((await second).limitFor(MAX), 20);
-    assert.equal(reads, 3, 'the usage was read again after a hold was given back during the read');
-  });
-
-  it('a recorded upload counts once: held until the read model counts it, then only there, and dropped once applied', async () => {
-    const u = usage();
-    let apply: (() => void) | undefined;
-    const waits: number[] = [];
-    const q = makeStorageQuota({
-      quotaBytes: 100, usedBy: u.usedBy,
-      applied: (token, timeoutMs) => {
-        waits.push(timeoutMs);
-        return token === 7 ? new Promise<void>((resolve) => { apply = resolve; }) : Promise.resolve();
-      },
-    });
-    const first = await q.reserve(1, 60);
-    await first.confirm(60);
-    first.release(7); // recorded at position 7: the answer goes, the hold stays
-    const probe = await q.reserve(1, undefined);
-    assert.equal(probe.limitFor(MAX), 40, 'not yet in the read model: the hold counts');
-    probe.release();
-    u.stored.set(1, 60);
-    u.through.set(1, 7);
-    const next = await q.reserve(1, undefined);
-    assert.equal(next.limitFor(MAX), 40, 'in the read model now: counted there and not held twice');
-    assert.equal(q.heldBy(1), 100, 'held: the recorded upload until applied, and the chunked reservation');
-    next.release();
-    apply?.();
-    await new Promise((resolve) => setImmediate(resolve));
-    assert.equal(q.heldBy(1), 0, 'the applied hold is dropped');
-    assert.deepEqual(waits, [30_000], 'a recorded upload\'s hold waits for the read model up to 30 s');
-  });
-
-  it('waits for the user\'s own last write (a token) before reading the usage', async () => {
-    const u = usage({ 1: 100 });
-    const q = makeStorageQuota({
-      quotaBytes: 100, usedBy: u.usedBy,
-      applied: async (token) => {
-        // The user's deletion (token 9) reaches the read model while the reservation waits for it.
-        if (token === 9) u.stored.set(1, 0);
-      },
-    });
-    await assert.rejects(q.reserve(1, 10), isQuotaError);
-    assert.equal((await q.reserve(1, 10, 9)).limitFor(MAX), 100);
+  it('an upload counts from its hold, through pending, to settled, once; a deletion gives its bytes back at once', async () => {
+    const { q, ledger } = await quotaOf(100);
+    const a = await q.reserve(1, 70);
+    await a.confirm(70);
+    await a.pend(9, 70);
+    await a.release();
+    assert.equal(await ledger.usage(1), 70, 'a release after the pend gives nothing back');
+    await ledger.settle(1, { kind: 'upload', fileId: 9 });
+    const b = await q.reserve(1, 40);
+    await assert.rejects(b.confirm(40), isQuotaError);
+    await b.release();
+    await q.pendDeletion(1, 9, 70);
+    assert.equal(await ledger.usage(1), 70, 'a pending deletion still counts');
+    await ledger.settle(1, { kind: 'delete', fileId: 9 });
+    assert.equal((await q.reserve(1, undefined)).limitFor(MAX), 100);
   });
 
   it('reads a declared Content-Length only when it is a plain decimal', () => {

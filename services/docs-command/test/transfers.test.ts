@@ -2,6 +2,7 @@
 // streams into the blob store while the form is read (no spool file), and every refusal after the
 // bytes were stored removes them; a signed content link redirects to the blob store when it offers
 // presigned URLs (BLOB_PUBLIC_URL), and streams otherwise.
+import { makeMemoryStorageLedger } from '@docshare/storage-ledger';
 import assert from 'node:assert/strict';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
@@ -61,6 +62,9 @@ const service = async ({ presign = false, quotaBytes = 0, usedBytes = 0 } = {}):
     }
     : fsBlobs;
   const logger = makeLogger('transfers-test', 'silent');
+  // The ledger as if the user stored `usedBytes` already (user 1: the one registered below).
+  const ledger = makeMemoryStorageLedger({ resolve: async () => 'not_recorded' });
+  await ledger.seed(async () => new Map([[1, usedBytes]]));
   const commands = makeDocsCommands({
     events: await openFileEventLog(join(dir, 'events')),
     claims: await openFileClaimStore(join(dir, 'claims')),
@@ -72,7 +76,7 @@ const service = async ({ presign = false, quotaBytes = 0, usedBytes = 0 } = {}):
     now: () => now,
     passwordCost: 1024,
     storageQuotaBytes: quotaBytes,
-    storageUsedBy: async () => ({ bytes: usedBytes, through: 0 }),
+    ledger,
   });
   const { userId } = await commands.register({ name: 'Ada', email: 'ada@example.com', password: 'correct horse' }, { requestId: 'r' });
   const app = makeDocsCommandApp({ commands, logger, maxUploadBytes: 64 * 1024, publicBaseUrl: 'http://docshare.example' });

@@ -15,10 +15,10 @@ import { deadLetterCounter, registerConsumerLag, type RunningConsumer } from '@d
 import type { RequestHandler } from 'express';
 import { makeMemoryReadStore } from '@docshare/read-store';
 import { makeMemorySearchIndex } from '@docshare/search-index';
-import { fileStateFrom, makeDocsCommandApp, makeDocsCommands, makeStorageMetrics, startBlobSweeper } from '@docshare/docs-command';
+import { fileStateFrom, makeDocsCommandApp, makeDocsCommands, makeStorageMetrics, openEmbeddedStorageLedger, startBlobSweeper } from '@docshare/docs-command';
 import { filesProjector, makeFilesQueries } from '@docshare/files-projector';
 import { searchProjector } from '@docshare/search-projector';
-import { makeStatsQueries, statsProjector } from '@docshare/stats-projector';
+import { statsProjector } from '@docshare/stats-projector';
 import { makeGateway } from '@docshare/gateway';
 import { makeExtraction, registerExtractionMetrics, textExtractor } from '@docshare/text-extractor';
 import type { EmbeddedConfig } from './config.ts';
@@ -34,9 +34,6 @@ export interface Embedded {
   /** Graceful stop: no new connections, in-flight requests finish, projectors stop, stores close. */
   stop(): Promise<void>;
 }
-
-/** How long a read carrying a consistency token waits for its read model before answering anyway. */
-const CONSISTENCY_WAIT_MS = 5_000;
 
 /**
  * Every docshare service in one process on the embedded adapters: the event log, claims and blobs
@@ -84,7 +81,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
         return { model: index, apply: module.handler(index), app: module.queryApp(index, context) };
       })();
     readModels.set(module.name, built.model);
-    const honour = honourConsistency(makeConsistencyGate(checkpoints, module.name, 1), CONSISTENCY_WAIT_MS, () => lagging.inc({ model: module.model }));
+    const honour = honourConsistency(makeConsistencyGate(checkpoints, module.name, 1), config.consistencyWaitMs, () => lagging.inc({ model: module.model }));
     queryApps[module.upstream] = (req, res, next) => honour(req, res, (err?: unknown) => (err ? next(err) : built.app(req, res, next)));
     // The runner of the distributed projectors, with the same metrics (events projected, dead letters).
     return runProjector({ consumer: bus, group: module.name, apply: built.apply, checkpoints, logger, registry: ops.registry });
@@ -102,15 +99,14 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   await bus.waitForGroups(replayTo, 10 * 60_000);
   const replayedMs = Math.round(performance.now() - started);
 
-  const statsApplied = makeConsistencyGate(checkpoints, statsProjector.name, 1);
-  const storageMetrics = makeStorageMetrics(ops.registry, { totalStored: makeStatsQueries(statsStore).totalBytesStored, logger });
+  const ledger = await openEmbeddedStorageLedger(dir('storage'), events, (message) => logger.warn(message));
+  const storageMetrics = makeStorageMetrics(ops.registry, { totalStored: ledger.total, logger });
   const commands = makeDocsCommands({
     events, claims, blobs, tokens, signer, logger,
     publicBaseUrl: config.publicBaseUrl,
     downloadUrlTtlSeconds: config.downloadUrlTtlSeconds,
     storageQuotaBytes: config.storageQuotaBytes,
-    storageUsedBy: makeStatsQueries(statsStore).storageOf,
-    storageApplied: (token, timeoutMs) => statsApplied.wait(token, timeoutMs),
+    ledger,
     onStored: storageMetrics.recorded,
     purchasesOf: makeFilesQueries(filesStore, config.publicBaseUrl).purchasesOf,
   });
@@ -147,7 +143,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
       docs: makeDocsCommandApp({
         commands, logger, maxUploadBytes: config.maxUploadBytes, publicBaseUrl: config.publicBaseUrl,
         idempotency: { store: idempotencyKeys, secret: jwtSecret, logger },
-        purchasesConsistency: honourConsistency(makeConsistencyGate(checkpoints, filesProjector.name, 1), CONSISTENCY_WAIT_MS),
+        purchasesConsistency: honourConsistency(makeConsistencyGate(checkpoints, filesProjector.name, 1), config.consistencyWaitMs),
       }),
       stats: queryApp('stats'),
       files: queryApp('files'),
@@ -171,7 +167,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
       storageMetrics.stop();
       await sweeper.stop();
       await Promise.all([...projectors.map((p) => p.stop()), extracting.stop()]);
-      await Promise.all([events.close(), claims.close(), idempotencyKeys.close(), ...[...readModels.values()].map((model) => model.close())]);
+      await Promise.all([events.close(), claims.close(), idempotencyKeys.close(), ledger.close(), ...[...readModels.values()].map((model) => model.close())]);
       await unlock();
     })();
     return stopping;

@@ -128,6 +128,20 @@ const visibleTo = (state: FileState, actorId: number | null): FileFacts => {
   return state.file;
 };
 
+/**
+ * Whether `actorId` may buy the file: a `new` sale, or a `repeat` (a buyer buys a file once: a
+ * repeat records nothing, and is answered with the first sale, saleTo, even once the file is no
+ * longer for sale); throws the refusal otherwise. The purchase use case asks it before taking a
+ * sale id, so refusals and repeats take none.
+ */
+export const purchaseOf = (state: FileState, actorId: number): 'new' | 'repeat' => {
+  const file = visibleTo(state, actorId);
+  if (file.ownerId === actorId) throw forbidden(M.ownFilePurchase);
+  if (saleTo(file, actorId)) return 'repeat';
+  if (!file.forSale) throw conflict(M.notForSale);
+  return 'new';
+};
+
 const ownedBy = (state: FileState, actorId: number): FileFacts => {
   const file = visibleTo(state, actorId);
   if (file.ownerId !== actorId) throw forbidden(M.notOwner);
@@ -183,13 +197,9 @@ export const decideFile = (command: FileCommand, state: FileState): FileEventBod
       return [{ type: 'docs.file.viewed.v1', data: { fileId: file.fileId, ownerId: file.ownerId, viewedAt: command.now } }];
     }
     case 'PurchaseFile': {
+      // Decided on the stream at its version, so two purchases at once (any replica) make one sale.
+      if (purchaseOf(state, command.actorId) === 'repeat') return [];
       const file = visibleTo(state, command.actorId);
-      if (file.ownerId === command.actorId) throw forbidden(M.ownFilePurchase);
-      // A buyer buys a file once: a repeat records nothing, and is answered with the first sale
-      // (saleTo), even once the file is no longer for sale. Decided on the stream at its version,
-      // so two purchases at once (any replica) make one sale.
-      if (saleTo(file, command.actorId)) return [];
-      if (!file.forSale) throw conflict(M.notForSale);
       return [{
         type: 'docs.file.purchased.v1',
         data: {
