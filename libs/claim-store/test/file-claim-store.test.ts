@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { appendFile, copyFile, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -43,6 +43,20 @@ describe('file claim store', () => {
     const third = await openFileClaimStore(dir);
     assert.deepEqual(await third.get('email', 'cy@example.com'), { accountId: 'c1' });
     await third.close();
+  });
+
+  it('opens a claims.log written before libs/durable-log (test fixture written by that version)', async () => {
+    const dir = freshDir();
+    await mkdir(dir, { recursive: true });
+    await copyFile(fileURLToPath(new URL('../../durable-log/test/fixtures/v0/claims.v0-log', import.meta.url)), logOf(dir));
+    const store = await openFileClaimStore(dir);
+    assert.deepEqual(await store.get('email', 'ann@example.com'), { accountId: 'a1' });
+    assert.deepEqual(await store.get('email', 'bob@example.com'), { accountId: 'b1' });
+    assert.equal(await store.get('category', 'c1'), 1);
+    assert.deepEqual(await store.claim('email', 'ann@example.com', { accountId: 'x' }), { created: false, value: { accountId: 'a1' } });
+    await store.claim('email', 'cy@example.com', { accountId: 'c1' });
+    await store.close();
+    assert.equal((await lines(dir)).length, 3);
   });
 
   it('group-commits claims made together into one line', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFile, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, copyFile, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -195,6 +195,27 @@ describe('file event log', () => {
     });
     // A failed open must not leave the log marked as open.
     await assert.rejects(openFileEventLog(dir), /corrupt/);
+  });
+
+  it('opens a log written before libs/durable-log (test fixture written by that version) and goes on appending to it', async () => {
+    const dir = await tempDir();
+    await copyFile(fileURLToPath(new URL('../../durable-log/test/fixtures/v0/events.v0-log', import.meta.url)), logFile(dir));
+    const warnings: string[] = [];
+    const log = await openFileEventLog(dir, { idBlockSize: 5, onWarning: (message) => warnings.push(message) });
+    assert.deepEqual(warnings, []);
+    assert.equal(await log.lastPosition(), 4);
+    assert.deepEqual((await log.readStream('file-1')).map((r) => [r.position, r.event.id, r.event.data]), [
+      [1, 'file-1-1', { name: 'a.txt' }], [2, 'file-1-2', { text: 'héllo ✓' }], [4, 'file-1-3', { n: 3 }],
+    ]);
+    assert.deepEqual((await log.readStream('user-1')).map((r) => [r.position, r.event.data]), [[3, { email: 'ann@example.com' }]]);
+    // Ids 1-7 of `files` were handed out (a block of 5, then up to 10 reserved): the next is past the reservation.
+    assert.equal(await log.nextId('files'), 11);
+    await log.append('file-1', 3, testEvents('file-1', 4, 1));
+    await log.close();
+    const again = await openFileEventLog(dir);
+    assert.equal((await again.readStream('file-1')).length, 4);
+    await assertConsistent(again);
+    await again.close();
   });
 
   it('never hands out an id twice across reopens', async () => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile, appendFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile, rm, writeFile, appendFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -37,6 +38,19 @@ describe('file idempotency store', () => {
     assert.equal((await reopened.begin('k2', 2_000, 60_000)).state, 'started');
     await reopened.close();
     assert.ok(!(await readFile(join(dir, 'idempotency.log'), 'utf8')).includes('"k2"'));
+  });
+
+  it('opens an idempotency.log written before libs/durable-log (test fixture written by that version)', async () => {
+    const dir = await freshDir();
+    await copyFile(fileURLToPath(new URL('../../durable-log/test/fixtures/v0/idempotency.v0-log', import.meta.url)), join(dir, 'idempotency.log'));
+    const store = await openFileIdempotencyStore(dir, { now: () => 5_000 });
+    const fixtureAnswer = { status: 201, headers: { 'x-consistency-token': 'abc' }, body: '{"status":"success"}' };
+    for (const key of ['live-1', 'live-2']) {
+      assert.deepEqual(await store.begin(key, 5_000, 60_000), { state: 'done', fingerprint: `fp-${key}`, answer: fixtureAnswer, expiresAt: 4102444800000 });
+    }
+    assert.equal((await store.begin('expired', 5_000, 60_000)).state, 'started');
+    assert.deepEqual(store.size(), { keys: 3, lines: 3 });
+    await store.close();
   });
 
   it('refuses to open a log damaged before its last line', async () => {
