@@ -2,9 +2,16 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
 import { sleep } from '@docshare/contracts';
+import { at } from './checked.ts';
 import { FACET_SIZE, HIT_CONTENT_LENGTH, InvalidCursor } from './port.ts';
 import type { SearchDoc, SearchFacets, SearchIndex, SearchOptions, SearchPage, SearchResult } from './port.ts';
 import type { CursorOptions } from './cursor.ts';
+
+/** The page's cursor; fails the test when the page has none. */
+const cursorOf = (page: SearchResult): string => {
+  assert.ok(typeof page.nextCursor === 'string', 'the page has a nextCursor');
+  return page.nextCursor;
+};
 
 export interface SearchIndexContractOptions {
   /** Called after writes, before searching: Elasticsearch refreshes the index here; memory needs nothing. */
@@ -119,7 +126,7 @@ export function searchIndexContract(
         await put(doc);
         const flip = (char: string): string => (char === 'a' ? 'e' : 'a');
         const typos = {
-          substitution: w.slice(0, 2) + flip(w[2] as string) + w.slice(3),
+          substitution: w.slice(0, 2) + flip(w.charAt(2)) + w.slice(3),
           insertion: `${w.slice(0, 3)}y${w.slice(3)}`,
           deletion: w.slice(0, 2) + w.slice(3),
           transposition: w.slice(0, 1) + w[2] + w[1] + w.slice(3),
@@ -243,7 +250,7 @@ export function searchIndexContract(
       const stored = await index.getMany(docs.map((doc) => doc.id));
       assert.deepEqual(stored, new Map(docs.map((doc, i) => [doc.id, { doc, version: i + 1 }])));
       // Real-time by id, as get.
-      assert.deepEqual(await index.get(docs[4]?.id as string), { doc: docs[4], version: 5 });
+      assert.deepEqual(await index.get(at(docs, 4).id), { doc: docs[4], version: 5 });
     });
 
     it('upsertMany ignores an older or equal version and stores the newer ones of the same call', async () => {
@@ -490,7 +497,7 @@ export function searchIndexContract(
       assert.equal(full.nextCursor, undefined, 'every match fits the page: no cursor');
       const first = await search(w, { from: 0, size: 4 });
       assert.equal(typeof first.nextCursor, 'string');
-      assert.match(first.nextCursor as string, /^[\w.-]+$/, 'URL-safe');
+      assert.match(cursorOf(first), /^[\w.-]+$/, 'URL-safe');
       const pages = await walk(w, first, () => 4);
       assert.deepEqual(pages.map((page) => page.hits.length), [4, 4, 4, 4, 4, 4, 1]);
       assert.deepEqual(pages.map((page) => page.from), [0, 4, 8, 12, 16, 20, 24]);
@@ -508,9 +515,9 @@ export function searchIndexContract(
       assert.deepEqual(rest.flatMap(ids), ids(full).slice(8));
       // A page of size 0 gives no cursor; a cursor page of size 0 neither.
       assert.equal((await search(w, { from: 0, size: 0 })).nextCursor, undefined);
-      const empty = await search(w, { from: 0, size: 5 }, { cursor: first.nextCursor as string });
+      const empty = await search(w, { from: 0, size: 5 }, { cursor: cursorOf(first) });
       assert.equal(empty.from, 4);
-      assert.equal((await search(w, { from: 0, size: 0 }, { cursor: first.nextCursor as string })).nextCursor, undefined);
+      assert.equal((await search(w, { from: 0, size: 0 }, { cursor: cursorOf(first) })).nextCursor, undefined);
     });
 
     it('walks the matches as of the first page, each as it is now: files hidden since are left out at once', async () => {
@@ -521,7 +528,12 @@ export function searchIndexContract(
       assert.equal(first.total, 25);
       // Ranked 6th and 10th: after the first page, before the last one.
       const ranked = ids(await all(w));
-      const [hidden, updated] = [ranked[5], ranked[9]].map((id) => docs.find((doc) => doc.id === id)) as [SearchDoc, SearchDoc];
+      const docOf = (id: string | undefined): SearchDoc => {
+        const doc = docs.find((candidate) => candidate.id === id);
+        assert.ok(doc, `a document ranked ${id}`);
+        return doc;
+      };
+      const [hidden, updated] = [docOf(ranked[5]), docOf(ranked[9])];
       // New, highly relevant matches; one match not yet returned hidden (deleted or disabled), another changed.
       const fresh = [file({ title: `${w} ${w} ${w}`, tags: [w], category: w }), file({ title: `${w} ${w}`, description: w })];
       for (const doc of fresh) assert.equal(await index.upsert(doc, 1), true);
@@ -549,9 +561,9 @@ export function searchIndexContract(
       const docs = many(w, 12);
       await put(...docs);
       const first = await search(w, { from: 0, size: 2 });
-      let cursor = first.nextCursor as string;
+      let cursor = cursorOf(first);
       const second = await search(w, { from: 0, size: 3 }, { cursor });
-      cursor = second.nextCursor as string;
+      cursor = cursorOf(second);
       assert.equal(typeof cursor, 'string');
       // Most of what follows, hidden after the cursor was taken: deleted ones and a disabled one.
       const shown = new Set([...ids(first), ...ids(second)]);
@@ -564,7 +576,7 @@ export function searchIndexContract(
       assert.deepEqual(walked.sort(), rest.slice(5).map((doc) => doc.id).sort());
       assert.equal(pages[pages.length - 1]?.nextCursor, undefined);
       // Enabled again: shown again by cursors still walking.
-      const back = gone[0] as SearchDoc;
+      const back = at(gone, 0);
       assert.equal(await index.upsert(back, 3), true);
       await settle();
       assert.ok((await walk(w, { ...second, nextCursor: cursor }, () => 2)).flatMap(ids).includes(back.id));
@@ -579,7 +591,7 @@ export function searchIndexContract(
       await short.refresh();
       await settle();
       const first = await short.search(w, { from: 0, size: 1 });
-      const cursor = first.nextCursor as string;
+      const cursor = cursorOf(first);
       assert.equal(typeof cursor, 'string');
       // Used again and again, with the same cursor: refused once the second is over, whatever the machine's speed.
       for (let uses = 0; ; uses++) {
@@ -594,14 +606,14 @@ export function searchIndexContract(
       }
       // A fresh search gives a fresh cursor.
       const again = await short.search(w, { from: 0, size: 1 });
-      assert.equal((await short.search(w, { from: 0, size: 1 }, { cursor: again.nextCursor as string })).from, 1);
+      assert.equal((await short.search(w, { from: 0, size: 1 }, { cursor: cursorOf(again) })).from, 1);
     });
 
     it('refuses a cursor of another text or other filters, and a garbage or altered one, with InvalidCursor', async () => {
       const w = word();
       await put(...many(w, 6));
       const first = await search(w, { from: 0, size: 2 }, { filters: { license: 'CC BY' } });
-      const cursor = first.nextCursor as string;
+      const cursor = cursorOf(first);
       assert.equal(typeof cursor, 'string');
       const isInvalid = (error: unknown): boolean => error instanceof InvalidCursor && error.name === 'InvalidCursor';
       const size = { from: 0, size: 2 };

@@ -7,6 +7,7 @@
  * so a truncated, altered or made-up cursor is refused as InvalidCursor before anything is read.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { isRecord } from './checked.ts';
 import { InvalidCursor, tagKey } from './port.ts';
 import type { CategoryFacet, FacetCount, SearchFilters } from './port.ts';
 
@@ -72,7 +73,7 @@ export function decodeCursor(cursor: unknown, secret: string | Buffer): Record<s
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new InvalidCursor('altered or foreign cursor');
   try {
     const payload: unknown = JSON.parse(Buffer.from(body, 'base64url').toString());
-    if (typeof payload === 'object' && payload !== null && !Array.isArray(payload)) return payload as Record<string, unknown>;
+    if (isRecord(payload)) return payload;
   } catch {
     // Falls through: a signed body is ours, so this means a bug, still not a 500.
   }
@@ -96,8 +97,9 @@ function compareCodePoints(a: string, b: string): number {
   if (a === b) return 0;
   const length = Math.min(a.length, b.length);
   for (let i = 0; i < length; i++) {
-    const x = a.codePointAt(i) as number;
-    const y = b.codePointAt(i) as number;
+    const x = a.codePointAt(i);
+    const y = b.codePointAt(i);
+    if (x === undefined || y === undefined) break;
     if (x !== y) return x - y;
     if (x > 0xffff) i++;
   }

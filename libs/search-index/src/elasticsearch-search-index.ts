@@ -3,6 +3,7 @@ import { Client, errors } from '@elastic/elasticsearch';
 import type { DiagnosticResult, estypes } from '@elastic/elasticsearch';
 import { contentHead, FACET_SIZE, InvalidCursor } from './port.ts';
 import type { SearchDoc, SearchFacets, SearchIndex, SearchOptions, SearchPage, SearchResult, VersionedDoc } from './port.ts';
+import { at } from './checked.ts';
 import { latestPerId, tokenize } from './memory-search-index.ts';
 import {
   CATEGORY_FACET_TERMS, DEFAULT_INDEX_SETTINGS, MAX_QUERY_WORDS, SCHEMA_VERSION, SEARCH_FIELDS, SEARCH_INDEX_MAPPINGS,
@@ -335,9 +336,15 @@ function searchAfterOf(payload: Record<string, unknown>): estypes.SortResults {
   const after = payload.a;
   if (Array.isArray(after) && (after.length === 3 || (after.length === 4 && typeof after[3] === 'number'))
     && typeof after[0] === 'number' && typeof after[1] === 'number' && typeof after[2] === 'string') {
-    return after as estypes.SortResults;
+    return after;
   }
   throw new InvalidCursor('malformed cursor');
+}
+
+/** The id of a hit: every document the adapter writes has one, so a hit without it is a broken answer. */
+function idOf(hit: { _id?: string | undefined }): string {
+  if (hit._id === undefined) throw new Error('Elasticsearch returned a hit without _id');
+  return hit._id;
 }
 
 /** Writes, reads and searches against `target`, which may change (clear of a rebuild index). */
@@ -447,12 +454,12 @@ function operations(client: Client, target: Target, cursors: CursorConfig): Oper
       pitId = response.pit_id ?? pitId;
       const found = response.hits.hits;
       more = found.length === want && want > 0;
-      const now = await read(found.map((hit) => hit._id as string), true);
+      const now = await read(found.map(idOf), true);
       for (const hit of found) {
         if (hits.length === size || !hit.sort) break;
         consumed++;
         last = hit.sort;
-        const current = now.get(hit._id as string)?.doc;
+        const current = now.get(idOf(hit))?.doc;
         if (current?.visible) hits.push(current);
       }
     }
@@ -549,7 +556,7 @@ function operations(client: Client, target: Target, cursors: CursorConfig): Oper
         + `(${permanent === -1 ? 'transient, retry' : 'permanent'}; ${stored} stored): ${named.join('; ')}`,
         failures,
         permanent === -1,
-        causes[deciding] as errors.ResponseError,
+        at(causes, deciding),
       );
     },
 

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { at } from './checked.ts';
 import { contentHead, FACET_SIZE, InvalidCursor } from './port.ts';
 import type {
   CategoryFacet, FacetCount, SearchDoc, SearchFacets, SearchIndex, SearchOptions, SearchPage, SearchResult, VersionedDoc,
@@ -121,7 +122,8 @@ interface Term {
 export function codesOf(text: string): number[] {
   const codes: number[] = [];
   for (let i = 0; i < text.length; i++) {
-    const code = text.codePointAt(i) as number;
+    const code = text.codePointAt(i);
+    if (code === undefined) break;
     codes.push(code);
     if (code > 0xffff) i++;
   }
@@ -174,15 +176,15 @@ export function boundedDistance(a: number[], b: number[], max: number): number {
     const ai = a[i - 1];
     for (let j = 1; j <= m; j++) {
       const bj = b[j - 1];
-      let value = Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, (previous[j - 1] as number) + (ai === bj ? 0 : 1));
-      if (i > 1 && j > 1 && ai === b[j - 2] && a[i - 2] === bj) value = Math.min(value, (before[j - 2] as number) + 1);
+      let value = Math.min(at(previous, j) + 1, at(current, j - 1) + 1, at(previous, j - 1) + (ai === bj ? 0 : 1));
+      if (i > 1 && j > 1 && ai === b[j - 2] && a[i - 2] === bj) value = Math.min(value, at(before, j - 2) + 1);
       current[j] = value;
       if (value < rowMin) rowMin = value;
     }
     if (rowMin > max) return max + 1;
     [before, previous, current] = [previous, current, before];
   }
-  const distance = previous[m] as number;
+  const distance = at(previous, m);
   return distance > max ? max + 1 : distance;
 }
 
@@ -215,7 +217,7 @@ function firstRanked(entries: Entry[], k: number): Entry[] {
     let hi = top.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (rank(entry, top[mid] as Entry) < 0) hi = mid;
+      if (rank(entry, at(top, mid)) < 0) hi = mid;
       else lo = mid + 1;
     }
     top.splice(lo, 0, entry);
@@ -324,8 +326,8 @@ export function makeMemorySearchIndex(options: MemorySearchIndexOptions = {}): S
 
   function index(entry: Entry, frequencies: Map<string, number>[]): void {
     frequencies.forEach((counts, f) => {
-      const field = fields[f] as FieldStats;
-      const length = entry.lengths[f] as number;
+      const field = at(fields, f);
+      const length = at(entry.lengths, f);
       if (length === 0) return;
       field.docCount++;
       field.totalLength += length;
@@ -348,8 +350,8 @@ export function makeMemorySearchIndex(options: MemorySearchIndexOptions = {}): S
   function unindex(entry: Entry): void {
     entry.live = false;
     FIELDS.forEach(({ text: textOf }, f) => {
-      const field = fields[f] as FieldStats;
-      const length = entry.lengths[f] as number;
+      const field = at(fields, f);
+      const length = at(entry.lengths, f);
       if (length === 0) return;
       field.docCount--;
       field.totalLength -= length;
@@ -374,10 +376,10 @@ export function makeMemorySearchIndex(options: MemorySearchIndexOptions = {}): S
   function compact(postings: Postings): void {
     let kept = 0;
     for (let i = 0; i < postings.entries.length; i++) {
-      const entry = postings.entries[i] as Entry;
+      const entry = at(postings.entries, i);
       if (!entry.live) continue;
       postings.entries[kept] = entry;
-      postings.frequencies[kept] = postings.frequencies[i] as number;
+      postings.frequencies[kept] = at(postings.frequencies, i);
       kept++;
     }
     postings.entries.length = kept;
@@ -461,10 +463,10 @@ export function makeMemorySearchIndex(options: MemorySearchIndexOptions = {}): S
           const factor = (FIELDS[f]?.boost ?? 1) * weight * idf;
           const { entries: holders, frequencies } = postings;
           for (let i = 0; i < holders.length; i++) {
-            const entry = holders[i] as Entry;
+            const entry = at(holders, i);
             if (!entry.live) continue;
-            const frequency = frequencies[i] as number;
-            const norm = K1 * (1 - B + (B * (entry.lengths[f] as number)) / averageLength);
+            const frequency = at(frequencies, i);
+            const norm = K1 * (1 - B + (B * at(entry.lengths, f)) / averageLength);
             const score = (factor * frequency) / (frequency + norm);
             if (entry.termRound !== termRound) {
               entry.termRound = termRound;
@@ -513,11 +515,11 @@ export function makeMemorySearchIndex(options: MemorySearchIndexOptions = {}): S
     if (!scores) return;
     const order = Array.from(entries.keys());
     order.sort((a, b) => {
-      const x = entries[a] as Entry;
-      const y = entries[b] as Entry;
-      return (scores[b] as number) - (scores[a] as number) || compareText(y.doc.uploadedAt, x.doc.uploadedAt) || compareText(x.doc.id, y.doc.id);
+      const x = at(entries, a);
+      const y = at(entries, b);
+      return at(scores, b) - at(scores, a) || compareText(y.doc.uploadedAt, x.doc.uploadedAt) || compareText(x.doc.id, y.doc.id);
     });
-    snapshot.entries = order.map((i) => entries[i] as Entry);
+    snapshot.entries = order.map((i) => at(entries, i));
     snapshot.scores = undefined;
   }
 
@@ -534,18 +536,18 @@ export function makeMemorySearchIndex(options: MemorySearchIndexOptions = {}): S
     const id = payload.m;
     const now = Date.now();
     const snapshot = typeof id === 'string' ? snapshots.get(id) : undefined;
-    if (!snapshot || snapshot.expires <= now) throw new InvalidCursor('expired cursor');
+    if (typeof id !== 'string' || !snapshot || snapshot.expires <= now) throw new InvalidCursor('expired cursor');
     if (snapshot.key !== key) throw new InvalidCursor('cursor of another search: its text or filters differ');
     // Used again: lives another TTL (never past its deadline), and is the newest for eviction.
     snapshot.expires = Math.min(now + ttlMs, snapshot.deadline);
-    snapshots.delete(id as string);
-    snapshots.set(id as string, snapshot);
+    snapshots.delete(id);
+    snapshots.set(id, snapshot);
     sortSnapshot(snapshot);
     const { entries: ranked } = snapshot;
     const hits: SearchDoc[] = [];
     let next = from;
     for (let skipped = 0; next < ranked.length && hits.length < size && skipped <= MAX_SKIPPED_PER_PAGE; next++) {
-      const current = entries.get((ranked[next] as Entry).doc.id);
+      const current = entries.get(at(ranked, next).doc.id);
       if (current?.doc.visible) hits.push(hitOf(current.doc));
       else skipped++;
     }

@@ -17,6 +17,7 @@
  * SNIPPET_FUZZY_WORK_PER_PAGE cells of edit-distance tables; once spent, the remaining words of
  * the page are matched exactly only (exact matches never need a table).
  */
+import { at } from './checked.ts';
 import { contentHead, HIT_CONTENT_LENGTH } from './port.ts';
 import type { SearchDoc } from './port.ts';
 import { allowedEdits, bitCount, boundedDistance, codesOf, lettersOf, tokenize } from './memory-search-index.ts';
@@ -69,13 +70,13 @@ interface Match { q: number; exact: boolean }
 interface Found extends Match { start: number; end: number }
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (char) => ESCAPES[char] as string);
+const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (char) => ESCAPES[char] ?? char);
 
 function isWordChar(text: string, at: number): boolean {
   const code = text.charCodeAt(at);
   // Either half of a surrogate pair: astral letters and digits (and never cut between the halves).
   if (code >= 0xd800 && code <= 0xdfff) return true;
-  return WORD_CHAR.test(text[at] as string);
+  return WORD_CHAR.test(text.charAt(at));
 }
 
 /**
@@ -97,8 +98,7 @@ function matcher(words: QueryWord[], budget: number, work: SnippetWork): (word: 
     } else if (work.fuzzyWork < budget) {
       const codes = codesOf(token);
       const letters = lettersOf(codes);
-      for (let i = 0; i < words.length; i++) {
-        const word = words[i] as QueryWord;
+      for (const [i, word] of words.entries()) {
         if (word.max === 0 || Math.abs(codes.length - word.codes.length) > word.max) continue;
         if (bitCount(letters & ~word.letters) > word.max || bitCount(word.letters & ~letters) > word.max) continue;
         // Spent: from here on, words are matched exactly only.
@@ -147,31 +147,30 @@ function bestWindow(field: number, found: Found[], words: number, budget: number
   let best: Window | undefined;
   let j = 0;
   const add = (match: Found): void => {
-    const count = counts[match.q] as number;
+    const count = at(counts, match.q);
     counts[match.q] = count + 1;
     if (count === 0) distinct++;
     if (!match.exact) return;
-    const exactCount = exactCounts[match.q] as number;
+    const exactCount = at(exactCounts, match.q);
     exactCounts[match.q] = exactCount + 1;
     if (exactCount === 0) exact++;
   };
   const remove = (match: Found): void => {
-    const count = (counts[match.q] as number) - 1;
+    const count = at(counts, match.q) - 1;
     counts[match.q] = count;
     if (count === 0) distinct--;
     if (!match.exact) return;
-    const exactCount = (exactCounts[match.q] as number) - 1;
+    const exactCount = at(exactCounts, match.q) - 1;
     exactCounts[match.q] = exactCount;
     if (exactCount === 0) exact--;
   };
-  for (let i = 0; i < found.length; i++) {
-    const first = found[i] as Found;
+  for (const [i, first] of found.entries()) {
     if (j <= i) {
       add(first);
       j = i + 1;
     }
-    while (j < found.length && (found[j] as Found).end - first.start <= budget) add(found[j++] as Found);
-    const window: Window = { field, start: first.start, end: (found[j - 1] as Found).end, distinct, exact };
+    while (j < found.length && at(found, j).end - first.start <= budget) add(at(found, j++));
+    const window: Window = { field, start: first.start, end: at(found, j - 1).end, distinct, exact };
     if (!best || better(window, best)) best = window;
     remove(first);
   }
@@ -291,17 +290,17 @@ export function makeSnippets(text: string, options: SnippetOptions = {}): Snippe
           return found;
         });
         if (best) {
-          const field = fields[best.field] as string;
+          const field = at(fields, best.field);
           const { start, end } = excerptBounds(field, best.start, best.end, maxLength);
           const more = end < field.length || (best.field === 2 && cut);
-          return (start > 0 ? ELLIPSIS : '') + render(field, start, end, perField[best.field] as Found[]) + (more ? ELLIPSIS : '');
+          return (start > 0 ? ELLIPSIS : '') + render(field, start, end, at(perField, best.field)) + (more ? ELLIPSIS : '');
         }
       }
     } catch {
       // Falls back to the opening below: a snippet must never fail a search.
     }
     try {
-      return opening(fields[1] !== '' ? (fields[1] as string) : (fields[0] as string), maxLength);
+      return opening(fields[1] !== '' ? at(fields, 1) : at(fields, 0), maxLength);
     } catch {
       return '';
     }
