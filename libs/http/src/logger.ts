@@ -1,7 +1,10 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
 
-/** Structured JSON logs; credentials and tokens are redacted wherever they appear. */
-export const makeLogger = (service: string, level = process.env.LOG_LEVEL ?? 'info', destination?: DestinationStream): Logger =>
+/**
+ * Structured JSON logs; credentials and tokens are redacted wherever they appear. `level` is the
+ * service's configured LOG_LEVEL (libs/runtime config), read by its main: a library reads no environment.
+ */
+export const makeLogger = (service: string, level = 'info', destination?: DestinationStream): Logger =>
   pino({
     name: service,
     level,

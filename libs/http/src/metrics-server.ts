@@ -37,7 +37,7 @@ export const metricsApp = (ops: Ops, logger: Logger, requestTimeoutMs: number): 
 
 /** Starts the metrics listener at `at`; resolves once it listens, with the bound port. */
 export const serveMetrics = async (
-  ops: Ops, at: MetricsListen, logger: Logger, limits: HttpLimits = httpLimitsOf(process.env),
+  ops: Ops, at: MetricsListen, logger: Logger, limits: HttpLimits = httpLimitsOf({}),
 ): Promise<{ server: Server; port: number }> => {
   const app = metricsApp(ops, logger, limits.requestTimeoutMs);
   const served = await listen(app, at.port, at.host, { ...limits, maxConnections: Math.min(limits.maxConnections, METRICS_MAX_CONNECTIONS) }, logger);

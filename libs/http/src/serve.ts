@@ -183,7 +183,7 @@ const writeRawError = (socket: Socket, status: number, message: string, extraHea
  * slots are those of this server (`uploadSlot`, transfers.ts).
  */
 export const listen = async (
-  handler: RequestListener, port: number, host: string, limits: HttpLimits = httpLimitsOf(process.env), logger?: Logger,
+  handler: RequestListener, port: number, host: string, limits: HttpLimits = httpLimitsOf({}), logger?: Logger,
 ): Promise<{ server: Server; port: number }> => {
   const transfers = limits.transfers ?? defaultTransferLimits(limits.maxConnections);
   const bodies = watchBodies(transfers, (res) => {

@@ -21,8 +21,8 @@ import { mongo, optionalMongo } from './config/mongo.ts';
 import { outbox } from './config/outbox.ts';
 import { rateLimit } from './config/rate-limit.ts';
 import { search } from './config/search.ts';
-import { service } from './config/service.ts';
-import { internalRoutes, recorder, upstreams } from './config/upstreams.ts';
+import { logging, service } from './config/service.ts';
+import { internalRoutes, recorder } from './config/upstreams.ts';
 import type { Concern } from './config/concern.ts';
 
 export { concern, loadConfig, loadConfigOrExit, varsOf, type Concern, type ConfigOf } from './config/concern.ts';
@@ -38,12 +38,12 @@ export { MONGO_SOCKET_TIMEOUT_MS, mongo, optionalMongo, type MongoOptions, type 
 export { outbox } from './config/outbox.ts';
 export { rateLimit } from './config/rate-limit.ts';
 export { search } from './config/search.ts';
-export { service, type ServiceOptions, type ServiceSettings } from './config/service.ts';
-export { internalRoutes, recorder, upstreams } from './config/upstreams.ts';
+export { logging, service, type ServiceOptions, type ServiceSettings } from './config/service.ts';
+export { internalRoutes, recorder } from './config/upstreams.ts';
 
 /** Every concern, once (the README's configuration table is tested against them: libs/runtime/test/config-readme.test.ts). */
 export const ALL_CONCERNS: Record<string, Concern> = {
-  service: service({ port: 8080, publicPort: 'own' }),
+  service: service({ port: 8080, publicPort: 'own' }), logging: logging(),
   mongo: mongo(), optionalMongo: optionalMongo(),
   kafka: kafka(), groups: groups(),
   consistency: consistency(),
@@ -54,7 +54,7 @@ export const ALL_CONCERNS: Record<string, Concern> = {
   search: search(),
   rateLimit: rateLimit(),
   edge: edge(),
-  upstreams: upstreams(), internalRoutes: internalRoutes(), recorder: recorder(),
+  internalRoutes: internalRoutes(), recorder: recorder(),
   outbox: outbox(),
   dataDir: dataDir(), supervisor: supervisor(),
 };

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError, intVar } from '@docshare/http';
 import {
-  auth, blob, concern, files, gatewayAuth, kafka, loadConfig, MONGO_SOCKET_TIMEOUT_MS, mongo, optionalBlob, optionalMongo, recorder, service, upstreams,
+  auth, blob, concern, files, gatewayAuth, kafka, loadConfig, MONGO_SOCKET_TIMEOUT_MS, mongo, optionalBlob, optionalMongo, recorder, service,
 } from '../src/config.ts';
 
 const problemsOf = (run: () => unknown): string[] => {
@@ -65,9 +65,6 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({}, { m: optionalMongo() }).m, undefined);
     assert.equal(loadConfig({ MINIO_ENDPOINT: 'minio:9000' }, { b: optionalBlob() }).b, undefined);
     assert.equal(loadConfig({ MINIO_ENDPOINT: 'minio:9000', MINIO_ACCESS_KEY: 'a', MINIO_SECRET_KEY: 's' }, { b: optionalBlob() }).b?.bucket, 'docshare-files');
-    assert.deepEqual(loadConfig({ STATS_URL: 'http://stats:8082' }, { u: upstreams() }).u, {
-      docs: 'http://127.0.0.1:8081', stats: 'http://stats:8082', files: 'http://127.0.0.1:8083', search: 'http://127.0.0.1:8084',
-    });
   });
 
   it('runs a concern\'s own rules after the variables parsed, and passes other errors through', () => {

@@ -2,10 +2,12 @@ import type { RequestHandler } from 'express';
 import { loadOrCreateSecret, makeTokens } from '@docshare/auth';
 import { backoffMs } from '@docshare/contracts';
 import {
-  closeServer, CONFIG_ERROR_EXIT_CODE, configOrExit, exitGracefully, HTTP_VARS, httpLimitsOf, installLastResort, intVar, listen, makeLogger, makeOps,
-  metricsListenOrExit, optionalVar, publicBaseUrlOf, sendUnavailable, serveMetrics, stringVar, trustProxyOf,
+  closeServer, exitGracefully, installLastResort, listen, makeLogger, makeOps, sendUnavailable, serveMetrics,
 } from '@docshare/http';
-import { COMMON_VARS, connectMongo, countStoreCommands } from '@docshare/runtime/distributed';
+import { connectMongo, countStoreCommands } from '@docshare/runtime/distributed';
+import {
+  concern, consistency, edge, gatewayAuth, groups, loadConfigOrExit, optionalBlob, optionalMongo, rateLimit, service,
+} from '@docshare/runtime/config';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeMinioBlobStore } from '@docshare/blob-store/minio';
 import { statsProjector } from '@docshare/stats-projector';
@@ -14,79 +16,47 @@ import { makeRateLimiter } from '@docshare/rate-limit';
 import { makeGateway } from './app.ts';
 import { httpUpstreams, upstreamChecks, upstreamUrlsOf, UPSTREAM_URL_VARS } from './proxy.ts';
 import { makeMemorySessionTokens, makeRedisSessionTokens } from './consistency.ts';
-import { corsOriginsVar } from './cors.ts';
 import { localQuery } from './local-query.ts';
 import type { BlobReader } from './blob-handoff.ts';
 
 const NAME = 'gateway';
-const logger = makeLogger(NAME);
-installLastResort(logger);
-/** Everything the gateway can be told (README: the services' environment). */
-const GATEWAY_VARS = {
-  ...HTTP_VARS,
-  PORT: intVar(8080),
-  HOST: stringVar('0.0.0.0'),
-  LOG_LEVEL: optionalVar(),
-  PUBLIC_BASE_URL: optionalVar(),
-  JWT_SECRET: optionalVar(),
-  JWT_SECRET_FILE: optionalVar(),
-  JWT_TTL_SECONDS: intVar(86_400, 1),
-  RATE_LIMIT_POINTS: intVar(30, 1),
-  RATE_LIMIT_WINDOW_SECONDS: intVar(60, 1),
-  RATE_LIMIT_KEY_PREFIX: stringVar('docshare-rl'),
-  REDIS_URL: optionalVar(),
-  /** Apart from REDIS_URL, so it can come from a secret file (REDIS_PASSWORD_FILE). */
-  REDIS_PASSWORD: optionalVar(),
-  CONSISTENCY_KEY_PREFIX: optionalVar(),
-  TRUST_PROXY: optionalVar(),
-  /** Browser origins allowed to call the API cross-origin (comma-separated, or `*`); unset: none. */
-  CORS_ORIGINS: corsOriginsVar(),
+/** Everything the gateway can be told (README: the services' environment), read once. */
+const config = loadConfigOrExit(process.env, {
+  service: service({ port: 8080, publicPort: 'own' }),
+  /** JWT_SECRET, or JWT_SECRET_FILE: a file holding it, created with a new secret when missing. */
+  auth: gatewayAuth(),
+  rateLimit: rateLimit(),
+  edge: edge(),
   /** DOCS_COMMAND_URL, STATS_URL, ...: each service behind the gateway, from the registry (proxy.ts). */
-  ...UPSTREAM_URL_VARS,
+  upstreams: concern(UPSTREAM_URL_VARS, upstreamUrlsOf),
   /**
    * With MONGO_URL the gateway answers api-stats itself from the stats read model (one `_id`
    * lookup, no hop to the stats projector); without it, it forwards to STATS_URL.
    */
-  MONGO_URL: optionalVar(),
-  MONGO_USERNAME: COMMON_VARS.MONGO_USERNAME,
-  MONGO_PASSWORD: COMMON_VARS.MONGO_PASSWORD,
-  MONGO_READ_DB: COMMON_VARS.MONGO_READ_DB,
-  MONGO_SERVER_SELECTION_TIMEOUT_MS: COMMON_VARS.MONGO_SERVER_SELECTION_TIMEOUT_MS,
-  MONGO_CONNECT_TIMEOUT_MS: COMMON_VARS.MONGO_CONNECT_TIMEOUT_MS,
-  MONGO_SOCKET_TIMEOUT_MS: COMMON_VARS.MONGO_SOCKET_TIMEOUT_MS,
-  /** The stats projector's checkpoint group is its name + this suffix (as the projector's). */
-  KAFKA_GROUP_SUFFIX: COMMON_VARS.KAFKA_GROUP_SUFFIX,
-  KAFKA_EVENTS_PARTITIONS: COMMON_VARS.KAFKA_EVENTS_PARTITIONS,
-  CONSISTENCY_WAIT_MS: COMMON_VARS.CONSISTENCY_WAIT_MS,
+  mongo: optionalMongo(),
+  /** The stats projector's checkpoint group is its name + KAFKA_GROUP_SUFFIX (as the projector's). */
+  groups: groups(),
+  consistency: consistency(),
   /**
    * With MinIO's address and keys the gateway streams a signed link's bytes from MinIO itself,
    * once docs-command has checked the link (blob-handoff.ts); without them docs-command streams.
    */
-  MINIO_ENDPOINT: optionalVar(),
-  MINIO_ACCESS_KEY: optionalVar(),
-  MINIO_SECRET_KEY: optionalVar(),
-  MINIO_BUCKET: stringVar('docshare-files'),
-  MINIO_REQUEST_TIMEOUT_MS: intVar(10_000, 1),
-};
-const env = configOrExit(GATEWAY_VARS, process.env, (message) => logger.fatal(message));
-const port = env.PORT;
-const secretFile = env.JWT_SECRET_FILE;
-if (env.JWT_SECRET === undefined && secretFile === undefined) {
-  logger.fatal('configuration: JWT_SECRET or JWT_SECRET_FILE is required');
-  process.exit(CONFIG_ERROR_EXIT_CODE);
-}
-const jwtSecret = env.JWT_SECRET ?? await loadOrCreateSecret(secretFile as string);
-const points = env.RATE_LIMIT_POINTS;
-const windowSeconds = env.RATE_LIMIT_WINDOW_SECONDS;
-const redisUrl = env.REDIS_URL;
+  blob: optionalBlob(),
+}, (message) => makeLogger(NAME).fatal(message));
+const logger = makeLogger(NAME, config.service.logLevel);
+installLastResort(logger);
+const port = config.service.port;
+const jwtSecret = config.auth.secret.kind === 'value' ? config.auth.secret.value : await loadOrCreateSecret(config.auth.secret.path);
+const points = config.rateLimit.points;
+const windowSeconds = config.rateLimit.windowSeconds;
 
-const rateLimitKeyPrefix = env.RATE_LIMIT_KEY_PREFIX;
 const rateLimiter = makeRateLimiter({
-  points, windowSeconds, redis: redisUrl ? { url: redisUrl, password: env.REDIS_PASSWORD } : undefined, logger, keyPrefix: rateLimitKeyPrefix,
+  points, windowSeconds, redis: config.rateLimit.redis, logger, keyPrefix: config.rateLimit.keyPrefix,
 });
-// Instances that share a Redis keep apart by their rate-limit prefix already: the tokens follow it.
-const consistencyKeyPrefix = env.CONSISTENCY_KEY_PREFIX ?? `${rateLimitKeyPrefix}:ryw`;
-const upstreamUrls = upstreamUrlsOf(env);
+// Instances that share a Redis keep apart by their rate-limit prefix already: the tokens follow it (rate-limit.ts).
+const consistencyKeyPrefix = config.rateLimit.consistencyKeyPrefix;
+const upstreamUrls = config.upstreams;
+const mongo = config.mongo;
 
 // The gateway is ready whenever it runs: it answers every request itself, with a 503 for a route
 // whose service is down. So each upstream (and Redis, and MongoDB when it reads the stats model
@@ -97,14 +67,14 @@ const stats: { handler?: RequestHandler; client?: MongoClient; stopped: boolean 
 const ops = makeOps(NAME, {}, undefined, {
   ...upstreamChecks(upstreamUrls),
   redis: () => rateLimiter.ready(),
-  ...(env.MONGO_URL === undefined ? {} : {
+  ...(mongo === undefined ? {} : {
     'stats-read-model': async () => {
       if (!stats.client) throw new Error('not connected yet');
-      await stats.client.db(env.MONGO_READ_DB).command({ ping: 1 });
+      await stats.client.db(mongo.readDb).command({ ping: 1 });
     },
   }),
 });
-const publicBaseUrl = publicBaseUrlOf(process.env, port);
+const publicBaseUrl = config.service.publicBaseUrl;
 
 /**
  * With MONGO_URL, api-stats is answered here from the stats read model (local-query.ts): the
@@ -130,54 +100,51 @@ const connectInBackground = (connect: () => Promise<void>, meanwhile: string): v
   })();
 };
 
-const mongoUrl = env.MONGO_URL;
-if (mongoUrl !== undefined) {
+if (mongo !== undefined) {
   connectInBackground(async () => {
-    const { client, db } = await connectMongo(mongoUrl, env.MONGO_READ_DB, {
-      mongoServerSelectionTimeoutMs: env.MONGO_SERVER_SELECTION_TIMEOUT_MS, mongoConnectTimeoutMs: env.MONGO_CONNECT_TIMEOUT_MS,
-      mongoSocketTimeoutMs: env.MONGO_SOCKET_TIMEOUT_MS, mongoUsername: env.MONGO_USERNAME, mongoPassword: env.MONGO_PASSWORD,
-    });
+    const { client, db } = await connectMongo(mongo.mongoUrl, mongo.readDb, mongo);
     stats.client = client;
     if (stats.stopped) return void (await client.close());
     countStoreCommands(client, ops.registry);
     stats.handler = localQuery(statsProjector, {
       db, open: (prefix) => makeMongoReadStore(db, { prefix, indexes: statsProjector.indexes }),
-      group: `${statsProjector.name}${env.KAFKA_GROUP_SUFFIX}`, partitions: env.KAFKA_EVENTS_PARTITIONS,
-      consistencyWaitMs: env.CONSISTENCY_WAIT_MS, publicBaseUrl, logger, ops,
+      group: `${statsProjector.name}${config.groups.groupSuffix}`, partitions: config.groups.eventsPartitions,
+      consistencyWaitMs: config.consistency.consistencyWaitMs, publicBaseUrl, logger, ops,
     });
-    logger.info({ db: env.MONGO_READ_DB }, 'api-stats answered from the stats read model');
+    logger.info({ db: mongo.readDb }, 'api-stats answered from the stats read model');
   }, 'could not reach MongoDB for the stats read model; api-stats answers 503 meanwhile');
 }
 /** The blob store for handed-off content (blob-handoff.ts), once MinIO is reached (retried in the background like MongoDB). */
 let blobs: BlobReader | undefined;
-const minio = env.MINIO_ENDPOINT !== undefined && env.MINIO_ACCESS_KEY !== undefined && env.MINIO_SECRET_KEY !== undefined
-  ? { endPoint: env.MINIO_ENDPOINT, accessKey: env.MINIO_ACCESS_KEY, secretKey: env.MINIO_SECRET_KEY } : undefined;
+const minio = config.blob;
 if (minio !== undefined) {
   connectInBackground(async () => {
-    blobs = await makeMinioBlobStore({ ...minio, bucket: env.MINIO_BUCKET, requestTimeoutMs: env.MINIO_REQUEST_TIMEOUT_MS });
-    logger.info({ bucket: env.MINIO_BUCKET }, 'file content streamed from MinIO by the gateway');
+    blobs = await makeMinioBlobStore({
+      endPoint: minio.endPoint, accessKey: minio.accessKey, secretKey: minio.secretKey, bucket: minio.bucket, requestTimeoutMs: minio.requestTimeoutMs,
+    });
+    logger.info({ bucket: minio.bucket }, 'file content streamed from MinIO by the gateway');
   }, 'could not reach MinIO; docs-command streams file content meanwhile');
 }
 
 /** api-stats answered here, from the read model (without MONGO_URL it is forwarded to STATS_URL like every other route). */
 const localStats: RequestHandler = (req, res, next) => (stats.handler ? stats.handler(req, res, next) : sendUnavailable(res));
 
-const httpLimits = httpLimitsOf(process.env);
+const httpLimits = config.service.http;
 const app = makeGateway({
-  tokens: makeTokens(jwtSecret, env.JWT_TTL_SECONDS),
+  tokens: makeTokens(jwtSecret, config.auth.jwtTtlSeconds),
   limiter: rateLimiter.limiter, rateLimitPoints: points, rateLimitWindowSeconds: windowSeconds,
   ops, logger, publicBaseUrl,
-  trustProxy: trustProxyOf(env.TRUST_PROXY),
-  corsOrigins: env.CORS_ORIGINS,
+  trustProxy: config.edge.trustProxy,
+  corsOrigins: config.edge.corsOrigins,
   requestTimeoutMs: httpLimits.requestTimeoutMs,
   sessions: rateLimiter.redis ? makeRedisSessionTokens(rateLimiter.redis, logger, consistencyKeyPrefix) : makeMemorySessionTokens(),
-  upstreams: httpUpstreams(upstreamUrls, logger, { docs: { blobs: () => blobs } }, mongoUrl === undefined ? {} : { stats: localStats }),
+  upstreams: httpUpstreams(upstreamUrls, logger, { docs: { blobs: () => blobs } }, mongo === undefined ? {} : { stats: localStats }),
 });
 // /metrics only ever on the internal metrics listener, never on the public port (docs/observability.md).
-const metricsAt = metricsListenOrExit(process.env, port, (message) => logger.fatal(message));
+const metricsAt = config.service.metrics;
 const metrics = metricsAt === undefined ? undefined : await serveMetrics(ops, metricsAt, logger, httpLimits);
-const { server, port: bound } = await listen(app, port, env.HOST, httpLimits, logger);
-logger.info({ port: bound, upstreams: upstreamUrls, statsFrom: mongoUrl === undefined ? 'stats-projector' : 'read model' }, `${NAME} listening`);
+const { server, port: bound } = await listen(app, port, config.service.host, httpLimits, logger);
+logger.info({ port: bound, upstreams: upstreamUrls, statsFrom: mongo === undefined ? 'stats-projector' : 'read model' }, `${NAME} listening`);
 exitGracefully(logger, [
   () => closeServer(server), async () => { if (metrics) await closeServer(metrics.server, 1_000); }, () => rateLimiter.close(),
   async () => {

@@ -1,9 +1,7 @@
+import type { CorsOrigins, HttpLimits, MetricsListen } from '@docshare/http';
 import {
-  HTTP_VARS, httpLimitsOf, intVar, metricsListenOf, optionalVar, publicBaseUrlOf, readConfig, stringVar, trustProxyOf, type HttpLimits, type MetricsListen,
-} from '@docshare/http';
-import { resolve } from 'node:path';
-import { EXTRACT_VARS, type ExtractSettings } from '@docshare/text-extractor';
-import { corsOriginsVar, type CorsOrigins } from '@docshare/gateway';
+  consistency, dataDir, edge, extraction, files, loadConfig, optionalAuth, rateLimit, service, type ExtractSettings,
+} from '@docshare/runtime/config';
 
 /** Everything `npm start` can be told, from the environment (decisions §13). */
 export interface EmbeddedConfig {
@@ -31,57 +29,47 @@ export interface EmbeddedConfig {
   blobSweepIntervalSeconds: number;
   /** Blobs younger than this are never swept (an upload's blob is written before its event). */
   blobSweepGraceSeconds: number;
+  /** How long a read carrying a consistency token waits for its read model before answering anyway (`CONSISTENCY_WAIT_MS`). */
+  consistencyWaitMs: number;
   /** The text extractor's budgets (`EXTRACT_*`). */
   extract: ExtractSettings;
 }
 
-/** Everything `npm start` reads from its environment (decisions §13), as one schema. */
-export const EMBEDDED_VARS = {
-  ...HTTP_VARS,
-  PORT: intVar(8080, 0),
-  HOST: stringVar('0.0.0.0'),
-  PUBLIC_BASE_URL: optionalVar(),
-  DATA_DIR: stringVar('./data'),
-  RATE_LIMIT_POINTS: intVar(30, 1),
-  RATE_LIMIT_WINDOW_SECONDS: intVar(60, 1),
-  MAX_UPLOAD_BYTES: intVar(100 * 1024 * 1024, 1),
-  STORAGE_QUOTA_BYTES: intVar(1024 ** 3, 0),
-  JWT_SECRET: optionalVar(),
-  JWT_TTL_SECONDS: intVar(24 * 60 * 60, 1),
-  DOWNLOAD_URL_TTL_SECONDS: intVar(15 * 60, 1),
-  TRUST_PROXY: optionalVar(),
-  CORS_ORIGINS: corsOriginsVar(),
-  LOG_LEVEL: stringVar('info'),
-  BLOB_SWEEP_INTERVAL_SECONDS: intVar(60 * 60, 0),
-  BLOB_SWEEP_GRACE_SECONDS: intVar(60 * 60, 1),
-  ...EXTRACT_VARS,
+/** Everything `npm start` reads from its environment (decisions §13): the same concerns, and defaults, as the services'. */
+export const EMBEDDED_CONCERNS = {
+  service: service({ port: 8080, publicPort: 'own' }),
+  dataDir: dataDir(),
+  rateLimit: rateLimit(),
+  files: files(),
+  auth: optionalAuth(),
+  edge: edge(),
+  extraction: extraction(),
+  consistency: consistency(),
 };
 
 /** The configuration of embedded mode; throws a ConfigError naming every bad value. */
 export const embeddedConfig = (env: NodeJS.ProcessEnv): EmbeddedConfig => {
-  const v = readConfig(EMBEDDED_VARS, env);
+  const c = loadConfig(env, EMBEDDED_CONCERNS);
   return {
-    port: v.PORT,
-    host: v.HOST,
-    publicBaseUrl: publicBaseUrlOf(env, v.PORT),
-    dataDir: resolve(v.DATA_DIR),
-    rateLimitPoints: v.RATE_LIMIT_POINTS,
-    rateLimitWindowSeconds: v.RATE_LIMIT_WINDOW_SECONDS,
-    maxUploadBytes: v.MAX_UPLOAD_BYTES,
-    storageQuotaBytes: v.STORAGE_QUOTA_BYTES,
-    jwtSecret: v.JWT_SECRET,
-    jwtTtlSeconds: v.JWT_TTL_SECONDS,
-    downloadUrlTtlSeconds: v.DOWNLOAD_URL_TTL_SECONDS,
-    trustProxy: trustProxyOf(v.TRUST_PROXY),
-    corsOrigins: v.CORS_ORIGINS,
-    logLevel: v.LOG_LEVEL,
-    http: httpLimitsOf(env),
-    metrics: metricsListenOf(env, v.PORT),
-    blobSweepIntervalSeconds: v.BLOB_SWEEP_INTERVAL_SECONDS,
-    blobSweepGraceSeconds: v.BLOB_SWEEP_GRACE_SECONDS,
-    extract: {
-      EXTRACT_TIMEOUT_MS: v.EXTRACT_TIMEOUT_MS, EXTRACT_MEMORY_MB: v.EXTRACT_MEMORY_MB, EXTRACT_MAX_CHARS: v.EXTRACT_MAX_CHARS,
-      EXTRACT_MAX_BYTES: v.EXTRACT_MAX_BYTES, EXTRACT_CONCURRENCY: v.EXTRACT_CONCURRENCY, EXTRACT_OWNER_BACKLOG: v.EXTRACT_OWNER_BACKLOG,
-    },
+    port: c.service.port,
+    host: c.service.host,
+    publicBaseUrl: c.service.publicBaseUrl,
+    dataDir: c.dataDir,
+    rateLimitPoints: c.rateLimit.points,
+    rateLimitWindowSeconds: c.rateLimit.windowSeconds,
+    maxUploadBytes: c.files.maxUploadBytes,
+    storageQuotaBytes: c.files.storageQuotaBytes,
+    jwtSecret: c.auth.jwtSecret,
+    jwtTtlSeconds: c.auth.jwtTtlSeconds,
+    downloadUrlTtlSeconds: c.files.downloadUrlTtlSeconds,
+    trustProxy: c.edge.trustProxy,
+    corsOrigins: c.edge.corsOrigins,
+    logLevel: c.service.logLevel,
+    http: c.service.http,
+    metrics: c.service.metrics,
+    blobSweepIntervalSeconds: c.files.blobSweepIntervalSeconds,
+    blobSweepGraceSeconds: c.files.blobSweepGraceSeconds,
+    consistencyWaitMs: c.consistency.consistencyWaitMs,
+    extract: c.extraction,
   };
 };

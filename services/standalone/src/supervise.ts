@@ -16,28 +16,18 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { configOrExit, intVar, makeLogger } from '@docshare/http';
+import { makeLogger } from '@docshare/http';
+import { loadConfigOrExit, logging, supervisor } from '@docshare/runtime/config';
 import { CONFIG_ERROR_EXIT_CODE, supervise } from './supervisor.ts';
 
 const NAME = 'docshare';
 const MAIN = join(import.meta.dirname, 'main.ts');
-const logger = makeLogger(NAME);
 
-/** The supervisor's own variables. */
-const SUPERVISOR_VARS = {
-  SUPERVISOR_BACKOFF_MS: intVar(250, 1),
-  SUPERVISOR_BACKOFF_MAX_MS: intVar(30_000, 1),
-  SUPERVISOR_STABLE_MS: intVar(60_000, 0),
-  SUPERVISOR_MAX_START_FAILURES: intVar(5, 1),
-};
-const vars = configOrExit(SUPERVISOR_VARS, process.env, (message) => logger.fatal({ component: 'supervisor' }, `bad supervisor configuration: ${message}`));
-const policy = {
-  initialDelayMs: vars.SUPERVISOR_BACKOFF_MS,
-  maxDelayMs: vars.SUPERVISOR_BACKOFF_MAX_MS,
-  stableMs: vars.SUPERVISOR_STABLE_MS,
-  maxStartFailures: vars.SUPERVISOR_MAX_START_FAILURES,
-  giveUpOnExitCodes: [CONFIG_ERROR_EXIT_CODE],
-};
+/** The supervisor's own variables (libs/runtime config/embedded.ts), read once. */
+const settings = loadConfigOrExit(process.env, { logLevel: logging(), policy: supervisor() }, (message) =>
+  makeLogger(NAME).fatal({ component: 'supervisor' }, `bad supervisor configuration: ${message}`));
+const logger = makeLogger(NAME, settings.logLevel);
+const policy = { ...settings.policy, giveUpOnExitCodes: [CONFIG_ERROR_EXIT_CODE] };
 
 /** Resolves when the child says it listens. */
 const readiness = (child: ChildProcess): Promise<void> => new Promise((resolve) => {

@@ -9,51 +9,40 @@ import express from 'express';
 import { backoffMs, M } from '@docshare/contracts';
 import { makeMinioBlobStore } from '@docshare/blob-store/minio';
 import type { ExtractOutcome } from '@docshare/extract';
-import {
-  configOrExit, HTTP_VARS, installLastResort, intVar, makeLogger, metricsListenOrExit, optionalVar, sendError, stringVar,
-} from '@docshare/http';
+import { installLastResort, makeLogger, sendError } from '@docshare/http';
 import { makeMemoryCheckpoints } from '@docshare/consistency';
 import { startProjectorService } from '@docshare/projection';
 import { consume, deadLetterCounter, registerConsumerLag, type RunningConsumer } from '@docshare/runtime';
-import { ensureKafkaTopics, KAFKA_VARS, kafkaBus, kafkaConfig } from '@docshare/runtime/distributed';
+import { ensureKafkaTopics, kafkaBus } from '@docshare/runtime/distributed';
+import { blob, extraction as extractBudgets, kafka, loadConfigOrExit, recorder, service as serviceVars } from '@docshare/runtime/config';
 import { makeHttpRecorder } from './http-recorder.ts';
-import { EXTRACT_VARS, intakeGroupOf, makeExtraction, registerExtractionMetrics, textExtractor } from './module.ts';
+import { intakeGroupOf, makeExtraction, registerExtractionMetrics, textExtractor } from './module.ts';
 
-const logger = makeLogger(textExtractor.name);
+/** Everything the text extractor reads from its environment (README: the services' environment), read once. */
+const config = loadConfigOrExit(process.env, {
+  service: serviceVars({ port: textExtractor.port, publicPort: 'gateway' }),
+  kafka: kafka(),
+  blob: blob(),
+  /** DOCS_COMMAND_URL and docs-command's INTERNAL_TOKEN: what lets this service record extractions. */
+  recorder: recorder(),
+  extraction: extractBudgets(),
+}, (message) => makeLogger(textExtractor.name).fatal(message));
+const logger = makeLogger(textExtractor.name, config.service.logLevel);
 installLastResort(logger);
-
-/** Everything the text extractor reads from its environment (README: the services' environment). */
-const TEXT_EXTRACTOR_VARS = {
-  ...KAFKA_VARS,
-  ...HTTP_VARS,
-  ...EXTRACT_VARS,
-  PORT: intVar(textExtractor.port),
-  HOST: stringVar('0.0.0.0'),
-  LOG_LEVEL: optionalVar(),
-  DOCS_COMMAND_URL: stringVar(),
-  /** docs-command's INTERNAL_TOKEN: what lets this service record extractions. */
-  INTERNAL_TOKEN: stringVar(),
-  MINIO_ENDPOINT: stringVar(),
-  MINIO_ACCESS_KEY: stringVar(),
-  MINIO_SECRET_KEY: stringVar(),
-  MINIO_BUCKET: stringVar('docshare-files'),
-  MINIO_REQUEST_TIMEOUT_MS: intVar(10_000, 1),
-};
-const env = configOrExit(TEXT_EXTRACTOR_VARS, process.env, (message) => logger.fatal(message));
-const kafka = kafkaConfig(process.env);
-const metricsAt = metricsListenOrExit(process.env, env.PORT, (message) => logger.fatal(message));
+const kafkaSettings = config.kafka;
+const metricsAt = config.service.metrics;
 
 const blobs = await makeMinioBlobStore({
-  endPoint: env.MINIO_ENDPOINT, accessKey: env.MINIO_ACCESS_KEY, secretKey: env.MINIO_SECRET_KEY,
-  bucket: env.MINIO_BUCKET, requestTimeoutMs: env.MINIO_REQUEST_TIMEOUT_MS,
+  endPoint: config.blob.endPoint, accessKey: config.blob.accessKey, secretKey: config.blob.secretKey,
+  bucket: config.blob.bucket, requestTimeoutMs: config.blob.requestTimeoutMs,
 });
-const recorder = makeHttpRecorder(env.DOCS_COMMAND_URL, env.INTERNAL_TOKEN);
+const records = makeHttpRecorder(config.recorder.docsCommandUrl, config.recorder.internalToken);
 // Metrics exist once the service's registry does (startProjectorService's `metrics`).
 let told: ((outcome: ExtractOutcome) => void) | undefined;
-const extraction = makeExtraction({ blobs, recorder, logger, settings: env, onOutcome: (outcome) => told?.(outcome) });
-const bus = kafkaBus(kafka, textExtractor.name, logger);
-const group = `${textExtractor.name}${kafka.groupSuffix}`;
-const intakeGroup = `${intakeGroupOf(textExtractor.name)}${kafka.groupSuffix}`;
+const extraction = makeExtraction({ blobs, recorder: records, logger, settings: config.extraction, onOutcome: (outcome) => told?.(outcome) });
+const bus = kafkaBus(kafkaSettings, textExtractor.name, logger);
+const group = `${textExtractor.name}${kafkaSettings.groupSuffix}`;
+const intakeGroup = `${intakeGroupOf(textExtractor.name)}${kafkaSettings.groupSuffix}`;
 
 const none = express();
 none.use((_req, res) => sendError(res, 404, M.notFound));
@@ -67,18 +56,18 @@ let wake: (() => void) | undefined;
 let deadLetters: ((group: string) => void) | undefined;
 
 const service = await startProjectorService({
-  name: textExtractor.name, group: intakeGroup, logger, port: env.PORT, host: env.HOST,
+  name: textExtractor.name, group: intakeGroup, logger, port: config.service.port, host: config.service.host, http: config.service.http,
   consumer: bus.consumer,
-  prepare: () => ensureKafkaTopics(kafka),
+  prepare: () => ensureKafkaTopics(kafkaSettings),
   handle: extraction.work.takeUp,
   // No read model: nothing reads its progress, so it is kept in memory (Kafka keeps the offsets).
-  checkpoints: makeMemoryCheckpoints(), partitions: kafka.eventsPartitions,
+  checkpoints: makeMemoryCheckpoints(), partitions: kafkaSettings.eventsPartitions,
   queryApp: none,
   // Ready when it can read files; docs-command is reported (the records wait for it, retried).
   checks: { minio: async () => { await blobs.stat('readiness-probe'); } },
   softChecks: {
     'docs-command': async () => {
-      const res = await fetch(`${env.DOCS_COMMAND_URL.replace(/\/+$/, '')}/healthz`, { signal: AbortSignal.timeout(2_000) });
+      const res = await fetch(`${config.recorder.docsCommandUrl.replace(/\/+$/, '')}/healthz`, { signal: AbortSignal.timeout(2_000) });
       if (!res.ok) throw new Error(`docs-command /healthz: ${res.status}`);
     },
   },

@@ -1,9 +1,10 @@
 import { EXTRACT_FORMATS, EXTRACTION_FAILURES, type CloudEvent, type StoredEvent } from '@docshare/contracts';
 import {
-  DEFAULT_EXTRACT_LIMITS, defaultConcurrency, MAX_EXTRACT_CHARS, makeExtractor, type ExtractOutcome, type ExtractorOptions,
+  defaultConcurrency, makeExtractor, type ExtractOutcome, type ExtractorOptions,
 } from '@docshare/extract';
 import type { EventBatch, EventConsumer } from '@docshare/event-bus';
-import { intVar, type Logger } from '@docshare/http';
+import type { Logger } from '@docshare/http';
+import type { ExtractSettings } from '@docshare/runtime/config';
 import { consume } from '@docshare/runtime';
 import type { Registry } from 'prom-client';
 import { Counter, Gauge, Histogram } from 'prom-client';
@@ -19,26 +20,8 @@ export const textExtractor = { name: 'text-extractor', port: 8085 } as const;
 /** The intake group beside `group` (extraction.ts: it reads ahead; `group` itself settles). */
 export const intakeGroupOf = (group: string): string => `${group}-intake`;
 
-/** The extraction budgets, from the environment (README: configuration). */
-export const EXTRACT_VARS = {
-  /** Longest one file's extraction may take before its child process is killed (a failure: `timeout`). */
-  EXTRACT_TIMEOUT_MS: intVar(DEFAULT_EXTRACT_LIMITS.timeoutMs, 100),
-  /** Most memory (resident) one extraction child may use before it is killed (`memory`). */
-  EXTRACT_MEMORY_MB: intVar(DEFAULT_EXTRACT_LIMITS.memoryMb, 64),
-  /** Most characters of text kept per file (the rest is cut, `truncated`); the text travels in one event. */
-  EXTRACT_MAX_CHARS: intVar(DEFAULT_EXTRACT_LIMITS.maxChars, 1, MAX_EXTRACT_CHARS),
-  /** Files larger than this are not read (`too_large`). */
-  EXTRACT_MAX_BYTES: intVar(DEFAULT_EXTRACT_LIMITS.maxBytes, 1),
-  /** Extraction child processes, i.e. files read at once; 0: one per core, as memory allows (defaultConcurrency). */
-  EXTRACT_CONCURRENCY: intVar(0, 0),
-  /** Most files of one owner taken up ahead of the settled position; the rest wait in the log, in order. */
-  EXTRACT_OWNER_BACKLOG: intVar(100, 1),
-};
-
-export interface ExtractSettings {
-  EXTRACT_TIMEOUT_MS: number; EXTRACT_MEMORY_MB: number; EXTRACT_MAX_CHARS: number; EXTRACT_MAX_BYTES: number; EXTRACT_CONCURRENCY: number;
-  EXTRACT_OWNER_BACKLOG: number;
-}
+/** The extraction budgets (`EXTRACT_*`), read with the rest of the configuration (libs/runtime config/extraction.ts). */
+export type { ExtractSettings } from '@docshare/runtime/config';
 
 export const extractorOptionsOf = (v: ExtractSettings): ExtractorOptions => ({
   timeoutMs: v.EXTRACT_TIMEOUT_MS, memoryMb: v.EXTRACT_MEMORY_MB, maxChars: v.EXTRACT_MAX_CHARS, maxBytes: v.EXTRACT_MAX_BYTES,

@@ -24,8 +24,8 @@ export const optionalAuth = () => concern(AUTH_VARS, (v) => ({ jwtSecret: v.JWT_
 export const gatewayAuth = () => concern({
   ...AUTH_VARS,
   JWT_SECRET_FILE: optionalVar(),
-}, (v) => {
-  if (v.JWT_SECRET !== undefined) return { jwtSecret: v.JWT_SECRET, jwtTtlSeconds: v.JWT_TTL_SECONDS } as const;
-  if (v.JWT_SECRET_FILE !== undefined) return { jwtSecretFile: v.JWT_SECRET_FILE, jwtTtlSeconds: v.JWT_TTL_SECONDS } as const;
+}, (v): { jwtTtlSeconds: number; secret: { kind: 'value'; value: string } | { kind: 'file'; path: string } } => {
+  if (v.JWT_SECRET !== undefined) return { jwtTtlSeconds: v.JWT_TTL_SECONDS, secret: { kind: 'value', value: v.JWT_SECRET } };
+  if (v.JWT_SECRET_FILE !== undefined) return { jwtTtlSeconds: v.JWT_TTL_SECONDS, secret: { kind: 'file', path: v.JWT_SECRET_FILE } };
   throw new ConfigError(['JWT_SECRET or JWT_SECRET_FILE is required']);
 });

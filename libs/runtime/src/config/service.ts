@@ -27,12 +27,20 @@ export interface ServiceOptions {
   publicPort: 'own' | 'gateway';
 }
 
+const LOGGING_VARS = {
+  /** pino level; logs are JSON lines on stdout. */
+  LOG_LEVEL: stringVar('info'),
+};
+
+/** LOG_LEVEL alone (`npm start`'s supervisor). */
+export const logging = () => concern(LOGGING_VARS, (v) => v.LOG_LEVEL);
+
 /** PORT, HOST, LOG_LEVEL, PUBLIC_BASE_URL, GATEWAY_PORT, METRICS_* and the HTTP_* limits (libs/http HTTP_VARS). */
 export const service = (options: ServiceOptions) => concern({
   ...HTTP_VARS,
   PORT: intVar(options.port, 0),
+  ...LOGGING_VARS,
   HOST: stringVar('0.0.0.0'),
-  LOG_LEVEL: stringVar('info'),
   PUBLIC_BASE_URL: optionalVar(),
   /** The gateway's port, for the public address of a service behind it. */
   GATEWAY_PORT: intVar(8080),
