@@ -107,13 +107,13 @@ export default defineConfig(
     },
   },
   {
-    // Two dependencies across services, on purpose: the storage quota reads the stats read model
-    // (bytes_stored, bytes_at) through the stats projector's own queries, and api-purchases the
-    // files read model through the files projector's (it signs each link; docs/architecture.md).
+    // One dependency across services, on purpose: api-purchases reads the files read model through
+    // the files projector's queries (it signs each link; docs/architecture.md). The storage quota
+    // is the write side's own (libs/storage-ledger).
     files: ['services/docs-command/src/**'],
     rules: {
       'no-restricted-imports': ['error', { patterns: [
-        { group: [...SERVICES, '!@docshare/stats-projector', '!@docshare/files-projector'], message: 'a service must not import another service (only services/standalone composes them).' },
+        { group: [...SERVICES, '!@docshare/files-projector'], message: 'a service must not import another service (only services/standalone composes them).' },
         { group: ['../../*/src/**', '**/services/*/src/**'], message: 'a service imports other packages by name, never by path.' },
       ] }],
     },

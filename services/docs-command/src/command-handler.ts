@@ -151,5 +151,3 @@ export const makeCommandHandler = (store: EventStore, options: CommandHandlerOpt
 
   return { handle, load };
 };
-
-export type CommandHandler = ReturnType<typeof makeCommandHandler>;
