@@ -3,6 +3,9 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { Doc, GuardedUpdate, ReadStore, Update } from './port.ts';
 
+/** A value of another type than the port declares, as a JavaScript caller could pass it: what the types cannot express. */
+const wrongType = <T>(value: unknown): T => value as T;
+
 /**
  * The behaviour every ReadStore adapter must share (memory, MongoDB and its stand-in). Each test uses
  * collections with a random suffix; the `clear` test empties the whole store, so `make` must
@@ -188,13 +191,17 @@ export function readStoreContract(name: string, make: () => Promise<ReadStore>):
       const expected = new Map<string, Record<string, unknown>>();
       let position = 100;
       for (let step = 0; step < 240; step++) {
-        const collection = names[step % 3] as string;
+        const collection = names[step % 3];
+        assert.ok(collection !== undefined);
         const id = `d${(step * 7) % 30}`;
         const update: Update = step % 5 === 0 ? { set: { tag: `t${step}` }, inc: { n: 1 } } : { inc: { n: 1, sum: step } };
         batch.push({ collection, id, update, position: ++position });
         const doc = expected.get(`${collection}/${id}`) ?? { _id: id };
         if (update.set) Object.assign(doc, update.set);
-        for (const [field, by] of Object.entries(update.inc ?? {})) doc[field] = ((doc[field] as number | undefined) ?? 0) + by;
+        for (const [field, by] of Object.entries(update.inc ?? {})) {
+          const before = doc[field];
+          doc[field] = (typeof before === 'number' ? before : 0) + by;
+        }
         expected.set(`${collection}/${id}`, doc);
       }
       assert.equal(await store.applyBatch(batch), 240);
@@ -237,7 +244,7 @@ export function readStoreContract(name: string, make: () => Promise<ReadStore>):
     });
 
     async function seedFiles(files: string): Promise<void> {
-      const rows: Record<string, unknown>[] = [
+      const rows: Doc[] = [
         { _id: 'a', ownerId: 1, status: 'live', category: 'maths', visible: true },
         { _id: 'b', ownerId: 2, status: 'draft', category: null, visible: true },
         { _id: 'c', ownerId: 1, status: 'gone', visible: false },
@@ -245,7 +252,7 @@ export function readStoreContract(name: string, make: () => Promise<ReadStore>):
         { _id: 'e', ownerId: 1, status: 'draft', category: 'maths', visible: true },
       ];
       let position = 0;
-      for (const { _id, ...fields } of rows) await one(files, _id as string, { set: fields }, ++position);
+      for (const { _id, ...fields } of rows) await one(files, _id, { set: fields }, ++position);
     }
 
     it('finds by equality on one or several fields', async () => {
@@ -387,7 +394,7 @@ export function readStoreContract(name: string, make: () => Promise<ReadStore>):
       assert.deepEqual(got, { _id: 'f', tags: ['x', 'y'], meta: { pages: 3 } });
       (got['tags']).push('mutated-output');
       (got['meta']).pages = 0;
-      (got as Doc)['extra'] = true;
+      Object.assign(got, { extra: true });
 
       const [found] = await store.find(files, { _id: 'f' });
       assert.ok(found);
@@ -440,10 +447,10 @@ export function readStoreContract(name: string, make: () => Promise<ReadStore>):
         ['two operators', { collection: docs, id: 'n', update: { set: { a: 1 }, inc: { a: 1 } }, position: 5 }],
         ['dotted field', { collection: other, id: 'o', update: { set: { 'a.b': 1 } }, position: 5 }],
         ['non-finite inc', { collection: docs, id: 'd', update: { inc: { x: Infinity } }, position: 5 }],
-        ['id not a string', { collection: docs, id: 7 as unknown as string, update: { set: { a: 1 } }, position: 5 }],
+        ['id not a string', { collection: docs, id: wrongType<string>(7), update: { set: { a: 1 } }, position: 5 }],
         ['no collection', { collection: '', id: 'n', update: { set: { a: 1 } }, position: 5 }],
       ];
-      for (const position of [0, -1, 1.5, Number.NaN, Infinity, 2 ** 53, '6' as unknown as number, undefined as unknown as number]) {
+      for (const position of [0, -1, 1.5, Number.NaN, Infinity, 2 ** 53, wrongType<number>('6'), wrongType<number>(undefined)]) {
         invalid.push([`position ${String(position)}`, { collection: docs, id: 'n', update: { set: { a: 1 } }, position }]);
       }
       for (const [label, bad] of invalid) {

@@ -68,11 +68,11 @@ function holds(value: unknown, wanted: Scalar[]): boolean {
   if (Array.isArray(value)) return value.some((element) => isScalar(element) && holds(element, wanted));
   const key = value === undefined ? null : value;
   // An object is never the same as a scalar, so it needs no case of its own.
-  for (const w of wanted) if (sameScalar(key as Scalar, w)) return true;
+  for (const w of wanted) if (sameScalar(key, w)) return true;
   return false;
 }
 
-function sameScalar(a: Scalar, b: Scalar): boolean {
+function sameScalar(a: unknown, b: Scalar): boolean {
   // SameValueZero, like the Map keys of the index: NaN equals NaN, 0 equals -0.
   return a === b || (a !== a && b !== b);
 }
@@ -96,7 +96,7 @@ function compareValues(a: unknown, b: unknown): number {
   const rb = typeRank(b);
   if (ra !== rb) return ra - rb;
   if (ra === 1 || ra === 5) return Number(a) - Number(b);
-  if (ra === 2) return (a as string) < (b as string) ? -1 : (a as string) > (b as string) ? 1 : 0;
+  if (typeof a === 'string' && typeof b === 'string') return a < b ? -1 : a > b ? 1 : 0;
   return 0;
 }
 
@@ -118,7 +118,8 @@ function firstSorted<T>(items: T[], compare: (a: T, b: T) => number, k: number):
     let hi = top.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (compare(item, top[mid] as T) < 0) hi = mid;
+      const pivot = top[mid];
+      if (pivot !== undefined && compare(item, pivot) < 0) hi = mid;
       else lo = mid + 1;
     }
     top.splice(lo, 0, item);
@@ -132,9 +133,10 @@ function fieldOf(stored: Stored, field: string): unknown {
 }
 
 function toDoc(stored: Stored): Doc {
-  const entries: [string, unknown][] = [['_id', stored.id]];
-  for (const [name, value] of stored.fields) entries.push([name, copy(value)]);
-  return Object.fromEntries(entries) as Doc;
+  const fields: [string, unknown][] = [];
+  for (const [name, value] of stored.fields) fields.push([name, copy(value)]);
+  // `_id` first, then the fields, each an own property (a field named __proto__ included).
+  return { _id: stored.id, ...Object.fromEntries(fields) };
 }
 
 /** The in-memory read-model store of embedded mode: same semantics as the Mongo adapter, rebuilt from the log at start. */
@@ -142,6 +144,8 @@ export function makeMemoryReadStore(): ReadStore {
   const collections = new Map<string, Collection>();
   let nextSeq = 0;
 
+  function collectionOf(name: string, create: true): Collection;
+  function collectionOf(name: string, create: boolean): Collection | undefined;
   function collectionOf(name: string, create: boolean): Collection | undefined {
     let collection = collections.get(name);
     if (!collection && create) {
@@ -260,7 +264,7 @@ export function makeMemoryReadStore(): ReadStore {
       for (const doc of staged.values()) {
         const { existing, id } = doc;
         if (existing && doc.pos === existing.pos) continue;
-        const collection = collectionOf(doc.collection, true) as Collection;
+        const collection = collectionOf(doc.collection, true);
         for (const [field, index] of collection.indexes) {
           if (existing && !doc.touched.has(field)) continue;
           if (existing) for (const key of matchKeys(existing.fields.get(field))) indexRemove(index, key, id);
@@ -296,9 +300,11 @@ export function makeMemoryReadStore(): ReadStore {
       // Read each sort key once per document rather than once per comparison.
       const keyed = selected.map((stored) => ({ stored, keys: sort.map(([field]) => fieldOf(stored, field)) }));
       const compare = (a: Keyed, b: Keyed): number => {
-        for (let i = 0; i < sort.length; i++) {
+        let i = 0;
+        for (const [, direction] of sort) {
           const order = compareValues(a.keys[i], b.keys[i]);
-          if (order !== 0) return order * (sort[i] as [string, 1 | -1])[1];
+          if (order !== 0) return order * direction;
+          i++;
         }
         return 0;
       };
@@ -317,7 +323,8 @@ export function makeMemoryReadStore(): ReadStore {
       if (only && more.length === 0 && only[0] !== '_id') {
         const wanted = conditionValues(only[1]);
         // One field, one value: the index bucket is the answer (a document sits in a bucket once).
-        if (wanted.length === 1) return indexOf(collection, only[0]).get(wanted[0] as Scalar)?.size ?? 0;
+        const [one] = wanted;
+        if (wanted.length === 1 && one !== undefined) return indexOf(collection, only[0]).get(one)?.size ?? 0;
       }
       return select(collection, filter).length;
     },

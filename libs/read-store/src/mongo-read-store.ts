@@ -119,6 +119,16 @@ interface Run {
   writes: Write[];
 }
 
+/** The run's write of `round`: a round only sends runs that have one. */
+const writeOf = (run: Run, round: number): Write => {
+  const write = run.writes[round];
+  if (write === undefined) throw new Error(`read store: ${run.collection}/${run.id} has no write for round ${round}`);
+  return write;
+};
+
+/** A distinct value, an array unwound one level (as Mongo's distinct does). */
+const unwound = (value: unknown): unknown[] => (Array.isArray(value) ? value : [value]);
+
 /** Integers add up exactly in any order; other numbers only in the order Mongo would add them. */
 const exactSum = (a: number, b: number): boolean =>
   Number.isSafeInteger(a) && Number.isSafeInteger(b) && Number.isSafeInteger(a + b);
@@ -290,14 +300,10 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
    * Returns how many updates applied, and the runs that hit a duplicate key (to settle).
    */
   const sendRound = async (collection: string, runs: Run[], round: number): Promise<{ applied: number; refused: Run[] }> => {
-    const writes = runs.map((run) => run.writes[round] as Write);
-    const ops: AnyBulkWriteOperation<StoredDoc>[] = runs.map((run, i) => ({
-      updateOne: {
-        filter: { _id: run.id, _pos: { $not: { $gte: (writes[i] as Write).first } } },
-        update: toMongoUpdate(writes[i] as Write),
-        upsert: true,
-      },
-    }));
+    const ops: AnyBulkWriteOperation<StoredDoc>[] = runs.map((run) => {
+      const write = writeOf(run, round);
+      return { updateOne: { filter: { _id: run.id, _pos: { $not: { $gte: write.first } } }, update: toMongoUpdate(write), upsert: true } };
+    });
     let failed = new Set<number>();
     try {
       await collectionOf(collection).bulkWrite(ops, { ordered: false });
@@ -314,7 +320,7 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
     const refused: Run[] = [];
     for (const [i, run] of runs.entries()) {
       if (failed.has(i)) refused.push(run);
-      else applied += (writes[i] as Write).count;
+      else applied += writeOf(run, round).count;
     }
     return { applied, refused };
   };
@@ -357,7 +363,7 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
           const { applied: count, refused } = await sendRound(collection, list, round);
           // A refused document settles everything it has left, from this round's write on.
           const settled = refused.length === 0 ? 0
-            : await settleAll(collection, refused.map((run) => ({ run, from: (run.writes[round] as Write).from })));
+            : await settleAll(collection, refused.map((run) => ({ run, from: writeOf(run, round).from })));
           return { count: count + settled, refused };
         }));
         const refused = new Set(sent.flatMap(({ refused: runs }) => runs));
@@ -400,10 +406,10 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
     async distinct(collection: string, field: string, filter: Filter): Promise<Scalar[]> {
       checkName('distinct field', field);
       checkQueryField('distinct', field);
-      const values = await collectionOf(collection).distinct(field, toMongoFilter(filter)) as unknown[];
+      const values: unknown[] = await collectionOf(collection).distinct(field, toMongoFilter(filter));
       // Mongo gives no order, and would give nulls and objects: the port's scalars, in its order.
       // An array value is unwound here too, for a server whose distinct does not (one level, as Mongo).
-      const scalars = new Set(values.flatMap((v) => (Array.isArray(v) ? v as unknown[] : [v]))
+      const scalars = new Set(values.flatMap((v) => unwound(v))
         .filter((v): v is Exclude<Scalar, null> => typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean'));
       return [...scalars].sort(compareScalars);
     },

@@ -20,7 +20,8 @@ export function compareScalars(a: Scalar, b: Scalar): number {
   if (rank(a) !== rank(b)) return rank(a) - rank(b);
   if (typeof a === 'number' && typeof b === 'number') return a - b;
   if (typeof a === 'boolean' && typeof b === 'boolean') return Number(a) - Number(b);
-  return (a as string) < (b as string) ? -1 : (a as string) > (b as string) ? 1 : 0;
+  if (typeof a === 'string' && typeof b === 'string') return a < b ? -1 : a > b ? 1 : 0;
+  return 0;
 }
 
 /** Refuses a filter or sort on the guard bookkeeping, which reads never show. */
