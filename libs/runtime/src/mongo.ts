@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { MongoClient, type Db } from 'mongodb';
 
-/** How long MongoDB operations wait before failing (`commonConfig`'s MONGO_*_TIMEOUT_MS). */
+/** How long MongoDB operations wait before failing (the mongo configuration's MONGO_*_TIMEOUT_MS, libs/runtime/src/config/mongo.ts). */
 export interface MongoTimeouts {
   mongoServerSelectionTimeoutMs: number;
   mongoConnectTimeoutMs: number;
