@@ -23,7 +23,7 @@ import type { ProjectorModule } from './module.ts';
 export const serveProjector = async (module: ProjectorModule, env: NodeJS.ProcessEnv = process.env): Promise<ProjectorService> => {
   const fatal = (message: string): void => makeLogger(module.name).fatal(message);
   const config = loadConfigOrExit(env, {
-    service: service({ port: module.port, publicPort: 'gateway' }), mongo: mongo(), kafka: kafka(), consistency: consistency(),
+    service: service({ port: module.port, publicPort: 'edge' }), mongo: mongo(), kafka: kafka(), consistency: consistency(),
   }, fatal);
   const logger = makeLogger(module.name, config.service.logLevel);
   installLastResort(logger);

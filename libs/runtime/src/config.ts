@@ -1,15 +1,15 @@
 /**
  * One configuration (issue 20): per concern one schema, each variable declared once with its one
- * default (libs/runtime/src/config/*.ts). A main calls `loadConfigOrExit(process.env, { ... })`
- * once at start, with the concerns it needs, and passes the typed result down; no library reads
- * `process.env`. Where a service differs on purpose it is declared beside the variable
- * (MONGO_SOCKET_TIMEOUT_MS: docs-command's 0, mongo.ts).
+ * default (libs/runtime/src/config/*.ts). A main calls `loadConfigOrExit(env, { ... })` with its
+ * environment once at start, with the concerns it needs, and passes the typed result down; no
+ * library reads the environment. Where a service differs on purpose it is declared beside the
+ * variable (MONGO_SOCKET_TIMEOUT_MS: the write side's 0, mongo.ts).
  *
- *   const config = loadConfigOrExit(process.env, {
- *     service: service({ port: 8081, publicPort: 'gateway' }), mongo: mongo(), kafka: kafka(),
+ *   const config = loadConfigOrExit(env, {
+ *     service: service({ port: 8081, publicPort: 'edge' }), mongo: mongo(), kafka: kafka(),
  *   }, (message) => logger.fatal(message));
  */
-import { auth, gatewayAuth, optionalAuth } from './config/auth.ts';
+import { auth, authOrSecretFile, optionalAuth } from './config/auth.ts';
 import { blob, optionalBlob } from './config/blob.ts';
 import { consistency } from './config/consistency.ts';
 import { dataDir, supervisor } from './config/embedded.ts';
@@ -26,7 +26,7 @@ import { internalRoutes, recorder } from './config/upstreams.ts';
 import type { Concern } from './config/concern.ts';
 
 export { concern, loadConfig, loadConfigOrExit, varsOf, type Concern, type ConfigOf } from './config/concern.ts';
-export { auth, gatewayAuth, optionalAuth } from './config/auth.ts';
+export { auth, authOrSecretFile, optionalAuth } from './config/auth.ts';
 export { blob, optionalBlob, type BlobSettings } from './config/blob.ts';
 export { consistency } from './config/consistency.ts';
 export { dataDir, supervisor } from './config/embedded.ts';
@@ -48,7 +48,7 @@ export const ALL_CONCERNS: Record<string, Concern> = {
   kafka: kafka(), groups: groups(),
   consistency: consistency(),
   blob: blob(), optionalBlob: optionalBlob(),
-  auth: auth(), optionalAuth: optionalAuth(), gatewayAuth: gatewayAuth(),
+  auth: auth(), optionalAuth: optionalAuth(), authOrSecretFile: authOrSecretFile(),
   files: files(),
   extraction: extraction(),
   search: search(),

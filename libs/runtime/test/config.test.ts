@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError, intVar } from '@docshare/http';
 import {
-  auth, blob, concern, files, gatewayAuth, kafka, loadConfig, MONGO_SOCKET_TIMEOUT_MS, mongo, optionalBlob, optionalMongo, recorder, service,
+  auth, blob, concern, files, authOrSecretFile, kafka, loadConfig, MONGO_SOCKET_TIMEOUT_MS, mongo, optionalBlob, optionalMongo, recorder, service,
 } from '../src/config.ts';
 
 const problemsOf = (run: () => unknown): string[] => {
@@ -18,7 +18,7 @@ const problemsOf = (run: () => unknown): string[] => {
 describe('loadConfig', () => {
   it('reads every concern from one environment into typed settings', () => {
     const config = loadConfig({ MONGO_URL: 'mongodb://m', KAFKA_BROKERS: 'a:1,b:2', PORT: '9000', PUBLIC_BASE_URL: 'https://x.example/' }, {
-      service: service({ port: 8081, publicPort: 'gateway' }), mongo: mongo(), kafka: kafka(), files: files(),
+      service: service({ port: 8081, publicPort: 'edge' }), mongo: mongo(), kafka: kafka(), files: files(),
     });
     assert.equal(config.service.port, 9000);
     assert.equal(config.service.logLevel, 'info');
@@ -32,24 +32,24 @@ describe('loadConfig', () => {
   });
 
   it('falls back on the own port or the gateway\'s for the public address', () => {
-    assert.equal(loadConfig({ PORT: '9000' }, { s: service({ port: 8081, publicPort: 'gateway' }) }).s.publicBaseUrl, 'http://localhost:8080');
+    assert.equal(loadConfig({ PORT: '9000' }, { s: service({ port: 8081, publicPort: 'edge' }) }).s.publicBaseUrl, 'http://localhost:8080');
     assert.equal(loadConfig({ PORT: '9000' }, { s: service({ port: 8080, publicPort: 'own' }) }).s.publicBaseUrl, 'http://localhost:9000');
-    assert.equal(loadConfig({}, { s: service({ port: 8085, publicPort: 'gateway' }) }).s.port, 8085);
+    assert.equal(loadConfig({}, { s: service({ port: 8085, publicPort: 'edge' }) }).s.port, 8085);
   });
 
   it('names every bad or missing variable of every concern in one error', () => {
     assert.deepEqual(problemsOf(() => loadConfig({ PORT: 'abc', METRICS_PORT: '8081' }, {
-      service: service({ port: 8081, publicPort: 'gateway' }), mongo: mongo(), blob: blob(), auth: auth(),
+      service: service({ port: 8081, publicPort: 'edge' }), mongo: mongo(), blob: blob(), auth: auth(),
     })), [
       'PORT must be an integer >= 0, got "abc"',
       'MONGO_URL is required',
       'MINIO_ENDPOINT is required', 'MINIO_ACCESS_KEY is required', 'MINIO_SECRET_KEY is required',
       'JWT_SECRET is required',
     ]);
-    assert.deepEqual(problemsOf(() => loadConfig({ METRICS_PORT: '8081' }, { service: service({ port: 8081, publicPort: 'gateway' }) })),
+    assert.deepEqual(problemsOf(() => loadConfig({ METRICS_PORT: '8081' }, { service: service({ port: 8081, publicPort: 'edge' }) })),
       ['METRICS_PORT must differ from the service\'s PORT (8081): metrics are never served on the main port']);
     assert.deepEqual(problemsOf(() => loadConfig({}, { recorder: recorder() })), ['DOCS_COMMAND_URL is required', 'INTERNAL_TOKEN is required']);
-    assert.deepEqual(problemsOf(() => loadConfig({}, { auth: gatewayAuth() })), ['JWT_SECRET or JWT_SECRET_FILE is required']);
+    assert.deepEqual(problemsOf(() => loadConfig({}, { auth: authOrSecretFile() })), ['JWT_SECRET or JWT_SECRET_FILE is required']);
   });
 
   it('keeps the per-service default of MONGO_SOCKET_TIMEOUT_MS declared beside the variable', () => {

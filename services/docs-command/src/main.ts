@@ -27,7 +27,7 @@ import { makeStorageMetrics, registerOutboxMetrics } from './metrics.ts';
 const NAME = 'docs-command';
 /** Everything docs-command can be told (README: the services' environment), read once. */
 const config = loadConfigOrExit(process.env, {
-  service: service({ port: 8081, publicPort: 'gateway' }),
+  service: service({ port: 8081, publicPort: 'edge' }),
   // Appends must know whether a failed insert reached the server: no socket timeout by default (mongo.ts).
   mongo: mongo({ socketTimeout: 'writeSide' }),
   kafka: kafka(),

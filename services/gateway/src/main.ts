@@ -6,7 +6,7 @@ import {
 } from '@docshare/http';
 import { connectMongo, countStoreCommands } from '@docshare/runtime/distributed';
 import {
-  concern, consistency, edge, gatewayAuth, groups, loadConfigOrExit, optionalBlob, optionalMongo, rateLimit, service,
+  concern, consistency, edge, authOrSecretFile, groups, loadConfigOrExit, optionalBlob, optionalMongo, rateLimit, service,
 } from '@docshare/runtime/config';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeMinioBlobStore } from '@docshare/blob-store/minio';
@@ -24,7 +24,7 @@ const NAME = 'gateway';
 const config = loadConfigOrExit(process.env, {
   service: service({ port: 8080, publicPort: 'own' }),
   /** JWT_SECRET, or JWT_SECRET_FILE: a file holding it, created with a new secret when missing. */
-  auth: gatewayAuth(),
+  auth: authOrSecretFile(),
   rateLimit: rateLimit(),
   edge: edge(),
   /** DOCS_COMMAND_URL, STATS_URL, ...: each service behind the gateway, from the registry (proxy.ts). */

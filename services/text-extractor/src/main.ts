@@ -20,7 +20,7 @@ import { intakeGroupOf, makeExtraction, registerExtractionMetrics, textExtractor
 
 /** Everything the text extractor reads from its environment (README: the services' environment), read once. */
 const config = loadConfigOrExit(process.env, {
-  service: serviceVars({ port: textExtractor.port, publicPort: 'gateway' }),
+  service: serviceVars({ port: textExtractor.port, publicPort: 'edge' }),
   kafka: kafka(),
   blob: blob(),
   /** DOCS_COMMAND_URL and docs-command's INTERNAL_TOKEN: what lets this service record extractions. */

@@ -8,7 +8,7 @@ const AUTH_VARS = {
   JWT_TTL_SECONDS: intVar(86_400, 1),
 };
 
-/** JWT_SECRET (required) and JWT_TTL_SECONDS: docs-command, which verifies and signs. */
+/** JWT_SECRET (required) and JWT_TTL_SECONDS: the write side, which verifies and signs. */
 export const auth = () => concern(AUTH_VARS, (v) => {
   if (v.JWT_SECRET === undefined) throw new ConfigError(['JWT_SECRET is required']);
   return { jwtSecret: v.JWT_SECRET, jwtTtlSeconds: v.JWT_TTL_SECONDS };
@@ -18,10 +18,10 @@ export const auth = () => concern(AUTH_VARS, (v) => {
 export const optionalAuth = () => concern(AUTH_VARS, (v) => ({ jwtSecret: v.JWT_SECRET, jwtTtlSeconds: v.JWT_TTL_SECONDS }));
 
 /**
- * The gateway's: JWT_SECRET, or JWT_SECRET_FILE, a file it creates with a new secret when missing
+ * The edge's: JWT_SECRET, or JWT_SECRET_FILE, a file it creates with a new secret when missing
  * (so JWT_SECRET_FILE is a variable of its own here, not the generic `X_FILE` secret).
  */
-export const gatewayAuth = () => concern({
+export const authOrSecretFile = () => concern({
   ...AUTH_VARS,
   JWT_SECRET_FILE: optionalVar(),
 }, (v): { jwtTtlSeconds: number; secret: { kind: 'value'; value: string } | { kind: 'file'; path: string } } => {

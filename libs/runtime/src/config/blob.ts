@@ -29,7 +29,7 @@ const settingsOf = (v: Values, endPoint: string, accessKey: string, secretKey: s
   endPoint, accessKey, secretKey, bucket: v.MINIO_BUCKET, requestTimeoutMs: v.MINIO_REQUEST_TIMEOUT_MS, publicEndPoint: v.BLOB_PUBLIC_URL,
 });
 
-/** MINIO_*: address and keys required (docs-command, text-extractor). */
+/** MINIO_*: address and keys required (the write side, the text extractor). */
 export const blob = () => concern(BLOB_VARS, (v): BlobSettings => {
   const missing = REQUIRED.filter((key) => v[key] === undefined);
   if (v.MINIO_ENDPOINT === undefined || v.MINIO_ACCESS_KEY === undefined || v.MINIO_SECRET_KEY === undefined) {
@@ -38,7 +38,7 @@ export const blob = () => concern(BLOB_VARS, (v): BlobSettings => {
   return settingsOf(v, v.MINIO_ENDPOINT, v.MINIO_ACCESS_KEY, v.MINIO_SECRET_KEY);
 });
 
-/** MINIO_*, optional (the gateway streams signed content itself with them): undefined unless address and keys are all set. */
+/** MINIO_*, optional (the edge streams signed content itself with them): undefined unless address and keys are all set. */
 export const optionalBlob = () => concern(BLOB_VARS, (v): BlobSettings | undefined =>
   (v.MINIO_ENDPOINT === undefined || v.MINIO_ACCESS_KEY === undefined || v.MINIO_SECRET_KEY === undefined
     ? undefined : settingsOf(v, v.MINIO_ENDPOINT, v.MINIO_ACCESS_KEY, v.MINIO_SECRET_KEY)));

@@ -1,7 +1,7 @@
 import { intVar } from '@docshare/http';
 import { concern } from './concern.ts';
 
-/** Uploads, the storage quota, download links and the blob sweeper: docs-command's, and `npm start`'s. */
+/** Uploads, the storage quota, download links and the blob sweeper: the write side's, and `npm start`'s. */
 export const files = () => concern({
   /** Largest file accepted (`File too large`, 413). */
   MAX_UPLOAD_BYTES: intVar(100 * 1024 * 1024, 1),

@@ -25,7 +25,7 @@ const GROUP_VARS = {
   KAFKA_EVENTS_PARTITIONS: intVar(6, 1),
 };
 
-/** KAFKA_GROUP_SUFFIX, KAFKA_EVENTS_PARTITIONS: for a service that reads a group's checkpoints without Kafka (the gateway). */
+/** KAFKA_GROUP_SUFFIX, KAFKA_EVENTS_PARTITIONS: for a service that reads a group's checkpoints without Kafka (the edge). */
 export const groups = () => concern(GROUP_VARS, (v): GroupSettings => ({ groupSuffix: v.KAFKA_GROUP_SUFFIX, eventsPartitions: v.KAFKA_EVENTS_PARTITIONS }));
 
 /** KAFKA_*: KAFKA_BROKERS required. */

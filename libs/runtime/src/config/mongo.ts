@@ -16,7 +16,7 @@ export interface MongoSettings {
 }
 
 /**
- * MONGO_SOCKET_TIMEOUT_MS: 10 s for every service but one. docs-command's appends must know
+ * MONGO_SOCKET_TIMEOUT_MS: 10 s for every service but one. The write side's appends must know
  * whether a failed insert reached the server (an unknown outcome is read back, never answered as
  * "try again"), so it has no socket timeout by default: a frozen server holds its writes in flight
  * until it answers (new ones fail at server selection). Declared here, the one place.
@@ -39,7 +39,7 @@ const MONGO_VARS = {
 };
 
 export interface MongoOptions {
-  /** `writeSide` for docs-command (MONGO_SOCKET_TIMEOUT_MS.writeSide), else the default. */
+  /** `writeSide` for the service that appends events (MONGO_SOCKET_TIMEOUT_MS.writeSide), else the default. */
   socketTimeout?: keyof typeof MONGO_SOCKET_TIMEOUT_MS;
 }
 
@@ -62,6 +62,6 @@ export const mongo = (options: MongoOptions = {}) => concern(MONGO_VARS, (v): Mo
   return settingsOf(v, v.MONGO_URL, options);
 }, documented);
 
-/** MONGO_*, MONGO_URL optional (the gateway: with it, it answers api-stats from the read model itself): undefined without it. */
+/** MONGO_*, MONGO_URL optional (the edge: with it, it answers api-stats from the read model itself): undefined without it. */
 export const optionalMongo = (options: MongoOptions = {}) => concern(MONGO_VARS, (v): MongoSettings | undefined =>
   (v.MONGO_URL === undefined ? undefined : settingsOf(v, v.MONGO_URL, options)), documented);

@@ -1,7 +1,7 @@
 import { intVar, optionalVar } from '@docshare/http';
 import { concern } from './concern.ts';
 
-/** docs-command's outbox relay. */
+/** The write side's outbox relay. */
 export const outbox = () => concern({
   /** `/readyz` reports `kafka` degraded when the oldest unpublished event is older than this. */
   RELAY_STALL_MS: intVar(10_000, 1),

@@ -1,7 +1,7 @@
 import { intVar, optionalVar, stringVar } from '@docshare/http';
 import { concern } from './concern.ts';
 
-/** The rate limit at the edge (the gateway, `npm start`), and the Redis that shares it between gateways. */
+/** The rate limit at the edge (distributed, and `npm start`), and the Redis that shares it between edge replicas. */
 export const rateLimit = () => concern({
   /** Requests per window, per user (per IP without a valid token). */
   RATE_LIMIT_POINTS: intVar(30, 1),
@@ -10,7 +10,7 @@ export const rateLimit = () => concern({
   REDIS_URL: optionalVar(),
   /** Apart from REDIS_URL, so it can come from a secret file (REDIS_PASSWORD_FILE). */
   REDIS_PASSWORD: optionalVar(),
-  /** Where the gateway keeps users' consistency tokens in Redis; default: `<RATE_LIMIT_KEY_PREFIX>:ryw`. */
+  /** Where the edge keeps users' consistency tokens in Redis; default: `<RATE_LIMIT_KEY_PREFIX>:ryw`. */
   CONSISTENCY_KEY_PREFIX: optionalVar(),
 }, (v) => ({
   points: v.RATE_LIMIT_POINTS,

@@ -9,7 +9,7 @@ export interface ServiceSettings {
   host: string;
   /** pino level (LOG_LEVEL, `info`). */
   logLevel: string;
-  /** The base of every link the API returns (PUBLIC_BASE_URL, else http://localhost:<the gateway's port>). */
+  /** The base of every link the API returns (PUBLIC_BASE_URL, else http://localhost:<the public port>). */
   publicBaseUrl: string;
   /** Header, idle and total timeouts and the connection limit (`HTTP_*`). */
   http: HttpLimits;
@@ -21,10 +21,10 @@ export interface ServiceOptions {
   /** The service's own port: the default of PORT (each service has its own, README: the services). */
   port: number;
   /**
-   * Whose port the public address falls back on: `own` for the gateway and `npm start` (they are
-   * the public port), `gateway` (GATEWAY_PORT) for a service behind the gateway.
+   * Whose port the public address falls back on: `own` for the edge and `npm start` (they are the
+   * public port), `edge` (GATEWAY_PORT) for a service behind the edge.
    */
-  publicPort: 'own' | 'gateway';
+  publicPort: 'own' | 'edge';
 }
 
 const LOGGING_VARS = {
@@ -42,7 +42,7 @@ export const service = (options: ServiceOptions) => concern({
   ...LOGGING_VARS,
   HOST: stringVar('0.0.0.0'),
   PUBLIC_BASE_URL: optionalVar(),
-  /** The gateway's port, for the public address of a service behind it. */
+  /** The public port (the edge's), for the public address of a service behind it. */
   GATEWAY_PORT: intVar(8080),
 }, (v, env): ServiceSettings => ({
   port: v.PORT,
