@@ -23,7 +23,7 @@ export const connectMongo = async (
   url: string, dbName: string,
   timeouts: MongoTimeouts = { mongoServerSelectionTimeoutMs: 2_000, mongoConnectTimeoutMs: 2_000, mongoSocketTimeoutMs: 10_000 },
   /**
-   * false for a writer that must know whether a failed write was sent (docs-command): with
+   * false for a writer that must know whether a failed write was sent (the write side): with
    * retryable writes the driver may send an insert, lose the connection, and then fail the
    * retry's server selection, which would look like "never sent".
    */
@@ -49,7 +49,7 @@ export const connectMongo = async (
 
 /**
  * The relay's lease owner: stable across restarts of one instance (INSTANCE_ID, else host name +
- * port), so a restarted docs-command takes its own unexpired lease back at once instead of
+ * port), so a restarted write side takes its own unexpired lease back at once instead of
  * waiting for it to lapse. Two live processes must never share one: on one host they differ by port.
  */
 export const instanceId = (env: NodeJS.ProcessEnv, port: number): string =>
