@@ -1,4 +1,4 @@
-import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
 
@@ -14,7 +14,9 @@ import { crc32 } from 'node:zlib';
  *   mid-append leaves (never acknowledged): it is cut off at open, with a warning.
  * - Corruption: a bad line anywhere before the last one is damage no crash makes: the open refuses.
  *   So does a line whose checksum holds but whose content the owner rejects (`onRecord` throws).
- * - One writer: a process opens each file once (a second open is refused until the first closes).
+ * - One writer: one process opens each file, once (a second open is refused until the first closes).
+ *   Across processes by `<file>.lock`, holding the pid of the process that has the file open; a
+ *   lock whose process is gone (a crash, a kill -9) is taken over.
  * - A failed write is cut back to the last durable length, so a reopen never revives an append
  *   whose caller was told it failed; then the log stops taking appends until it is reopened (or,
  *   with `keepWritingAfterFailure`, goes on with the next batch).
@@ -127,11 +129,48 @@ export async function openDurableLog(
   const label = `${options.name} ${resolved}`;
   if (openFiles.has(resolved)) throw new Error(`${label} is already open in this process`);
   openFiles.add(resolved);
+  let locked = false;
   try {
+    await mkdir(path.dirname(resolved), { recursive: true });
+    await lockAgainstOtherProcesses(resolved, label);
+    locked = true;
     return await openLog(resolved, label, onRecord, options);
   } catch (error) {
+    if (locked) await unlock(resolved);
     openFiles.delete(resolved);
     throw error;
+  }
+}
+
+const lockFileOf = (file: string): string => `${file}.lock`;
+
+/** Takes `<file>.lock` for this process; refuses while another live process holds it. */
+async function lockAgainstOtherProcesses(file: string, label: string): Promise<void> {
+  const lockFile = lockFileOf(file);
+  try {
+    await writeFile(lockFile, `${process.pid}\n`, { flag: 'wx' });
+    return;
+  } catch (error) {
+    if (!isErrno(error, 'EEXIST')) throw error;
+  }
+  const holder = Number.parseInt(await readFile(lockFile, 'utf8').catch(() => ''), 10);
+  if (Number.isInteger(holder) && holder !== process.pid && processAlive(holder)) {
+    throw new Error(`${label} is already open in process ${holder} (${lockFile}): one process per file`);
+  }
+  // Left by a process that is gone (a crash, a kill -9), or by this one's previous life (a container's pid 1).
+  await writeFile(lockFile, `${process.pid}\n`);
+}
+
+async function unlock(file: string): Promise<void> {
+  await rm(lockFileOf(file), { force: true });
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return isErrno(error, 'EPERM'); // alive, someone else's
   }
 }
 
@@ -153,7 +192,6 @@ async function openLog(
     }
   };
   const openAppend = options.openAppendFile ?? openAppendFile;
-  await mkdir(path.dirname(file), { recursive: true });
   const scanned = await scan(file, label, warn, onRecord);
   let records = scanned?.records ?? 0;
   /** Bytes of the file known to be durable: where a failed write is cut back to. */
@@ -292,6 +330,7 @@ async function openLog(
           await Promise.allSettled([...reading]);
           await reader?.close();
         } finally {
+          await unlock(file);
           openFiles.delete(file);
         }
       })();

@@ -149,6 +149,30 @@ describe('durable log', () => {
     await (await openCollecting(file)).log.close();
   });
 
+  it('is refused while another live process has the file open, and taken over once that process is killed', async () => {
+    const file = freshFile();
+    const script = fileURLToPath(new URL('./fixtures/hold-open.ts', import.meta.url));
+    const child = spawn(process.execPath, [script, file], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const opened = await new Promise<boolean>((resolve) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        if (chunk.toString().includes('open')) resolve(true);
+      });
+      child.on('exit', () => resolve(false));
+    });
+    assert.ok(opened, `the holder did not open the log: ${stderr}`);
+    await assert.rejects(openCollecting(file), new RegExp(`already open in process ${child.pid}`));
+    const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
+    child.kill('SIGKILL');
+    await exited;
+    assert.equal(await readFile(`${file}.lock`, 'utf8'), `${child.pid}\n`, 'a killed holder leaves its lock behind');
+    const { log } = await openCollecting(file);
+    assert.equal(await readFile(`${file}.lock`, 'utf8'), `${process.pid}\n`);
+    await log.close();
+    await assert.rejects(stat(`${file}.lock`), /ENOENT/, 'close releases the lock');
+  });
+
   it('closes after the appends in flight, then refuses appends and reads', async () => {
     const file = freshFile();
     const { log } = await openCollecting(file);
