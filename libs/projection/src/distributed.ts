@@ -3,7 +3,7 @@
  * from Kafka (@docshare/runtime/distributed), for any projector module. Each projector's main.ts
  * is one call:
  *
- *   await serveProjector(statsProjector);
+ *   await serveProjector(statsProjector, env);  // env: the process environment, read by the main
  *
  * Its own entry point (@docshare/projection/distributed), so embedded mode never loads the drivers.
  */
@@ -20,7 +20,7 @@ import { startProjectorService, type ProjectorService } from './service.ts';
 import type { ProjectorModule } from './module.ts';
 
 /** Starts `module` as its own service, configured by `env` (parsed once, here); a bad configuration exits with CONFIG_ERROR_EXIT_CODE. */
-export const serveProjector = async (module: ProjectorModule, env: NodeJS.ProcessEnv = process.env): Promise<ProjectorService> => {
+export const serveProjector = async (module: ProjectorModule, env: NodeJS.ProcessEnv): Promise<ProjectorService> => {
   const fatal = (message: string): void => makeLogger(module.name).fatal(message);
   const config = loadConfigOrExit(env, {
     service: service({ port: module.port, publicPort: 'edge' }), mongo: mongo(), kafka: kafka(), consistency: consistency(),

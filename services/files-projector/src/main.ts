@@ -1,4 +1,4 @@
 import { serveProjector } from '@docshare/projection/distributed';
 import { filesProjector } from './projector.ts';
 
-await serveProjector(filesProjector);
+await serveProjector(filesProjector, process.env);

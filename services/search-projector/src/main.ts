@@ -1,4 +1,4 @@
 import { serveProjector } from '@docshare/projection/distributed';
 import { searchProjector } from './projector.ts';
 
-await serveProjector(searchProjector);
+await serveProjector(searchProjector, process.env);

@@ -1,4 +1,4 @@
 import { serveProjector } from '@docshare/projection/distributed';
 import { statsProjector } from './projector.ts';
 
-await serveProjector(statsProjector);
+await serveProjector(statsProjector, process.env);
