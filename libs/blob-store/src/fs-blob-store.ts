@@ -185,7 +185,7 @@ async function readdirIfExists(dir: string): Promise<string[]> {
     return await readdir(dir);
   } catch (err) {
     // Not a directory (a stray file in blobs/) or removed meanwhile.
-    if (isNotFound(err) || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return [];
+    if (isNotFound(err) || errorCode(err) === 'ENOTDIR') return [];
     throw err;
   }
 }
@@ -215,7 +215,7 @@ async function readHeader(handle: FileHandle, file: string): Promise<Header> {
   } catch {
     throw damaged('unreadable header');
   }
-  const { size, contentType } = (meta ?? {}) as { size?: unknown; contentType?: unknown };
+  const { size, contentType }: { size?: unknown; contentType?: unknown } = typeof meta === 'object' && meta !== null ? meta : {};
   if (typeof size !== 'number' || typeof contentType !== 'string') throw damaged('bad header fields');
   const dataStart = PREFIX_LEN + jsonLen;
   const { size: fileSize } = await handle.stat();
@@ -266,6 +266,11 @@ async function fsyncDir(path: string): Promise<void> {
   }
 }
 
+/** The `code` of a Node.js system error (ENOENT, ENOTDIR, …); undefined for anything else thrown. */
+function errorCode(err: unknown): unknown {
+  return typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
+}
+
 function isNotFound(err: unknown): boolean {
-  return (err as NodeJS.ErrnoException | null)?.code === 'ENOENT';
+  return errorCode(err) === 'ENOENT';
 }

@@ -224,7 +224,7 @@ export async function makeMinioBlobStore(options: MinioBlobStoreOptions): Promis
     checkKey(key);
     const info = await orNullIfMissing(client.statObject(bucket, key));
     if (info === null) return null;
-    const contentType = info.metaData['content-type'] as unknown;
+    const contentType: unknown = info.metaData['content-type'];
     return { size: info.size, contentType: typeof contentType === 'string' ? contentType : 'application/octet-stream' };
   };
 
@@ -306,7 +306,7 @@ export async function makeMinioBlobStore(options: MinioBlobStoreOptions): Promis
       // ListObjectsV2 pages of 1000, fetched as the caller reads; lastModified is when the
       // object's upload completed. Names that are not blob keys (put there by hand) are skipped.
       for await (const item of client.listObjectsV2(bucket, '', true)) {
-        const { name, lastModified } = item as { name?: string; lastModified?: Date };
+        const { name, lastModified }: { name?: unknown; lastModified?: unknown } = item;
         if (typeof name === 'string' && isKey(name) && lastModified instanceof Date) yield { key: name, lastModified };
       }
     },

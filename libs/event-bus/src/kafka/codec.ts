@@ -29,9 +29,11 @@ const headerText = (headers: IHeaders | undefined, name: string): string | undef
   return first === undefined ? undefined : first.toString();
 };
 
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
+
 const isCloudEvent = (value: unknown): value is CloudEvent => {
-  if (typeof value !== 'object' || value === null) return false;
-  const event = value as Record<string, unknown>;
+  if (!isObject(value)) return false;
+  const event = value;
   const text = (key: string): boolean => typeof event[key] === 'string' && event[key] !== '';
   return (
     event.specversion === '1.0' &&
@@ -39,8 +41,9 @@ const isCloudEvent = (value: unknown): value is CloudEvent => {
     text('source') &&
     text('type') &&
     text('subject') &&
+    typeof event.streamversion === 'number' &&
     Number.isSafeInteger(event.streamversion) &&
-    (event.streamversion as number) >= 1
+    event.streamversion >= 1
   );
 };
 

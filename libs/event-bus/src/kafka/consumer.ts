@@ -214,7 +214,7 @@ export function makeKafkaConsumer(parts: KafkaConsumerParts): EventConsumer {
      * the run uncommitted (stop, rebalance): it is delivered again.
      */
     const deliverRun = async (payload: EachBatchPayload, run: { message: KafkaMessage; record?: StoredEvent<CloudEvent> }[], through: number): Promise<Outcome> => {
-      const events = run.filter((item) => item.record !== undefined) as { message: KafkaMessage; record: StoredEvent<CloudEvent> }[];
+      const events = run.flatMap(({ message, record }) => (record === undefined ? [] : [{ message, record }]));
       const partition = payload.batch.partition;
       const whole = await attempt(payload, { partition, records: events.map((e) => e.record), through });
       if (whole === 'done' || whole === 'abandoned') return whole;
