@@ -44,3 +44,23 @@ export interface SearchProjector extends ProjectorFacts {
  * main (distributed.ts), the embedded composition and `npm run rebuild` all loop over these.
  */
 export type ProjectorModule = DocumentProjector | SearchProjector;
+
+/** Whether `value` is a projector module (what a projector package's declaration export must be). */
+export const isProjectorModule = (value: unknown): value is ProjectorModule =>
+  typeof value === 'object' && value !== null && 'kind' in value && (value.kind === 'documents' || value.kind === 'search')
+  && 'name' in value && typeof value.name === 'string' && 'handler' in value && typeof value.handler === 'function'
+  && 'queryApp' in value && typeof value.queryApp === 'function';
+
+/**
+ * The projector modules of the registry's projectors (libs/contracts/src/services.ts), each the
+ * declaration its package exports, in the registry's order: what a composition loops over
+ * (embedded mode, `npm run rebuild`) so a new projector is its package plus one registry line.
+ */
+export const loadProjectorModules = (
+  specs: readonly { name: string; package: string; declaration: string }[],
+): Promise<ProjectorModule[]> => Promise.all(specs.map(async (spec) => {
+  const exports: Record<string, unknown> = await import(spec.package);
+  const module = exports[spec.declaration];
+  if (!isProjectorModule(module) || module.name !== spec.name) throw new Error(`${spec.package} declares no projector ${spec.declaration} named ${spec.name}`);
+  return module;
+}));
