@@ -30,7 +30,7 @@ export interface HttpLimits {
 
 /** Descriptors kept for everything else a process opens (log, spool and data files, database and broker clients). */
 const RESERVED_DESCRIPTORS = 256;
-const MAX_CONNECTIONS_CAP = 10_000;
+export const MAX_CONNECTIONS_CAP = 10_000;
 const DESCRIPTORS_PER_CONNECTION = 2;
 
 /** The soft limit of open files of this process (Linux), if it can be read. */

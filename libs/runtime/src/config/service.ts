@@ -1,5 +1,5 @@
 import {
-  HTTP_VARS, httpLimitsOf, intVar, metricsListenOf, optionalVar, publicBaseUrlOf, stringVar, type HttpLimits, type MetricsListen,
+  HTTP_VARS, httpLimitsOf, intVar, MAX_CONNECTIONS_CAP, metricsListenOf, optionalVar, publicBaseUrlOf, stringVar, type HttpLimits, type MetricsListen,
 } from '@docshare/http';
 import { concern } from './concern.ts';
 
@@ -51,4 +51,7 @@ export const service = (options: ServiceOptions) => concern({
   publicBaseUrl: publicBaseUrlOf({ PUBLIC_BASE_URL: v.PUBLIC_BASE_URL }, options.publicPort === 'own' ? v.PORT : v.GATEWAY_PORT),
   http: httpLimitsOf(env),
   metrics: metricsListenOf(env, v.PORT),
-}), { PORT: 'the service\'s port' });
+}), {
+  // Lower where the open-file limit is (defaultMaxConnections); the README gives both.
+  HTTP_MAX_CONNECTIONS: MAX_CONNECTIONS_CAP,
+});
