@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { ALL_CONCERNS } from '../src/config.ts';
 
 const README = readFileSync(join(import.meta.dirname, '..', '..', '..', 'README.md'), 'utf8');
@@ -18,7 +19,7 @@ const schemaDefaults = (): Map<string, string | undefined> => {
   for (const concern of Object.values(ALL_CONCERNS)) {
     for (const [name, schema] of Object.entries(concern.vars)) {
       const documented = concern.defaults?.[name];
-      const parsed = schema.safeParse(undefined);
+      const parsed = z.safeParse(schema, undefined);
       const value = documented ?? (parsed.success ? parsed.data : undefined);
       defaults.set(name, typeof value === 'number' || (typeof value === 'string' && value !== '') ? String(value) : undefined);
     }
