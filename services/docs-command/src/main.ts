@@ -18,10 +18,10 @@ import {
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { openMongoStorageLedger } from '@docshare/storage-ledger/mongo';
 import { makeFilesQueries } from '@docshare/files-projector';
-import { makeDocsCommands } from './commands.ts';
-import { makeDocsCommandApp } from './app.ts';
-import { fileStateFrom, startBlobSweeper } from './blob-sweeper.ts';
-import { resolvedBy, storageFromEvents } from './storage-quota.ts';
+import { makeDocsCommands } from './commands/docs-commands.ts';
+import { makeDocsCommandApp } from './http/app.ts';
+import { fileStateFrom, startBlobSweeper } from './commands/blob-sweeper.ts';
+import { resolvedBy, storageFromEvents } from './commands/storage-quota.ts';
 import { makeStorageMetrics, registerOutboxMetrics } from './metrics.ts';
 
 const NAME = 'docs-command';

@@ -1,6 +1,6 @@
 import { Gauge, Histogram, type Registry } from 'prom-client';
 import { within, type Logger } from '@docshare/http';
-import type { StoredChange } from './commands.ts';
+import type { StoredChange } from './commands/recorded.ts';
 
 /*
  * docs-command's own metrics (docs/observability.md): upload sizes, bytes stored, and the outbox.

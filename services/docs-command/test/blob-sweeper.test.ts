@@ -8,9 +8,9 @@ import { after, describe, it } from 'node:test';
 import { makeFsBlobStore, type BlobStore } from '@docshare/blob-store';
 import { openFileEventLog, type EventStore } from '@docshare/event-store';
 import { makeLogger } from '@docshare/http';
-import { makeCommandHandler, type Decider } from '../src/command-handler.ts';
-import { decideFile, evolveFile, initialFileState, type FileCommand, type FileEventBody, type FileState } from '../src/domain/file.ts';
-import { fileIdOfBlobKey, fileStateFrom, startBlobSweeper, sweepBlobs, type SweepResult } from '../src/blob-sweeper.ts';
+import { makeCommandHandler, type Decider } from '../src/commands/command-handler.ts';
+import { decideFile, evolveFile, initialFileState, type FileCommand, type FileEventBody, type FileState } from '../src/commands/domain/file.ts';
+import { fileIdOfBlobKey, fileStateFrom, startBlobSweeper, sweepBlobs, type SweepResult } from '../src/commands/blob-sweeper.ts';
 
 const fileDecider: Decider<FileCommand, FileState, FileEventBody> = { initialState: initialFileState, evolve: evolveFile, decide: decideFile };
 const HOUR = 60 * 60 * 1000;

@@ -4,7 +4,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openFileEventLog } from '@docshare/event-store';
-import { makeCommandHandler, type Decider } from '../src/command-handler.ts';
+import { makeCommandHandler, type Decider } from '../src/commands/command-handler.ts';
 
 type Counter = { n: number };
 type Bumped = { type: 'test.bumped.v1'; data: { to: number } };

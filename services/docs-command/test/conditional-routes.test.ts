@@ -12,8 +12,8 @@ import { openFileClaimStore, type ClaimStore } from '@docshare/claim-store';
 import { openFileEventLog, type EventStore } from '@docshare/event-store';
 import { makeTokens, makeUrlSigner } from '@docshare/auth';
 import { BLOB_HANDOFF_HEADER, BLOB_KEY_HEADER, BLOB_RANGE_HEADER, IDENTITY_HEADER, makeLogger } from '@docshare/http';
-import { makeDocsCommands } from '../src/commands.ts';
-import { makeDocsCommandApp } from '../src/app.ts';
+import { makeDocsCommands } from '../src/commands/docs-commands.ts';
+import { makeDocsCommandApp } from '../src/http/app.ts';
 
 describe('conditional requests on docs-command', () => {
   let dir: string;

@@ -4,8 +4,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FileUploaded } from '@docshare/contracts';
-import { decideFile, evolveFile, initialFileState, type FileCommand, type FileEventBody } from '../src/domain/file.ts';
-import { keptText, TEXT_CHARS_PER_BYTE, textAllowance } from '../src/extraction-report.ts';
+import { decideFile, evolveFile, initialFileState, type FileCommand, type FileEventBody } from '../src/commands/domain/file.ts';
+import { keptText, TEXT_CHARS_PER_BYTE, textAllowance } from '../src/commands/domain/extraction-text.ts';
 
 const NOW = '2026-11-28T06:00:00.000Z';
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { DocshareError, M, type FileUploaded } from '@docshare/contracts';
 import {
   decideFile, evolveFile, initialFileState, type FileCommand, type FileEventBody, type FileState,
-} from '../src/domain/file.ts';
+} from '../src/commands/domain/file.ts';
 
 const NOW = '2026-11-20T10:00:00.000Z';
 const OWNER = 1;

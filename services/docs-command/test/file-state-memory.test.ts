@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { FileUploaded } from '@docshare/contracts';
-import { EXCERPT_CHARS, evolveFile, initialFileState, type FileEventBody, type FileState } from '../src/domain/file.ts';
+import { EXCERPT_CHARS, evolveFile, initialFileState, type FileEventBody, type FileState } from '../src/commands/domain/file.ts';
 
 // The test runner starts this file without --expose-gc; the flag can still be set at run time.
 v8.setFlagsFromString('--expose-gc');

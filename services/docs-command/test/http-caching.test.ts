@@ -4,8 +4,8 @@ import { describe, it } from 'node:test';
 import {
   contentValidators, httpDate, notModified, pageValidators, parseEntityTags, parseHttpDate, rangeAllowed, strongMatch, weakMatch,
   type Validators,
-} from '../src/http-caching.ts';
-import { evolveFile, initialFileState, type FileEventBody, type FileState } from '../src/domain/file.ts';
+} from '../src/http/http-caching.ts';
+import { evolveFile, initialFileState, type FileEventBody, type FileState } from '../src/commands/domain/file.ts';
 
 const UPLOADED = '2026-03-04T05:06:07.890Z';
 const file = { blobKey: 'f1-6b1d1f0e-8a36-4c43-9f8e-0f7b7a0e0001', uploadedAt: UPLOADED };

@@ -1,9 +1,9 @@
-import { parseExtractionReport } from '../src/extraction-report.ts';
+import { parseExtractionReport } from '../src/http/extraction-report.ts';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseRange } from '../src/app.ts';
-import { escapeHtml, renderFilePage } from '../src/view-page.ts';
-import { parseChanges, parseUploadMetadata } from '../src/validation.ts';
+import { parseRange } from '../src/http/app.ts';
+import { escapeHtml, renderFilePage } from '../src/pages/view-page.ts';
+import { parseChanges, parseUploadMetadata } from '../src/http/validation.ts';
 import { DocshareError } from '@docshare/contracts';
 
 describe('Range header', () => {

@@ -11,7 +11,7 @@ import express from 'express';
 import { CONSISTENCY_HEADER } from '@docshare/contracts';
 import { closeServer, IDENTITY_HEADER, jsonBody, listen, makeLogger } from '@docshare/http';
 import { openFileIdempotencyStore, type FileIdempotencyStore } from '@docshare/idempotency-store';
-import { idempotent } from '../src/idempotency.ts';
+import { idempotent } from '../src/http/idempotency.ts';
 
 describe('idempotency: what is kept', () => {
   let dir = '';

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { BlobTooLarge } from '@docshare/blob-store';
-import { canonicalJson, hashOnlySink, hashingSink, parseIdempotencyKey } from '../src/idempotency.ts';
+import { canonicalJson, hashOnlySink, hashingSink, parseIdempotencyKey } from '../src/http/idempotency.ts';
 
 describe('parseIdempotencyKey', () => {
   it('takes the bare value or the Structured Field string, 1 to 255 printable ASCII characters', () => {

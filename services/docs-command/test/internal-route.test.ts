@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { closeServer, makeLogger } from '@docshare/http';
-import { makeDocsCommandApp } from '../src/app.ts';
-import type { DocsCommands } from '../src/commands.ts';
+import { makeDocsCommandApp } from '../src/http/app.ts';
+import type { DocsCommands } from '../src/commands/docs-commands.ts';
 
 const recorded: unknown[] = [];
 const commands = {

@@ -13,11 +13,11 @@ import { openFileClaimStore } from '@docshare/claim-store';
 import { makeFsBlobStore, type BlobStore } from '@docshare/blob-store';
 import { makeTokens, makeUrlSigner } from '@docshare/auth';
 import { makeLogger } from '@docshare/http';
-import { makeCommandHandler, type Decider } from '../src/command-handler.ts';
-import { makeDocsCommands, type DocsCommands } from '../src/commands.ts';
+import { makeCommandHandler, type Decider } from '../src/commands/command-handler.ts';
+import { makeDocsCommands, type DocsCommands } from '../src/commands/docs-commands.ts';
 import {
   decideFile, evolveFile, initialFileState, saleTo, type FileCommand, type FileEventBody, type FileState,
-} from '../src/domain/file.ts';
+} from '../src/commands/domain/file.ts';
 
 const NOW = '2026-11-20T10:00:00.000Z';
 const OWNER = 1;

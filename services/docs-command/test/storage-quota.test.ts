@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { DocshareError, M, tooLarge } from '@docshare/contracts';
 import { PassThrough } from 'node:stream';
 import { makeMemoryStorageLedger } from '@docshare/storage-ledger';
-import { declaredLength, drainSmallBody, makeStorageQuota } from '../src/storage-quota.ts';
+import { makeStorageQuota } from '../src/commands/storage-quota.ts';
+import { declaredLength, drainSmallBody } from '../src/http/request-body.ts';
 
 const MAX = 1_000;
 

@@ -11,7 +11,7 @@ import { openFileClaimStore } from '@docshare/claim-store';
 import { makeFsBlobStore } from '@docshare/blob-store';
 import { makeTokens, makeUrlSigner } from '@docshare/auth';
 import { makeLogger } from '@docshare/http';
-import { makeDocsCommands } from '../src/commands.ts';
+import { makeDocsCommands } from '../src/commands/docs-commands.ts';
 
 const dirs: string[] = [];
 after(() => Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true }))));

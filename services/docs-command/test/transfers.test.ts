@@ -15,8 +15,8 @@ import { openFileClaimStore } from '@docshare/claim-store';
 import { openFileEventLog } from '@docshare/event-store';
 import { makeTokens, makeUrlSigner } from '@docshare/auth';
 import { IDENTITY_HEADER, makeLogger } from '@docshare/http';
-import { makeDocsCommands } from '../src/commands.ts';
-import { makeDocsCommandApp } from '../src/app.ts';
+import { makeDocsCommands } from '../src/commands/docs-commands.ts';
+import { makeDocsCommandApp } from '../src/http/app.ts';
 
 const dirs: string[] = [];
 const servers: Server[] = [];

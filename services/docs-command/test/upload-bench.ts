@@ -26,7 +26,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Request } from 'express';
 import { Client } from 'minio';
 import { makeMinioBlobStore, parseEndPoint } from '@docshare/blob-store/minio';
-import { readUploadForm, type FileSink } from '../src/upload-form.ts';
+import { readUploadForm, type FileSink } from '../src/http/upload-form.ts';
 
 const MiB = 1024 * 1024;
 const env = (name: string): string => {

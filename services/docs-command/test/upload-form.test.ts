@@ -13,7 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Request } from 'express';
 import { DocshareError, M } from '@docshare/contracts';
 import { makeFsBlobStore, type BlobStore } from '@docshare/blob-store';
-import { readUploadForm, type FileSink, type UploadForm } from '../src/upload-form.ts';
+import { readUploadForm, type FileSink, type UploadForm } from '../src/http/upload-form.ts';
 
 const MAX = 10_000;
 let blobDir = '';

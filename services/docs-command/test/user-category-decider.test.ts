@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DocshareError } from '@docshare/contracts';
-import { decideUser, evolveUser, initialUserState } from '../src/domain/user.ts';
-import { decideCategory, evolveCategory, initialCategoryState } from '../src/domain/category.ts';
+import { decideUser, evolveUser, initialUserState } from '../src/commands/domain/user.ts';
+import { decideCategory, evolveCategory, initialCategoryState } from '../src/commands/domain/category.ts';
 
 const user = { userId: 1, name: 'Ada', email: 'ada@example.com', registeredAt: '2026-11-20T10:00:00.000Z' };
 const category = { categoryId: 2, name: 'Science', description: '', tags: [], createdBy: 1, createdAt: '2026-11-20T10:00:00.000Z' };

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { LICENSES } from '@docshare/contracts';
 import {
   CONTENT_SECURITY_POLICY, contentDispositionFor, formatSize, LICENSE_DEEDS, licenseDeed, previewKind, renderFilePage,
-} from '../src/view-page.ts';
+} from '../src/pages/view-page.ts';
 
 describe('file page pieces', () => {
   it('reads sizes in decimal units with the exact count', () => {

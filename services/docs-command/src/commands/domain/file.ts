@@ -4,7 +4,7 @@ import {
   type FileUploaded, type FileViewed, type CommentPosted, type ContentExtracted, type ContentExtractionFailed,
   type ExtractFormat, type ExtractionFailure, type ExtractionReport,
 } from '@docshare/contracts';
-import { keptText } from '../extraction-report.ts';
+import { keptText } from './extraction-text.ts';
 
 /** The file events a decision can produce, before they get their envelope. */
 export type FileEventBody =

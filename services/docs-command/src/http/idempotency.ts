@@ -7,7 +7,7 @@ import { CONSISTENCY_HEADER, CONSISTENCY_USERS_HEADER, DocshareError, M } from '
 import { IDENTITY_HEADER, metaOf, type Logger } from '@docshare/http';
 import type { IdempotencyStore, StoredAnswer } from '@docshare/idempotency-store';
 import type { FileSink, StoredBytes, UploadForm } from './upload-form.ts';
-import type { Recorded } from './commands.ts';
+import type { Recorded } from '../commands/recorded.ts';
 
 /*
  * Safe retries of writes (IETF httpapi draft "The Idempotency-Key HTTP Header Field"; decisions in

@@ -8,15 +8,16 @@ import {
   actorOf, BLOB_HANDOFF_HEADER, BLOB_KEY_HEADER, BLOB_RANGE_HEADER, bodyOf, errorHandler, failureMessage, IDENTITY_HEADER, jsonBody, metaOf, sendError, uploadSlot, type Logger,
 } from '@docshare/http';
 import { pageOf } from '@docshare/http';
-import { CONTENT_CACHE_CONTROL, type DocsCommands } from './commands.ts';
+import type { DocsCommands } from '../commands/docs-commands.ts';
+import { CONTENT_CACHE_CONTROL } from '../commands/content.ts';
 import { readUploadForm } from './upload-form.ts';
-import { declaredLength, drainSmallBody } from './storage-quota.ts';
+import { declaredLength, drainSmallBody } from './request-body.ts';
 import {
   parseChanges, parseComment, parseFileId, parseLogin, parseRegistration, parseUploadMetadata,
 } from './validation.ts';
 import {
   CONTENT_SECURITY_POLICY, contentDispositionFor, renderFilePage, renderNotFoundPage,
-} from './view-page.ts';
+} from '../pages/view-page.ts';
 import { parseExtractionReport } from './extraction-report.ts';
 import {
   PAGE_CACHE_CONTROL, STREAMED_CONTENT_CACHE_CONTROL, contentValidators, httpDate, notModified, pageValidators, rangeAllowed,

@@ -1,7 +1,9 @@
 import {
   invalid, notFound, LIMITS, M, oneLine, parseHttpUrl, parseLicense, parseTags, positiveId, present, storableText, text,
-  unixLines, type FileChanges, type License,
+  unixLines, type FileChanges,
 } from '@docshare/contracts';
+import type { Registration } from '../commands/users.ts';
+import type { CategoryChoice, UploadMetadata } from '../commands/uploads.ts';
 
 /**
  * What a text field keeps of its line breaks: `one` (titles, names, tags) turns tabs and line
@@ -43,8 +45,6 @@ const tagsOf = (value: unknown): string[] => {
   return tags;
 };
 
-export interface Registration { name: string; email: string; password: string }
-
 /** Register input, checked in the order decisions §2 lists its messages. */
 export const parseRegistration = (body: Record<string, unknown>): Registration => {
   const name = required(body.name, NAME);
@@ -64,19 +64,6 @@ export const parseLogin = (body: Record<string, unknown>): { email: string; pass
   if (typeof body.password !== 'string' || body.password === '') throw invalid(M.passwordRequired);
   return { email: email.toLowerCase(), password: body.password };
 };
-
-export type CategoryChoice =
-  | { kind: 'existing'; categoryId: number }
-  | { kind: 'new'; name: string; description: string; tags: string[] };
-
-export interface UploadMetadata {
-  title: string;
-  description: string;
-  tags: string[];
-  license: License;
-  category: CategoryChoice;
-  videoUrl: string | null;
-}
 
 /** Upload fields, checked in the order decisions §4 lists its messages (the file itself is checked first, by the caller). */
 export const parseUploadMetadata = (fields: Record<string, string>): UploadMetadata => {

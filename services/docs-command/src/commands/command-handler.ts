@@ -13,11 +13,6 @@ export interface Decider<C, S, E extends { type: string; data: unknown }> {
 export interface CommandMeta {
   requestId: string;
   correlationId?: string;
-  /**
-   * Told about each append the command recorded: the position of its last event (the consistency
-   * token its answer carries) and the users whose read models its events change.
-   */
-  recorded?: (position: number, users: number[]) => void;
 }
 
 export interface Handled<S> {

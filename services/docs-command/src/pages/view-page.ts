@@ -1,6 +1,6 @@
 import type { License } from '@docshare/contracts';
-import { contentDisposition } from './commands.ts';
-import type { FileFacts } from './domain/file.ts';
+import { contentDisposition } from '../commands/content.ts';
+import type { FileFacts } from '../commands/domain/file.ts';
 
 const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { FileFacts } from './domain/file.ts';
+import type { FileFacts } from '../commands/domain/file.ts';
 
 /*
  * HTTP caching of the two answers that are not JSON (docs/http-caching-cors.md): a file's bytes

@@ -1,0 +1,70 @@
+import type { EventStore } from '@docshare/event-store';
+import type { BlobStore } from '@docshare/blob-store';
+import type { ClaimStore } from '@docshare/claim-store';
+import type { Tokens, UrlSigner } from '@docshare/auth';
+import type { Logger } from '@docshare/http';
+import type { makeFilesQueries } from '@docshare/files-projector';
+import { makeMemoryStorageLedger, type StorageLedger } from '@docshare/storage-ledger';
+import { makeCommandContext } from './context.ts';
+import { makeUserCommands } from './users.ts';
+import { makeCategories } from './categories.ts';
+import { makeUploadCommands } from './uploads.ts';
+import { makeFileCommands } from './files.ts';
+import { makeContentCommands } from './content.ts';
+import { makeContentLinks } from './links.ts';
+import { makeSalesCommands } from './sales.ts';
+import { makeExtractionCommands } from './extraction.ts';
+import { makeStorageQuota, resolvedBy } from './storage-quota.ts';
+import { fileStateFrom } from './blob-sweeper.ts';
+import type { Committed, StoredChange } from './recorded.ts';
+
+export interface DocsCommandsDeps {
+  events: EventStore;
+  claims: ClaimStore;
+  blobs: BlobStore;
+  tokens: Tokens;
+  signer: UrlSigner;
+  logger: Logger;
+  publicBaseUrl: string;
+  downloadUrlTtlSeconds: number;
+  /** Told after each recorded append (wakes the outbox relay); never waited on by the answer. */
+  afterCommit?: (committed: Committed) => void;
+  /** Told after each recorded upload and deletion, with the file's size (metrics: upload sizes, bytes stored). */
+  onStored?: (change: StoredChange) => void;
+  now?: () => Date;
+  passwordCost?: number;
+  /** Bytes each user may store (STORAGE_QUOTA_BYTES); 0 or absent means unlimited. */
+  storageQuotaBytes?: number;
+  /** Bytes each user's files take (libs/storage-ledger), moved by uploads and deletions; default: in memory. */
+  ledger?: StorageLedger;
+  /** The files a user bought, a page of them, from the files read model (read-only); absent: api-purchases answers 503. */
+  purchasesOf?: ReturnType<typeof makeFilesQueries>['purchasesOf'];
+}
+
+/**
+ * The write side's use cases, one module per entity (each validates against the entity's folded
+ * state and records events, and returns what it recorded), composed on one command context: one
+ * command handler and its cache, one clock, one storage quota on one ledger.
+ */
+export const makeDocsCommands = (deps: DocsCommandsDeps) => {
+  const { events, claims, blobs, tokens, signer, logger, onStored } = deps;
+  const ctx = makeCommandContext({ events, afterCommit: deps.afterCommit, now: deps.now });
+  const ledger = deps.ledger ?? makeMemoryStorageLedger({ resolve: resolvedBy(fileStateFrom(events)) });
+  const quota = makeStorageQuota({ quotaBytes: deps.storageQuotaBytes ?? 0, ledger });
+  const links = makeContentLinks({ signer, publicBaseUrl: deps.publicBaseUrl, downloadUrlTtlSeconds: deps.downloadUrlTtlSeconds, clock: ctx.clock });
+  const categories = makeCategories({ ctx, claims });
+
+  const { register, login, issueToken } = makeUserCommands({ ctx, claims, tokens, passwordCost: deps.passwordCost });
+  const { reserveStorage, uploadSink, upload } = makeUploadCommands({ ctx, blobs, logger, quota, ledger, categories, onStored });
+  const { update, remove, comment, view, peek } = makeFileCommands({ ctx, blobs, logger, quota, ledger, onStored });
+  const { authorizeDownload, openContent } = makeContentCommands({ ctx, blobs, signer, links });
+  const { purchase, purchases, purchaseUrl } = makeSalesCommands({ ctx, links, purchasesOf: deps.purchasesOf });
+  const { extractionStatus, recordExtraction } = makeExtractionCommands({ ctx });
+
+  return {
+    register, login, issueToken, reserveStorage, uploadSink, upload, remove, authorizeDownload, openContent, comment, update, purchase, purchaseUrl, purchases, view, peek,
+    extractionStatus, recordExtraction, ledger,
+  };
+};
+
+export type DocsCommands = ReturnType<typeof makeDocsCommands>;
