@@ -10,15 +10,14 @@ import { makeLogBus } from '@docshare/event-bus';
 import { openFileEventLog } from '@docshare/event-store';
 import { closeServer, counter, listen, makeLogger, makeOps, serveMetrics, type Logger } from '@docshare/http';
 import { honourConsistency, makeConsistencyGate, makeMemoryCheckpoints } from '@docshare/consistency';
-import { registerReadModelGenerations, runProjector, type ProjectorModule } from '@docshare/projection';
+import { loadProjectorModules, registerReadModelGenerations, runProjector, type ProjectorModule } from '@docshare/projection';
 import { deadLetterCounter, registerConsumerLag, type RunningConsumer } from '@docshare/runtime';
 import type { RequestHandler } from 'express';
 import { makeMemoryReadStore } from '@docshare/read-store';
 import { makeMemorySearchIndex } from '@docshare/search-index';
 import { fileStateFrom, makeDocsCommandApp, makeDocsCommands, makeStorageMetrics, openEmbeddedStorageLedger, startBlobSweeper } from '@docshare/docs-command';
 import { filesProjector, makeFilesQueries } from '@docshare/files-projector';
-import { searchProjector } from '@docshare/search-projector';
-import { statsProjector } from '@docshare/stats-projector';
+import { PROJECTOR_SERVICES } from '@docshare/contracts/services';
 import { makeGateway } from '@docshare/gateway';
 import { makeExtraction, registerExtractionMetrics, textExtractor } from '@docshare/text-extractor';
 import type { EmbeddedConfig } from './config.ts';
@@ -62,18 +61,19 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   const ops = makeOps('docshare', {});
   const deadLetters = deadLetterCounter(ops.registry);
   const checkpoints = makeMemoryCheckpoints();
-  const statsStore = makeMemoryReadStore();
-  // Read by docs-command too: api-purchases lists from it.
-  const filesStore = makeMemoryReadStore();
+  // Every projector of the registry (libs/contracts/src/services.ts), on in-memory read models.
+  const modules = await loadProjectorModules(PROJECTOR_SERVICES);
+  const documentStores = new Map<string, ReturnType<typeof makeMemoryReadStore>>();
   const readModels = new Map<string, { close(): Promise<void> }>();
   const queryApps: Partial<Record<ProjectorModule['upstream'], RequestHandler>> = {};
   const context = { publicBaseUrl: config.publicBaseUrl, logger };
   const lagging = counter(ops.registry, 'docshare_consistency_timeouts_total',
     'Queries answered before the read model reached their consistency token', ['model']);
-  const projectors: RunningConsumer[] = await Promise.all([statsProjector, filesProjector, searchProjector].map((module) => {
+  const projectors: RunningConsumer[] = await Promise.all(modules.map((module) => {
     const built = module.kind === 'documents'
       ? (() => {
-        const store = module === statsProjector ? statsStore : module === filesProjector ? filesStore : makeMemoryReadStore();
+        const store = makeMemoryReadStore();
+        documentStores.set(module.name, store);
         return { model: store, apply: module.handler(store), app: module.queryApp(store, context) };
       })()
       : (() => {
@@ -86,7 +86,13 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     // The runner of the distributed projectors, with the same metrics (events projected, dead letters).
     return runProjector({ consumer: bus, group: module.name, apply: built.apply, checkpoints, logger, registry: ops.registry });
   }));
-  const modules = [statsProjector, filesProjector, searchProjector];
+  const storeOf = (name: string): ReturnType<typeof makeMemoryReadStore> => {
+    const store = documentStores.get(name);
+    if (!store) throw new Error(`no projector ${name} in the registry`);
+    return store;
+  };
+  // Read by docs-command too: api-purchases lists from it.
+  const filesStore = storeOf(filesProjector.name);
   registerConsumerLag(ops.registry, bus, [...modules.map((module) => module.name), textExtractor.name]);
   // In memory, rebuilt at every start: always the first generation.
   registerReadModelGenerations(ops.registry, Object.fromEntries(modules.map((module) => [module.model, async () => `${module.model}_`])));
