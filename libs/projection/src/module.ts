@@ -1,4 +1,5 @@
 import type { Express } from 'express';
+import type { ProjectorUpstream } from '@docshare/contracts/services';
 import type { Logger } from '@docshare/http';
 import type { ReadStore } from '@docshare/read-store';
 import type { ReadModelIndex } from '@docshare/read-store/mongo';
@@ -16,8 +17,8 @@ interface ProjectorFacts {
   name: string;
   /** The read model: its generation pointer (read_model_generations) and collection prefix. */
   model: string;
-  /** The gateway's name for its query API (routes.ts `upstream`). */
-  upstream: 'stats' | 'files' | 'search';
+  /** The name its query API is routed under (routes.ts `upstream`), as the registry gives it. */
+  upstream: ProjectorUpstream;
   /** The distributed service's default PORT. */
   port: number;
 }
