@@ -2,11 +2,10 @@ import type { Server } from 'node:http';
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import { M } from '@docshare/contracts';
-import { CONFIG_ERROR_EXIT_CODE, ConfigError } from './config.ts';
 import { errorHandler, sendError } from './errors.ts';
 import { requestDeadline, requestId } from './middleware.ts';
 import type { Ops } from './ops.ts';
-import { httpLimitsOf, listen, metricsListenOf, type HttpLimits, type MetricsListen } from './serve.ts';
+import { httpLimitsOf, listen, type HttpLimits, type MetricsListen } from './serve.ts';
 
 /*
  * The metrics listener: a second, small HTTP server of a service on `METRICS_PORT`, for
@@ -43,18 +42,4 @@ export const serveMetrics = async (
   const served = await listen(app, at.port, at.host, { ...limits, maxConnections: Math.min(limits.maxConnections, METRICS_MAX_CONNECTIONS) }, logger);
   logger.info({ port: served.port, host: at.host }, 'metrics listening');
   return served;
-};
-
-/**
- * metricsListenOf for a service's main: a bad `METRICS_PORT` (or the service's own port) is
- * logged and the process exits with CONFIG_ERROR_EXIT_CODE, as configOrExit does.
- */
-export const metricsListenOrExit = (env: NodeJS.ProcessEnv, mainPort: number, log: (message: string) => void): MetricsListen | undefined => {
-  try {
-    return metricsListenOf(env, mainPort);
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    log(error.message);
-    process.exit(CONFIG_ERROR_EXIT_CODE);
-  }
 };
