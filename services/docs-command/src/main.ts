@@ -1,5 +1,5 @@
 import express from 'express';
-import { backoffMs } from '@docshare/contracts';
+import { retrying } from '@docshare/contracts';
 import { makeTokens, makeUrlSigner } from '@docshare/auth';
 import { makeMinioBlobStore } from '@docshare/blob-store/minio';
 import { openMongoClaimStore } from '@docshare/claim-store/mongo';
@@ -62,16 +62,10 @@ const blobs = await makeMinioBlobStore({
 });
 // Writes need MongoDB and MinIO only: Kafka may be down now, the relay publishes once it is back.
 const bus = kafkaBus(config.kafka, NAME, logger);
-void (async () => {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await ensureKafkaTopics(config.kafka);
-    } catch (err) {
-      logger.warn({ err, attempt }, 'could not check the Kafka topics; retrying');
-      await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt + 1, 200, 5_000)));
-    }
-  }
-})();
+void retrying(() => ensureKafkaTopics(config.kafka), {
+  baseMs: 400, capMs: 5_000,
+  onRetry: (err, attempt) => logger.warn({ err, attempt }, 'could not check the Kafka topics; retrying'),
+});
 // The same owner after a restart: the restarted relay takes its lease back at once.
 const relay = startOutboxRelay({ db, publisher: bus.publisher, logger, owner: instanceId({ INSTANCE_ID: config.outbox.instanceId }, port) });
 const relayStallMs = config.outbox.relayStallMs;

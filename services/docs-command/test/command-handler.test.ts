@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openFileEventLog } from '@docshare/event-store';
+import { DocshareError } from '@docshare/contracts';
+import { openFileEventLog, VersionConflict } from '@docshare/event-store';
 import { makeCommandHandler, type Decider } from '../src/commands/command-handler.ts';
 
 type Counter = { n: number };
@@ -53,6 +54,40 @@ describe('command handler', () => {
     await a.handle(counter, 'counter-3', { by: 1 }, NOW, meta);
     await b.handle(counter, 'counter-3', { by: 5 }, NOW, meta);
     assert.deepEqual((await a.handle(counter, 'counter-3', { by: 1 }, NOW, meta)).state, { n: 7 });
+    await store.close();
+  });
+
+  it('retries a conflict on a fresh fold up to maxAttempts, then answers "try again" (503) and records nothing', async () => {
+    const store = await openFileEventLog(await mkdtemp(join(tmpdir(), 'handler-')));
+    let appends = 0;
+    // Another writer wins every race: each append finds the stream one version further.
+    const contended: typeof store = Object.assign(Object.create(store) as typeof store, {
+      append: async (streamId: string, expected: number, events: Parameters<typeof store.append>[2]) => {
+        appends++;
+        throw new VersionConflict(streamId, expected, expected + 1);
+      },
+    });
+    const handler = makeCommandHandler(contended, { maxAttempts: 3 });
+    await assert.rejects(handler.handle(counter, 'counter-9', { by: 1 }, NOW, meta), (error: unknown) =>
+      error instanceof DocshareError && error.kind === 'unavailable' && /Too many concurrent changes/.test(error.message));
+    // The optimistic try on the empty fold, then three on the stream as read.
+    assert.equal(appends, 4);
+    assert.deepEqual(await store.readStream('counter-9'), []);
+    await store.close();
+  });
+
+  it('answers a conflict that clears within maxAttempts with the appended result', async () => {
+    const store = await openFileEventLog(await mkdtemp(join(tmpdir(), 'handler-')));
+    let conflicts = 2;
+    const flaky: typeof store = Object.assign(Object.create(store) as typeof store, {
+      append: async (streamId: string, expected: number, events: Parameters<typeof store.append>[2]) => {
+        if (conflicts-- > 0) throw new VersionConflict(streamId, expected, expected);
+        return store.append(streamId, expected, events);
+      },
+    });
+    const { state, position } = await makeCommandHandler(flaky, { maxAttempts: 3 }).handle(counter, 'counter-10', { by: 2 }, NOW, meta);
+    assert.deepEqual(state, { n: 2 });
+    assert.equal(position, 1);
     await store.close();
   });
 

@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import { loadOrCreateSecret, makeTokens } from '@docshare/auth';
-import { backoffMs } from '@docshare/contracts';
+import { retrying } from '@docshare/contracts';
 import {
   closeServer, exitGracefully, installLastResort, listen, makeLogger, makeOps, sendUnavailable, serveMetrics,
 } from '@docshare/http';
@@ -86,18 +86,14 @@ const publicBaseUrl = config.service.publicBaseUrl;
  * Runs `connect` in the background until it succeeds or the gateway stops, waiting a capped backoff
  * after each failure, logged with `meanwhile` (what answers until it is reached).
  */
+const stopping = new AbortController();
 const connectInBackground = (connect: () => Promise<void>, meanwhile: string): void => {
-  void (async () => {
-    for (let attempt = 1; !stats.stopped; attempt++) {
-      try {
-        return await connect();
-      } catch (err) {
-        const delay = backoffMs(attempt, 200, 5_000);
-        logger.warn({ err, attempt, retryInMs: delay }, meanwhile);
-        await new Promise((resolve) => setTimeout(resolve, delay));
-      }
-    }
-  })();
+  retrying(connect, {
+    baseMs: 200, capMs: 5_000, signal: stopping.signal,
+    onRetry: (err, attempt, retryInMs) => logger.warn({ err, attempt, retryInMs }, meanwhile),
+  }).catch(() => {
+    // Stopped before it could connect: nothing to connect to any more.
+  });
 };
 
 if (mongo !== undefined) {
@@ -149,6 +145,7 @@ exitGracefully(logger, [
   () => closeServer(server), async () => { if (metrics) await closeServer(metrics.server, 1_000); }, () => rateLimiter.close(),
   async () => {
     stats.stopped = true;
+    stopping.abort();
     await stats.client?.close();
   },
 ]);

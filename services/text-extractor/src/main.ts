@@ -6,13 +6,11 @@
  * (DOCS_COMMAND_URL). Serves /healthz, /readyz and /metrics; no query API.
  */
 import express from 'express';
-import { backoffMs, M } from '@docshare/contracts';
+import { M } from '@docshare/contracts';
 import { makeMinioBlobStore } from '@docshare/blob-store/minio';
 import type { ExtractOutcome } from '@docshare/extract';
 import { installLastResort, makeLogger, sendError } from '@docshare/http';
-import { makeMemoryCheckpoints } from '@docshare/consistency';
-import { startProjectorService } from '@docshare/projection';
-import { consume, deadLetterCounter, registerConsumerLag, type RunningConsumer } from '@docshare/runtime';
+import { consume, deadLetterCounter, registerConsumerLag, startConsumerService, type RunningConsumer } from '@docshare/runtime';
 import { ensureKafkaTopics, kafkaBus } from '@docshare/runtime/distributed';
 import { blob, extraction as extractBudgets, kafka, loadConfigOrExit, recorder, service as serviceVars } from '@docshare/runtime/config';
 import { makeHttpRecorder } from './http-recorder.ts';
@@ -37,7 +35,7 @@ const blobs = await makeMinioBlobStore({
   bucket: config.blob.bucket, requestTimeoutMs: config.blob.requestTimeoutMs,
 });
 const records = makeHttpRecorder(config.recorder.docsCommandUrl, config.recorder.internalToken);
-// Metrics exist once the service's registry does (startProjectorService's `metrics`).
+// Metrics exist once the service's registry does (startConsumerService's `metrics`).
 let told: ((outcome: ExtractOutcome) => void) | undefined;
 const extraction = makeExtraction({ blobs, recorder: records, logger, settings: config.extraction, onOutcome: (outcome) => told?.(outcome) });
 const bus = kafkaBus(kafkaSettings, textExtractor.name, logger);
@@ -47,22 +45,39 @@ const intakeGroup = `${intakeGroupOf(textExtractor.name)}${kafkaSettings.groupSu
 const none = express();
 none.use((_req, res) => sendError(res, 404, M.notFound));
 
-// The service's own group is the intake (it reads ahead and never holds a batch long); the group
-// whose offsets say "recorded" joins beside it once the topics exist, and is stopped in `close`
-// before the files in hand are abandoned, so its batch in flight is not acknowledged.
-let settling: RunningConsumer | undefined;
-let stopping = false;
-let wake: (() => void) | undefined;
+// Two groups: the intake (it reads ahead and never holds a batch long) and the group whose
+// offsets say "recorded", joined after it. On stop the settling group stops before the files in
+// hand are abandoned, so its batch in flight is not acknowledged.
 let deadLetters: ((group: string) => void) | undefined;
+let closing: Promise<void> | undefined;
+const closeExtraction = (): Promise<void> => (closing ??= extraction.close());
+const joinGroup = (name: string, handle: typeof extraction.work.takeUp): Promise<RunningConsumer> =>
+  consume(bus.consumer, name, (batch) => handle(batch.records), logger, () => deadLetters?.(name));
 
-const service = await startProjectorService({
-  name: textExtractor.name, group: intakeGroup, logger, port: config.service.port, host: config.service.host, http: config.service.http,
-  consumer: bus.consumer,
-  prepare: () => ensureKafkaTopics(kafkaSettings),
-  handle: extraction.work.takeUp,
-  // No read model: nothing reads its progress, so it is kept in memory (Kafka keeps the offsets).
-  checkpoints: makeMemoryCheckpoints(), partitions: kafkaSettings.eventsPartitions,
-  queryApp: none,
+await startConsumerService({
+  name: textExtractor.name, logger, port: config.service.port, host: config.service.host, http: config.service.http,
+  app: () => none,
+  join: async () => {
+    await ensureKafkaTopics(kafkaSettings);
+    const intake = await joinGroup(intakeGroup, extraction.work.takeUp);
+    try {
+      const settling = await joinGroup(group, extraction.work.settle);
+      logger.info({ group }, 'text extractor settling');
+      return {
+        subscription: settling.subscription,
+        // The groups stop while the files in hand are abandoned (a batch waiting on them fails,
+        // unacknowledged), not after: a stop that waited for them would wait for their extraction.
+        stop: async () => {
+          const stopped = Promise.all([settling.stop(), intake.stop()]);
+          await closeExtraction();
+          await stopped;
+        },
+      };
+    } catch (error) {
+      await intake.stop();
+      throw error;
+    }
+  },
   // Ready when it can read files; docs-command is reported (the records wait for it, retried).
   checks: { minio: async () => { await blobs.stat('readiness-probe'); } },
   softChecks: {
@@ -79,35 +94,7 @@ const service = await startProjectorService({
   },
   metricsAt,
   close: async () => {
-    stopping = true;
-    wake?.();
-    await joining;
-    const stopped = settling?.stop();
-    await extraction.close();
-    await stopped;
+    await closeExtraction();
     await bus.close();
   },
 });
-
-const joining = (async () => {
-  await service.consuming;
-  for (let attempt = 1; !stopping; attempt++) {
-    try {
-      settling = await consume(bus.consumer, group, (batch) => extraction.work.settle(batch.records), logger, () => deadLetters?.(group));
-      logger.info({ group }, 'text extractor settling');
-      return;
-    } catch (err) {
-      const delay = backoffMs(attempt, 200, 5_000);
-      logger.warn({ err, group, attempt, retryInMs: delay }, 'could not join the consumer group; retrying');
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, delay);
-        function done(): void {
-          clearTimeout(timer);
-          wake = undefined;
-          resolve();
-        }
-        wake = done;
-      });
-    }
-  }
-})();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DocshareError, EVENT_SOURCE, makeKeyedQueue, type CloudEvent } from '@docshare/contracts';
+import { DocshareError, EVENT_SOURCE, makeKeyedQueue, retrying, type CloudEvent } from '@docshare/contracts';
 import { VersionConflict, type EventStore } from '@docshare/event-store';
 
 /** A pure decider: the state of one entity folded from its events, and what a command records. */
@@ -103,27 +103,20 @@ export const makeCommandHandler = (store: EventStore, options: CommandHandlerOpt
   const attempt = async <C, S, E extends { type: string; data: unknown }>(
     decider: Decider<C, S, E>, streamId: string, command: C, now: string, meta: CommandMeta,
   ): Promise<Handled<S>> => {
-    // The first attempt decides without reading the stream: on the cached fold, or, for a stream
-    // this process has not seen, on the empty one (a new file's, a new category's stream: nothing to
-    // read; a stream that exists refuses the append at version 0, or the decision, and is read).
-    let optimistic: { state: unknown; version: number } | undefined = cache.get(streamId) ?? { state: decider.initialState(), version: 0 };
-    for (let attempt = 1; ; attempt++) {
-      const fresh = optimistic === undefined;
-      const { state, version } = optimistic ? { state: optimistic.state as S, version: optimistic.version } : await load(decider, streamId);
-      optimistic = undefined;
+    /**
+     * Decides on `state` at `version` and appends. On a fold that may be stale (`optimistic`), a
+     * refusal, a decision to record nothing and a version conflict all answer `stale` (decide
+     * again on a fresh fold); on a fresh fold they stand (a conflict is thrown, to be retried).
+     */
+    const decideAndAppend = async (state: S, version: number, optimistic: boolean): Promise<Handled<S> | 'stale'> => {
       let bodies: E[];
       try {
         bodies = decider.decide(command, state);
       } catch (error) {
-        if (fresh) throw error;
-        attempt--; // refused on a fold that may be stale: decide again on a fresh one
-        continue;
+        if (optimistic) return 'stale';
+        throw error;
       }
-      if (bodies.length === 0) {
-        if (fresh) return { state, events: [], position: null };
-        attempt--;
-        continue;
-      }
+      if (bodies.length === 0) return optimistic ? 'stale' : { state, events: [], position: null };
       const events = bodies.map((body, i) => envelope(body, streamId, version + i + 1, now, meta));
       try {
         const result = await store.append(streamId, version, events);
@@ -132,16 +125,29 @@ export const makeCommandHandler = (store: EventStore, options: CommandHandlerOpt
         return { state: next, events, position: result.position };
       } catch (error) {
         if (!(error instanceof VersionConflict)) throw error;
-        // The cached fold was behind: read what it lacks and decide again at once.
-        if (!fresh) {
-          attempt--;
-          continue;
-        }
+        if (optimistic) return 'stale';
         cache.delete(streamId);
-        if (attempt >= maxAttempts) throw new DocshareError('unavailable', 'Too many concurrent changes, try again');
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * 2 ** attempt));
+        throw error;
       }
-    }
+    };
+
+    // The first attempt decides without reading the stream: on the cached fold, or, for a stream
+    // this process has not seen, on the empty one (a new file's, a new category's stream: nothing to
+    // read; a stream that exists refuses the append at version 0, or the decision, and is read).
+    const cached = cache.get(streamId);
+    const first = await decideAndAppend(cached ? (cached.state as S) : decider.initialState(), cached?.version ?? 0, true);
+    if (first !== 'stale') return first;
+    // Then on the stream as read; a conflict with another process (a replica) is retried after a
+    // jittered backoff.
+    return retrying(async () => {
+      const { state, version } = await load(decider, streamId);
+      const outcome = await decideAndAppend(state, version, false);
+      if (outcome === 'stale') throw new Error('a fresh fold is never stale');
+      return outcome;
+    }, { attempts: maxAttempts, baseMs: 10, capMs: 1_000, retryIf: (error) => error instanceof VersionConflict }).catch((error: unknown) => {
+      if (error instanceof VersionConflict) throw new DocshareError('unavailable', 'Too many concurrent changes, try again');
+      throw error;
+    });
   };
 
   return { handle, load };
