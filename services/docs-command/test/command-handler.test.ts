@@ -62,7 +62,7 @@ describe('command handler', () => {
     let appends = 0;
     // Another writer wins every race: each append finds the stream one version further.
     const contended: typeof store = Object.assign(Object.create(store) as typeof store, {
-      append: async (streamId: string, expected: number, events: Parameters<typeof store.append>[2]) => {
+      append: async (streamId: string, expected: number, _events: Parameters<typeof store.append>[2]) => {
         appends++;
         throw new VersionConflict(streamId, expected, expected + 1);
       },
