@@ -32,6 +32,7 @@ import { EVENT_SOURCE, partitionKeyOf, streamIds, type CloudEvent, type StoredEv
 import { openMongoEventStore, mongoOutbox } from '@docshare/event-store/mongo';
 import { openMongoClaimStore } from '@docshare/claim-store/mongo';
 import { openMongoIdempotencyStore } from '@docshare/idempotency-store/mongo';
+import { openMongoStorageLedger } from '@docshare/storage-ledger/mongo';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeMongoCheckpoints } from '@docshare/consistency';
 import { readPointer } from '@docshare/projection';
@@ -305,6 +306,8 @@ export async function collectPlans(url: string, options: PlansOptions = {}): Pro
     const events = await openMongoEventStore(commandDb);
     const claims = await openMongoClaimStore(commandDb);
     const keys = await openMongoIdempotencyStore(commandDb);
+    // The storage quota's ledger (docs-command's own); nothing pending is ever stale here.
+    const ledger = await openMongoStorageLedger(commandDb, { resolve: async () => 'recorded' });
     const filesStore = makeMongoReadStore(readDb, { prefix: 'files_', indexes: options.filesIndexes ?? FILES_INDEXES });
     const statsStore = makeMongoReadStore(readDb, { prefix: 'stats_', indexes: {} });
     const checkpoints = makeMongoCheckpoints(readDb);
@@ -393,7 +396,14 @@ export async function collectPlans(url: string, options: PlansOptions = {}): Pro
       }
     });
     await record('docs-command: idempotency key replayed', () => keys.begin(`${(1 % fx.users) + 1}/key-1`, Date.now(), 30_000));
-    await record('docs-command: storage quota', () => statsQueries.storageOf(owner));
+    await record('docs-command: storage quota (an upload: reserve, resize, pend, settle)', async () => {
+      const held = await ledger.reserve(owner, 'plans-hold', 4096, 1024 ** 3);
+      if (held.held > 0 && await ledger.resize(owner, 'plans-hold', 4000, 1024 ** 3)) {
+        await ledger.pend(owner, { kind: 'upload', fileId: 10_000_000, bytes: 4000 }, 'plans-hold');
+        await ledger.settle(owner, { kind: 'upload', fileId: 10_000_000 });
+      }
+    });
+    await record('docs-command: storage quota (usage)', () => ledger.usage(owner));
     await record('docs-command: api-purchases', () => filesQueries.purchasesOf(owner, page));
     await record('api-files, the owner', () => filesQueries.filesOf(owner, owner, page));
     await record('api-files, the owner, page 4', () => filesQueries.filesOf(owner, owner, deep));
@@ -401,7 +411,7 @@ export async function collectPlans(url: string, options: PlansOptions = {}): Pro
     await record('api-comments', () => filesQueries.commentsReceivedBy(owner, page));
     await record('api-categories', () => filesQueries.categories(page));
     await record('api-stats', () => statsQueries.statsOf(owner));
-    await record('docs-command: bytes-stored metric', () => statsQueries.totalBytesStored());
+    await record('docs-command: bytes-stored metric (the ledger recounted)', () => ledger.total());
     await record('a read waiting for its token', () => checkpoints.low('files-projector', PARTITIONS));
     await record('the read model generation', () => readPointer(readDb, 'files'));
     // The projectors: the append above, and an update, a purchase, a disabling and a deletion of another file.

@@ -9,13 +9,13 @@ import type { StoredChange } from './commands/recorded.ts';
 /** Upload size buckets: 1 KiB to 1 GiB, ×4 each (MAX_UPLOAD_BYTES is 100 MiB by default). */
 export const UPLOAD_SIZE_BUCKETS: readonly number[] = Array.from({ length: 11 }, (_, i) => 1024 * 4 ** i);
 
-/** How often the bytes-stored tally is recounted from the stats read model. */
+/** How often the bytes-stored tally is recounted from the storage ledger. */
 export const BYTES_STORED_RESYNC_MS = 10 * 60_000;
 
 export interface StorageMetricsOptions {
   /**
-   * The bytes every user stores, as the stats read model counts them (the sum of its users'
-   * `bytes_stored`, what the storage quota enforces): one pass over the users' statistics.
+   * The bytes every user stores, as the storage ledger counts them (the sum of its users'
+   * settled bytes, what the storage quota enforces): one pass over the users' records.
    */
   totalStored: () => Promise<number>;
   logger: Pick<Logger, 'warn'>;
@@ -37,9 +37,9 @@ export interface StorageMetrics {
  * (gauge; it falls with deletions, so no counter): the bytes the files not deleted take in the
  * blob store (`docshare_bytes_stored`, deprecated, the same value until 0.3.0). Never found by listing the
  * store: a tally that each upload (+size) and deletion (-size) recorded by this process moves at
- * once, recounted from the stats read model (Σ users' `bytes_stored`, the storage quota's count)
+ * once, recounted from the storage ledger (Σ users' settled bytes, the storage quota's count)
  * at start and every `resyncMs`. A scrape reads the tally; the recount costs one pass over the
- * users' statistics documents (not over files or objects) per interval. With several replicas,
+ * users' ledger records (not over files or objects) per interval. With several replicas,
  * each adds its own writes between recounts, and every recount brings it back to the shared count.
  * Orphan blobs (a crash between bytes and event, swept later) are not counted: they are no file's.
  */
@@ -56,7 +56,7 @@ export const makeStorageMetrics = (registry: Registry, options: StorageMetricsOp
   let sinceRecount = 0;
   new Gauge({
     name: 'docshare_stored_bytes',
-    help: 'Bytes the files not deleted take in the blob store: the stats read model\'s count, recounted periodically and moved by each upload and deletion in between',
+    help: 'Bytes the files not deleted take in the blob store: the storage ledger\'s count, recounted periodically and moved by each upload and deletion in between',
     registers: [registry],
     collect() {
       if (tally !== null) this.set(tally);
