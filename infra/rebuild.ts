@@ -29,9 +29,10 @@
  */
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
 import { openMongoEventStore } from '@docshare/event-store/mongo';
-import { configOrExit, intVar, optionalVar, stringVar } from '@docshare/http';
-import { beginSwitch, finishSwitch, type DocumentProjector, type ProjectorModule, type SearchProjector } from '@docshare/projection';
+import { intVar } from '@docshare/http';
+import { beginSwitch, finishSwitch, loadProjectorModules, type DocumentProjector, type ProjectorModule, type SearchProjector } from '@docshare/projection';
 import { connectMongo } from '@docshare/runtime/distributed';
+import { concern, loadConfigOrExit, mongo, search } from '@docshare/runtime/config';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
 import { PROJECTOR_SERVICES } from '@docshare/contracts/services';
@@ -43,40 +44,29 @@ import { replay } from './rebuild-replay.ts';
  * Every projector's read model, by its name (what the command line names): the registry's
  * projectors (libs/contracts/src/services.ts), each the module its package declares.
  */
-const PROJECTORS: readonly ProjectorModule[] = await Promise.all(PROJECTOR_SERVICES.map(async (service) => {
-  const exports: Record<string, unknown> = await import(service.package);
-  const module = exports[service.declaration] as ProjectorModule | undefined;
-  if (module?.name !== service.name) throw new Error(`${service.package} declares no ${service.declaration} named ${service.name}`);
-  return module;
-}));
+const PROJECTORS: readonly ProjectorModule[] = await loadProjectorModules(PROJECTOR_SERVICES);
 
 // What `npm run stack` wrote for its services, under the variables this process was not given.
 const stackEnv = await parseEnvFile(join(resolve(process.env['DATA_DIR'] ?? './data'), 'infra', 'stack.env')).catch(() => ({}));
-const env = configOrExit({
-  MONGO_URL: stringVar(),
-  MONGO_USERNAME: optionalVar(),
-  MONGO_PASSWORD: optionalVar(),
-  MONGO_COMMAND_DB: stringVar('docshare'),
-  MONGO_READ_DB: stringVar('docshare_read'),
-  ELASTICSEARCH_URL: optionalVar(),
-  ELASTICSEARCH_ALIAS: stringVar('docshare-files'),
-  REBUILD_SWITCH_MAX_MS: intVar(30_000, 1_000),
-}, { ...stackEnv, ...process.env });
 const which = process.argv[2] ?? '';
+// The services' own configuration concerns (libs/runtime/src/config): MONGO_* and, to rebuild
+// search, ELASTICSEARCH_*; REBUILD_SWITCH_MAX_MS is the tool's own.
+const environment = { ...stackEnv, ...process.env };
+const config = loadConfigOrExit(environment, {
+  mongo: mongo(),
+  rebuild: concern({ REBUILD_SWITCH_MAX_MS: intVar(30_000, 1_000) }, (v) => ({ switchMaxMs: v.REBUILD_SWITCH_MAX_MS })),
+});
 const chosen = which === 'all' ? PROJECTORS : PROJECTORS.filter((p) => p.model === which);
 if (chosen.length === 0) {
   console.error(`usage: npm run rebuild -- <${PROJECTORS.map((p) => p.model).join('|')}|all>`);
   process.exit(2);
 }
 
-const { client, db } = await connectMongo(env.MONGO_URL, env.MONGO_COMMAND_DB, {
-  mongoServerSelectionTimeoutMs: 2_000, mongoConnectTimeoutMs: 2_000, mongoSocketTimeoutMs: 10_000,
-  mongoUsername: env.MONGO_USERNAME, mongoPassword: env.MONGO_PASSWORD,
-});
-const readDb = client.db(env.MONGO_READ_DB);
+const { client, db } = await connectMongo(config.mongo.mongoUrl, config.mongo.commandDb, config.mongo);
+const readDb = client.db(config.mongo.readDb);
 const events = await openMongoEventStore(db);
 
-const switchMaxMs = env.REBUILD_SWITCH_MAX_MS;
+const switchMaxMs = config.rebuild.switchMaxMs;
 /** How long readers may keep an old generation's pointer cached (generations.ts: 1 s), with a margin. */
 const READER_CACHE_MS = 2_500;
 
@@ -145,10 +135,8 @@ const dropOld = async (): Promise<void> => {
 
 const rebuildSearch = async (projector: SearchProjector): Promise<string> => {
   const began = performance.now();
-  const index = await makeElasticsearchSearchIndex({
-    node: env.ELASTICSEARCH_URL ?? (() => { throw new Error('ELASTICSEARCH_URL is required to rebuild search'); })(),
-    alias: env.ELASTICSEARCH_ALIAS,
-  });
+  const settings = loadConfigOrExit(environment, { search: search() }).search;
+  const index = await makeElasticsearchSearchIndex({ node: settings.url, alias: settings.alias });
   const { index: fresh } = await index.rebuildInto();
   const to = `${projector.model}_g${Date.now()}`;
   const { count, held } = await rebuildInto(projector.model, to, projector.handler(fresh, { refresh: false }), async () => {
