@@ -22,9 +22,9 @@ import type { ProjectorModule } from './module.ts';
 /** Starts `module` as its own service, configured by `env` (parsed once, here); a bad configuration exits with CONFIG_ERROR_EXIT_CODE. */
 export const serveProjector = async (module: ProjectorModule, env: NodeJS.ProcessEnv): Promise<ProjectorService> => {
   const fatal = (message: string): void => makeLogger(module.name).fatal(message);
-  const config = loadConfigOrExit(env, {
-    service: service({ port: module.port, publicPort: 'edge' }), mongo: mongo(), kafka: kafka(), consistency: consistency(),
-  }, fatal);
+  const concerns = { service: service({ port: module.port, publicPort: 'edge' }), mongo: mongo(), kafka: kafka(), consistency: consistency() };
+  // Read once, before anything connects: a search projector's ELASTICSEARCH_* with the rest.
+  const config = loadConfigOrExit(env, module.kind === 'search' ? { ...concerns, search: search() } : concerns, fatal);
   const logger = makeLogger(module.name, config.service.logLevel);
   installLastResort(logger);
   const { port, host, metrics: metricsAt } = config.service;
@@ -55,7 +55,8 @@ export const serveProjector = async (module: ProjectorModule, env: NodeJS.Proces
         close: async () => {},
       };
     }
-    const es = loadConfigOrExit(env, { search: search() }, fatal).search;
+    if (!('search' in config)) throw new Error('a search projector is configured with its search concern');
+    const es = config.search;
     const index = await makeElasticsearchSearchIndex({ node: es.url, alias: es.alias, requestTimeoutMs: es.requestTimeoutMs, maxRetries: es.maxRetries });
     return {
       // Writes go through the alias; the fence holds them while a rebuild swaps the index behind it.
