@@ -146,23 +146,34 @@ const lockFileOf = (file: string): string => `${file}.lock`;
 
 /** Takes `<file>.lock` for this process; refuses while another live process holds it. */
 async function lockAgainstOtherProcesses(file: string, label: string): Promise<void> {
-  const lockFile = lockFileOf(file);
-  try {
-    await writeFile(lockFile, `${process.pid}\n`, { flag: 'wx' });
-    return;
-  } catch (error) {
-    if (!isErrno(error, 'EEXIST')) throw error;
-  }
-  const holder = Number.parseInt(await readFile(lockFile, 'utf8').catch(() => ''), 10);
-  if (Number.isInteger(holder) && holder !== process.pid && processAlive(holder)) {
-    throw new Error(`${label} is already open in process ${holder} (${lockFile}): one process per file`);
-  }
-  // Left by a process that is gone (a crash, a kill -9), or by this one's previous life (a container's pid 1).
-  await writeFile(lockFile, `${process.pid}\n`);
+  await lockForProcess(lockFileOf(file), (holder, lockFile) => new Error(`${label} is already open in process ${holder} (${lockFile}): one process per file`));
 }
 
 async function unlock(file: string): Promise<void> {
   await rm(lockFileOf(file), { force: true });
+}
+
+/**
+ * Makes this process the only one holding `lockFile` (it holds the pid): refuses, with
+ * `inUse(holder)`, while another live process holds it; takes over a lock left by a process that
+ * is gone (a crash, a kill -9) or by this one's previous life (a container's pid 1). Resolves with
+ * the release. The one process lock: the durable logs' and the embedded data dir's.
+ */
+export async function lockForProcess(lockFile: string, inUse: (holder: number, lockFile: string) => Error): Promise<() => Promise<void>> {
+  // A stale lock is removed and taken anew with O_EXCL, so of two processes taking it over at
+  // once one wins and the other finds it held.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      await writeFile(lockFile, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
+      return () => rm(lockFile, { force: true });
+    } catch (error) {
+      if (!isErrno(error, 'EEXIST')) throw error;
+    }
+    const holder = Number.parseInt(await readFile(lockFile, 'utf8').catch(() => ''), 10);
+    if (Number.isSafeInteger(holder) && holder > 0 && holder !== process.pid && processAlive(holder)) throw inUse(holder, lockFile);
+    await rm(lockFile, { force: true });
+  }
+  throw new Error(`could not take ${lockFile}`);
 }
 
 function processAlive(pid: number): boolean {
