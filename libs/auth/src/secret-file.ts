@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, open, readFile, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { fsyncDir } from '@docshare/durable-log';
 
 /**
  * The secret kept at `path`, made on first start (256 random bits, file mode 0600) so a restart
@@ -25,9 +26,7 @@ export const loadOrCreateSecret = async (path: string): Promise<string> => {
     await handle.close();
     // link() fails if the secret exists: a concurrent first start won, and its secret is used.
     await link(temporary, path);
-    const directory = await open(dir, 'r');
-    await directory.sync();
-    await directory.close();
+    await fsyncDir(dir);
     return secret;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return (await readFile(path, 'utf8')).trim();

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { fsyncDir } from '@docshare/durable-log';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -253,16 +254,6 @@ async function openIfExists(file: string): Promise<FileHandle | null> {
   } catch (err) {
     if (isNotFound(err)) return null;
     throw err;
-  }
-}
-
-// A rename or unlink is only durable once the directory holding the entry is fsynced.
-async function fsyncDir(path: string): Promise<void> {
-  const handle = await open(path, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }
 
