@@ -2,7 +2,9 @@ import { jitteredBackoffMs } from './backoff.ts';
 
 /**
  * Waits `ms`, or less when `signal` aborts (it then resolves, never rejects: the caller checks
- * why it woke). The timer does not keep the process alive.
+ * why it woke). Like any awaited timer it keeps the process alive until it ends: a program that
+ * awaits a sleep at its top level must not exit under it (Node's exit 13, "unsettled top-level
+ * await"). A loop that must not hold a stopping process passes a signal and aborts it on stop.
  */
 export const sleep = (ms: number, signal?: AbortSignal): Promise<void> => new Promise((resolve) => {
   if (signal?.aborted) return resolve();
@@ -12,7 +14,6 @@ export const sleep = (ms: number, signal?: AbortSignal): Promise<void> => new Pr
     resolve();
   };
   const timer = setTimeout(done, Math.max(0, ms));
-  timer.unref?.();
   signal?.addEventListener('abort', done, { once: true });
 });
 
@@ -42,7 +43,6 @@ export const makeWakeableSleep = (): WakeableSleep => {
           resolve();
         };
         const timer = setTimeout(done, Math.max(0, ms));
-        timer.unref?.();
         current = done;
       });
     },

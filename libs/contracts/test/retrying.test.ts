@@ -70,3 +70,15 @@ test('a wakeable sleep ends when woken, and a wake with nobody asleep ends the n
   assert.equal(ended, false);
   await short;
 });
+
+test('a sleep keeps the process alive until it ends (a top-level await of it is not cut short)', async () => {
+  const { spawn } = await import('node:child_process');
+  const child = spawn(process.execPath, ['--input-type=module', '-e',
+    "const { sleep, makeWakeableSleep } = await import('@docshare/contracts'); await sleep(30); await makeWakeableSleep().sleep(30); console.log('woke');"],
+  { cwd: import.meta.dirname, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString(); });
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  assert.equal(code, 0, 'exit 13 means the sleep did not hold the process');
+  assert.equal(out.trim(), 'woke');
+});
