@@ -210,7 +210,8 @@ async function openLog(
   if (scanned && scanned.goodLength < scanned.size) await truncateDurably(file, scanned.goodLength);
   let handle = await openAppend(file);
   if (!scanned) await fsyncDir(path.dirname(file));
-  let reader: FileHandle | null = null;
+  /** The one read handle, opened on the first read (a promise, so concurrent first reads share it). */
+  let reader: Promise<FileHandle> | null = null;
 
   let queue: Pending[] = [];
   let flushing: Promise<void> | null = null;
@@ -280,8 +281,11 @@ async function openLog(
   const readRange = (offset: number, length: number): Promise<Buffer> => {
     if (closing) return Promise.reject(new Error(`${label} is closed`));
     const read = (async () => {
-      reader ??= await open(file, 'r');
-      return readFully(reader, offset, length, label);
+      reader ??= open(file, 'r').catch((error: unknown) => {
+        reader = null; // the next read tries again
+        throw error;
+      });
+      return readFully(await reader, offset, length, label);
     })();
     reading.add(read);
     const forget = (): void => {
@@ -305,7 +309,7 @@ async function openLog(
         const oldReader = reader;
         reader = null;
         await Promise.allSettled([...reading]);
-        await oldReader?.close().catch(() => {});
+        await oldReader?.then((old) => old.close()).catch(() => {});
       } catch (error) {
         stopped = new Error(`${label} could not reopen after compaction and accepts no more writes until reopened`, { cause: error });
         throw stopped;
@@ -339,7 +343,7 @@ async function openLog(
         try {
           await handle.close();
           await Promise.allSettled([...reading]);
-          await reader?.close();
+          await (await reader?.catch(() => null))?.close();
         } finally {
           await unlock(file);
           openFiles.delete(file);

@@ -59,6 +59,19 @@ describe('durable log', () => {
     assert.deepEqual(decodeRecord(Buffer.from('xyz'), 0, 3), { ok: false, reason: 'bad framing' });
   });
 
+  it('opens one read handle for concurrent first reads, and closes every handle it opened', async () => {
+    const openFds = async (): Promise<number> => (await readdir('/proc/self/fd')).length;
+    const before = await openFds();
+    const file = freshFile();
+    const { log } = await openCollecting(file);
+    const places = await Promise.all(Array.from({ length: 5 }, (_, i) => log.append(JSON.stringify({ i }))));
+    const read = await Promise.all(Array.from({ length: 20 }, (_, i) => log.readRange(places[i % 5]!.offset, places[i % 5]!.length)));
+    assert.deepEqual(read.map((bytes) => decodeRecord(bytes, 0, bytes.length - 1)), Array.from({ length: 20 }, (_, i) => ({ ok: true, payload: { i: i % 5 } })));
+    await log.close();
+    // A handle left to the garbage collector would still be open here.
+    assert.equal(await openFds(), before);
+  });
+
   it('keeps every acknowledged record across a reopen, in order, and says where each one is', async () => {
     const file = freshFile();
     const { log, found } = await openCollecting(file);
