@@ -102,19 +102,3 @@ export const readConfig = <S extends z.ZodRawShape>(shape: S, env: NodeJS.Proces
   throw new ConfigError([...files.problems, ...issues]);
 };
 
-/**
- * readConfig for a service's main: a bad configuration is logged (or printed) and the process
- * exits with CONFIG_ERROR_EXIT_CODE instead of crashing into a restart loop.
- */
-export const configOrExit = <S extends z.ZodRawShape>(
-  shape: S, env: NodeJS.ProcessEnv, log: (message: string) => void = (message) => process.stderr.write(`${message}\n`),
-): z.output<z.ZodObject<S>> => {
-  try {
-    return readConfig(shape, env);
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    log(error.message);
-    process.exit(CONFIG_ERROR_EXIT_CODE);
-  }
-};
-

@@ -1,13 +1,15 @@
 import type { Express } from 'express';
 import type { EventConsumer } from '@docshare/event-bus';
-import { counter, type HttpLimits, type Logger, type MetricsListen, type Ops, type ReadinessCheck } from '@docshare/http';
+import { counter } from '@docshare/http';
 import { honourConsistency, makeConsistencyGate, type Checkpoints } from '@docshare/consistency';
-import { startConsumerService, type ConsumerService } from '@docshare/runtime';
+import { startConsumerService, type ConsumerService, type ConsumerServiceOptions } from '@docshare/runtime';
 import { projectorMetrics, runProjector, type BatchApply } from './runner.ts';
 
-export interface ProjectorServiceOptions {
-  /** Service name. */
-  name: string;
+/**
+ * A projector service: a consumer service (its checks, metrics, listeners, close; @docshare/runtime)
+ * whose app is its query API behind the read-your-writes gate and whose consumer is the projector.
+ */
+export interface ProjectorServiceOptions extends Omit<ConsumerServiceOptions, 'app' | 'join'> {
   /** Kafka consumer group (default: the name). */
   group?: string;
   consumer: EventConsumer;
@@ -26,28 +28,6 @@ export interface ProjectorServiceOptions {
   consistencyWaitMs?: number;
   /** The service's query API. */
   queryApp: Express;
-  /** What the queries need (the read store): /readyz fails while one of these fails. */
-  checks: Record<string, ReadinessCheck>;
-  /** Reported by /readyz but never failing it (e.g. consumer lag sources). */
-  softChecks?: Record<string, ReadinessCheck>;
-  /** Adds metrics to the service's registry (consumer lag, read-model generation). */
-  metrics?: (ops: Ops) => void;
-  /**
-   * The metrics listener (`METRICS_PORT`): /metrics is served there and not on `port`. Without
-   * one, /metrics stays on the service's own (internal) port.
-   */
-  metricsAt?: MetricsListen;
-  port: number;
-  host: string;
-  /** The HTTP limits of its listeners (`HTTP_*`). */
-  http: HttpLimits;
-  logger: Logger;
-  /** Closes the service's clients, after the consumer has stopped. */
-  close: () => Promise<void>;
-  /** Backoff between attempts to join the consumer group: from 200 ms doubling up to this (default 5 000). */
-  joinRetryMaxMs?: number;
-  /** Installs the SIGTERM/SIGINT handlers (default true; tests call `stop` instead). */
-  handleSignals?: boolean;
 }
 
 export type ProjectorService = ConsumerService;
