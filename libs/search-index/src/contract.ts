@@ -339,13 +339,15 @@ export function searchIndexContract(
       const content = `${w} ${'x'.repeat(HIT_CONTENT_LENGTH - w.length - 2)}\u{1D518}${'y'.repeat(50_000)}`;
       const doc = file({ content });
       await put(doc);
-      const hit = (await all(w)).hits[0];
-      assert.equal(hit?.id, doc.id);
-      assert.equal(hit?.content, content.slice(0, HIT_CONTENT_LENGTH - 1));
+      // Found by id, not by rank: a random word may be a typo away from another test's word, and
+      // this file's one match sits in 60,000 characters, which ranks it low.
+      const hit = (await all(w)).hits.find((h) => h.id === doc.id);
+      assert.ok(hit, 'the file is found by its word');
+      assert.equal(hit.content, content.slice(0, HIT_CONTENT_LENGTH - 1));
       assert.equal((await index.get(doc.id))?.doc.content.length, content.length);
       assert.equal((await index.getMany([doc.id])).get(doc.id)?.doc.content, content);
-      const cursorPage = await search(w, { from: 0, size: 1 });
-      assert.equal(cursorPage.hits[0]?.content.length, HIT_CONTENT_LENGTH - 1);
+      const cursorPage = await search(w, { from: 0, size: 50 });
+      assert.equal(cursorPage.hits.find((h) => h.id === doc.id)?.content.length, HIT_CONTENT_LENGTH - 1);
     });
 
     it('ranks a match in the description above a match only in the content', async () => {
