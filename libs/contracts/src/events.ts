@@ -41,6 +41,21 @@ export interface FileUpdated { fileId: number; ownerId: number; changes: FileCha
 export interface FileDeleted { fileId: number; ownerId: number; blobKey: string; deletedAt: string }
 export interface FileDownloaded { fileId: number; ownerId: number; downloadedBy: number; downloadedAt: string }
 export interface FileViewed { fileId: number; ownerId: number; viewedAt: string }
+/**
+ * Who viewed or downloaded, privately (docs/api-decisions.md: views and viewers): `u:<userId>` when
+ * the request carried a valid token, else `a:` and an HMAC of the client address and User-Agent
+ * under a salt of the UTC day (forgotten after two days): one visitor is one key within a day, and
+ * nobody can tell who it was, nor link two days.
+ */
+export type ViewerKey = string;
+/**
+ * A view of a file's public page (v2): recorded outside the file's stream (`streamversion` 0,
+ * `subject` the file's stream id), so views never conflict with each other nor with the file's
+ * commands; carries who viewed. v1 (in the file's stream, no viewer) is still read from older logs.
+ */
+export interface FileViewedV2 { fileId: number; ownerId: number; viewer: ViewerKey; viewedAt: string }
+/** A download authorized (v2): as v1, recorded outside the file's stream like a v2 view. */
+export interface FileDownloadedV2 { fileId: number; ownerId: number; downloadedBy: number; downloadedAt: string }
 export interface FilePurchased {
   fileId: number; ownerId: number; saleId: number; buyerId: number; price: number; purchasedAt: string;
 }
@@ -94,6 +109,8 @@ export interface EventDataByType {
   'docs.file.deleted.v1': FileDeleted;
   'docs.file.downloaded.v1': FileDownloaded;
   'docs.file.viewed.v1': FileViewed;
+  'docs.file.downloaded.v2': FileDownloadedV2;
+  'docs.file.viewed.v2': FileViewedV2;
   'docs.file.purchased.v1': FilePurchased;
   'docs.comment.posted.v1': CommentPosted;
   'docs.file.content-extracted.v1': ContentExtracted;
@@ -103,6 +120,12 @@ export type EventType = keyof EventDataByType;
 
 /** A docshare event of one known type, discriminated on `type`. */
 export type DocshareEvent = { [T in EventType]: CloudEvent<T, EventDataByType[T]> }[EventType];
+
+/** Event types recorded outside any stream (`streamversion` 0): EventStore.appendUnversioned. */
+export const UNVERSIONED_EVENT_TYPES: ReadonlySet<string> = new Set<EventType>(['docs.file.viewed.v2', 'docs.file.downloaded.v2']);
+
+/** The viewer key of a signed-in user (ViewerKey). */
+export const userViewer = (userId: number): ViewerKey => `u:${userId}`;
 
 /** An event as stored: `position` is its place in the store's global order (1-based). */
 export interface StoredEvent<E extends CloudEvent = DocshareEvent> {

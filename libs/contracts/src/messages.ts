@@ -79,6 +79,16 @@ export const M = {
   facetsNotBoolean: 'facets must be a boolean',
 
   statsFailed: 'Error fetching user stats',
+  invalidFrom: 'from must be a date in the form YYYY-MM-DD',
+  invalidTo: 'to must be a date in the form YYYY-MM-DD',
+  fromAfterTo: 'from must not be after to',
+  rangeTooLong: 'The range may span at most 366 days',
+  invalidFileId: 'file_id must be a positive integer',
+  invalidMetric: 'metric must be one of views, unique_viewers, downloads, sales, comments',
+  invalidDays: 'days must be an integer from 1 to 90',
+  invalidLimit: 'limit must be an integer from 1 to 50',
+  invalidHours: 'hours must be an integer from 1 to 168',
+  invalidCategoryId: 'category_id must be a positive integer',
   userNotFound: 'User not found',
 
   commentRequired: 'Comment is required',

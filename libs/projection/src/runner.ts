@@ -17,6 +17,7 @@ const KNOWN: ReadonlySet<string> = new Set<EventType>([
   'docs.user.registered.v1', 'docs.category.created.v1', 'docs.file.uploaded.v1', 'docs.file.updated.v1',
   'docs.file.deleted.v1', 'docs.file.downloaded.v1', 'docs.file.viewed.v1', 'docs.file.purchased.v1',
   'docs.comment.posted.v1', 'docs.file.content-extracted.v1', 'docs.file.content-extraction-failed.v1',
+  'docs.file.viewed.v2', 'docs.file.downloaded.v2',
 ]);
 
 /** The event as a known docshare event, or null for types this version does not know (skipped, never fatal). */
