@@ -298,6 +298,27 @@ describe('the OpenAPI document, over HTTP', () => {
     const stats = '/api/V1/stats/api-stats';
     conforms(await fx.c.json('POST', stats, token), stats, 'post');
 
+    // The statistics over time (issue 21): the examples, the owner's own file, and each 400 once.
+    const daily = '/api/V1/stats/api-daily';
+    const range = `from=${String(parameterExample(daily, 'get', 'from'))}&to=${String(parameterExample(daily, 'get', 'to'))}`;
+    const days = await fx.c.raw('GET', `${daily}?${range}`, { headers: auth(token) });
+    conforms(days, daily, 'get');
+    assert.equal(days.status, 200, days.text);
+    conforms(await fx.c.raw('GET', `${daily}?${range}&file_id=${fileId}`, { headers: auth(token) }), daily, 'get');
+    conforms(await fx.c.raw('GET', `${daily}?${range}&file_id=999999999`, { headers: auth(token) }), daily, 'get');
+    conforms(await fx.c.raw('GET', `${daily}?from=2025-02-30&to=2025-03-01`, { headers: auth(token) }), daily, 'get');
+    conforms(await fx.c.raw('GET', daily), daily, 'get');
+    const top = '/api/V1/stats/api-top';
+    const ranked = await fx.c.raw('GET', `${top}?metric=${String(parameterExample(top, 'get', 'metric'))}&days=${String(parameterExample(top, 'get', 'days'))}&limit=${String(parameterExample(top, 'get', 'limit'))}`, { headers: auth(token) });
+    conforms(ranked, top, 'get');
+    assert.equal(ranked.status, 200, ranked.text);
+    conforms(await fx.c.raw('GET', `${top}?metric=likes`, { headers: auth(token) }), top, 'get');
+    const trending = '/api/V1/stats/api-trending';
+    const hot = await fx.c.raw('GET', `${trending}?hours=${String(parameterExample(trending, 'get', 'hours'))}&category_id=${categoryId}&limit=${String(parameterExample(trending, 'get', 'limit'))}`, { headers: auth(token) });
+    conforms(hot, trending, 'get');
+    assert.equal(hot.status, 200, hot.text);
+    conforms(await fx.c.raw('GET', `${trending}?hours=0`, { headers: auth(token) }), trending, 'get');
+
     const files = '/api/V1/users/api-files';
     const mine = await fx.c.raw('GET', files, { headers: auth(token) });
     conforms(mine, files, 'get');

@@ -81,7 +81,7 @@ export interface paths {
         };
         /**
          * Authorise a download: counts it and returns a signed download_url
-         * @description Counts a download for the owner and answers a signed link to the bytes. Files for sale or disabled cannot be downloaded. HEAD is not served (405): it would count.
+         * @description Counts a download for the owner (with your user id as its downloader key: unique downloaders in api-daily) and answers a signed link to the bytes. Files for sale or disabled cannot be downloaded. HEAD is not served (405): it would count.
          */
         get: operations["download"];
         put?: never;
@@ -261,6 +261,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/V1/stats/api-daily": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your statistics per UTC day: views, unique viewers, downloads, sales, comments
+         * @description Your statistics per UTC day from `from` to `to` (both included, at most 366 days): every day of the range, zeros included, and the range's totals. Without `file_id`, all your files (a viewer of two of them is one unique viewer of the day); with it, that file only (another user's, unknown or deleted: 404). Exact up to 1,024 distinct viewers of a file (or of all your files) in a day, a HyperLogLog estimate above (2^14 registers, standard error 0.81 %). Unique viewers and downloaders are the sums of the days' (an anonymous viewer's key changes every UTC day, so one cannot be followed from day to day). Views and downloads are counted with a viewer key: the user with a valid token, else an anonymous key of the client address and User-Agent that changes every UTC day. Unknown query parameters are ignored; a repeated one is invalid.
+         */
+        get: operations["dailyStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /**
+         * CORS preflight
+         * @description A browser's preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.
+         */
+        options: operations["dailyStatsPreflight"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/V1/stats/api-top": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your files ranked by a metric over the last days
+         * @description Your files (not deleted) ranked by `metric` summed over the last `days` UTC days, today included: highest first, then by id; a file with 0 is left out. Unique viewers and downloaders are the sums of the days' (an anonymous viewer's key changes every UTC day, so one cannot be followed from day to day). Unknown query parameters are ignored; a repeated one is invalid.
+         */
+        get: operations["topFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /**
+         * CORS preflight
+         * @description A browser's preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.
+         */
+        options: operations["topFilesPreflight"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/V1/stats/api-trending": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everyone's visible files ranked by unique viewers over the last hours
+         * @description Every user's files that anyone may see (enabled, not deleted) viewed in the last `hours` UTC hours, the current one included, ranked by distinct viewers over the whole window, then by views, then by id. Exact up to 256 distinct viewers of a file over the window, a HyperLogLog estimate above (2^12 registers, standard error 1.6 %). Unknown query parameters are ignored; a repeated one is invalid.
+         */
+        get: operations["trendingFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /**
+         * CORS preflight
+         * @description A browser's preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.
+         */
+        options: operations["trendingFilesPreflight"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/V1/users/api-files": {
         parameters: {
             query?: never;
@@ -341,8 +413,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Public HTML page of a file; counts a view
-         * @description Public HTML page of a file; each GET counts a view (HEAD does not). Conditional GETs answer 304.
+         * Public HTML page of a file; counts a view under a viewer key
+         * @description Public HTML page of a file; each GET counts a view (HEAD does not), 304s included. The view is counted with a viewer key (unique viewers in api-daily and api-trending): your user id when the request carries a valid token, else an anonymous key of the day (an HMAC of the client address and User-Agent under a salt that changes every UTC day and is forgotten after two). Conditional GETs answer 304.
          */
         get: operations["viewPage"];
         put?: never;
@@ -706,6 +778,94 @@ export interface components {
                 total_downloads: number;
                 total_sales: number;
             };
+        };
+        DayCounts: {
+            /**
+             * Format: date
+             * @description The UTC day.
+             */
+            date: string;
+            /** @description Views of the file pages, the owner's included. */
+            views: number;
+            /** @description Distinct viewers: signed-in users by id, others by an anonymous key of the day; the owner not counted. Exact up to 1,024 distinct viewers of a file (or of all your files) in a day, a HyperLogLog estimate above (2^14 registers, standard error 0.81 %). */
+            unique_viewers: number;
+            /** @description Downloads authorised (api-download), the owner's included. */
+            downloads: number;
+            /** @description Distinct users who downloaded; the owner not counted. Counted like unique_viewers. */
+            unique_downloaders: number;
+            /** @description First purchases of a file by a buyer. */
+            sales: number;
+            /** @description Comments received. */
+            comments: number;
+        };
+        /** @description The range's sums. Unique viewers and downloaders are the sums of the days' (an anonymous viewer's key changes every UTC day, so one cannot be followed from day to day). */
+        DayTotals: {
+            /** @description Views of the file pages, the owner's included. */
+            views: number;
+            /** @description Distinct viewers: signed-in users by id, others by an anonymous key of the day; the owner not counted. Exact up to 1,024 distinct viewers of a file (or of all your files) in a day, a HyperLogLog estimate above (2^14 registers, standard error 0.81 %). */
+            unique_viewers: number;
+            /** @description Downloads authorised (api-download), the owner's included. */
+            downloads: number;
+            /** @description Distinct users who downloaded; the owner not counted. Counted like unique_viewers. */
+            unique_downloaders: number;
+            /** @description First purchases of a file by a buyer. */
+            sales: number;
+            /** @description Comments received. */
+            comments: number;
+        };
+        DailyStats: {
+            /** @constant */
+            status: "success";
+            /**
+             * @description Days are UTC days.
+             * @constant
+             */
+            timezone: "UTC";
+            /** Format: date */
+            from: string;
+            /** Format: date */
+            to: string;
+            /** @description Every day of the range, ascending, zeros included. */
+            days: components["schemas"]["DayCounts"][];
+            totals: components["schemas"]["DayTotals"];
+        };
+        TopFile: {
+            id: string;
+            title: string;
+            /**
+             * Format: uri
+             * @description The file's public page.
+             */
+            link: string;
+            /** @description The metric summed over the days (unique viewers: the sum of each day's). */
+            value: number;
+        };
+        TopFiles: {
+            /** @constant */
+            status: "success";
+            /** @description Highest value first, then by id; files with a value of 0 are left out. */
+            results: components["schemas"]["TopFile"][];
+        };
+        TrendingFile: {
+            id: string;
+            title: string;
+            /**
+             * Format: uri
+             * @description The file's public page.
+             */
+            link: string;
+            /** @description The category's name. */
+            category: string;
+            /** @description Distinct viewers over the whole window (the owner not counted). Exact up to 256 distinct viewers of a file over the window, a HyperLogLog estimate above (2^12 registers, standard error 1.6 %). */
+            unique_viewers: number;
+            /** @description Views over the window, the owner's included. */
+            views: number;
+        };
+        TrendingFiles: {
+            /** @constant */
+            status: "success";
+            /** @description Most unique viewers first, then most views, then by id. */
+            results: components["schemas"]["TrendingFile"][];
         };
         UserFile: {
             file_id: number;
@@ -3330,6 +3490,520 @@ export interface operations {
         };
     };
     statsPreflight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @example https://app.example.com */
+                Origin?: string;
+                /** @example POST */
+                "Access-Control-Request-Method"?: string;
+                /** @example x-authorization, content-type, idempotency-key */
+                "Access-Control-Request-Headers"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Preflight answered (no body) */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
+                    "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
+                    "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["MethodNotAllowed"];
+        };
+    };
+    dailyStats: {
+        parameters: {
+            query: {
+                /**
+                 * @description The first UTC day, `YYYY-MM-DD`.
+                 * @example 2025-11-21
+                 */
+                from: string;
+                /**
+                 * @description The last UTC day, `YYYY-MM-DD`, not before `from`, at most 365 days after it.
+                 * @example 2025-11-23
+                 */
+                to: string;
+                /**
+                 * @description One of your files (default: all of them).
+                 * @example 1
+                 */
+                file_id?: string;
+            };
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description The `X-Docshare-Consistency` header of a write's answer (e.g. another user's write), copied as it is: the read waits (at most 5 s) until it shows that write. Leave it empty otherwise: your own writes are awaited without it, and a position the server has not reached yet makes the read wait the whole 5 s. */
+                "X-Docshare-Consistency"?: components["parameters"]["XDocshareConsistency"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Statistics per day */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DailyStats"];
+                };
+            };
+            /** @description The request is invalid */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    dailyStatsPreflight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @example https://app.example.com */
+                Origin?: string;
+                /** @example POST */
+                "Access-Control-Request-Method"?: string;
+                /** @example x-authorization, content-type, idempotency-key */
+                "Access-Control-Request-Headers"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Preflight answered (no body) */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
+                    "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
+                    "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["MethodNotAllowed"];
+        };
+    };
+    topFiles: {
+        parameters: {
+            query?: {
+                /**
+                 * @description What to rank by.
+                 * @example views
+                 */
+                metric?: "views" | "unique_viewers" | "downloads" | "sales" | "comments";
+                /**
+                 * @description How many UTC days, ending today (1–90).
+                 * @example 7
+                 */
+                days?: number;
+                /**
+                 * @description How many files at most (1–50).
+                 * @example 10
+                 */
+                limit?: number;
+            };
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description The `X-Docshare-Consistency` header of a write's answer (e.g. another user's write), copied as it is: the read waits (at most 5 s) until it shows that write. Leave it empty otherwise: your own writes are awaited without it, and a position the server has not reached yet makes the read wait the whole 5 s. */
+                "X-Docshare-Consistency"?: components["parameters"]["XDocshareConsistency"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Your files, best first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopFiles"];
+                };
+            };
+            /** @description The request is invalid */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    topFilesPreflight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @example https://app.example.com */
+                Origin?: string;
+                /** @example POST */
+                "Access-Control-Request-Method"?: string;
+                /** @example x-authorization, content-type, idempotency-key */
+                "Access-Control-Request-Headers"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Preflight answered (no body) */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
+                    "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
+                    "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["MethodNotAllowed"];
+        };
+    };
+    trendingFiles: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How many UTC hours, ending with the current one (1–168).
+                 * @example 24
+                 */
+                hours?: number;
+                /**
+                 * @description Only files of this category (default: every category).
+                 * @example 1
+                 */
+                category_id?: string;
+                /**
+                 * @description How many files at most (1–50).
+                 * @example 10
+                 */
+                limit?: number;
+            };
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description The `X-Docshare-Consistency` header of a write's answer (e.g. another user's write), copied as it is: the read waits (at most 5 s) until it shows that write. Leave it empty otherwise: your own writes are awaited without it, and a position the server has not reached yet makes the read wait the whole 5 s. */
+                "X-Docshare-Consistency"?: components["parameters"]["XDocshareConsistency"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Trending files, most unique viewers first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrendingFiles"];
+                };
+            };
+            /** @description The request is invalid */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    trendingFilesPreflight: {
         parameters: {
             query?: never;
             header?: {

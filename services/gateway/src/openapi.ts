@@ -163,6 +163,22 @@ const perPage = (byDefault: number): Obj => ({
 
 /* ---------- schemas ---------- */
 
+/** How unique viewers and downloaders are counted (the stats projector's sketches, design of issue 21). */
+const UNIQUE_ACCURACY = 'Exact up to 1,024 distinct viewers of a file (or of all your files) in a day, a HyperLogLog estimate above (2^14 registers, standard error 0.81 %).';
+/** Trending merges hourly sketches (2^12 registers each) over the window. */
+const TRENDING_ACCURACY = 'Exact up to 256 distinct viewers of a file over the window, a HyperLogLog estimate above (2^12 registers, standard error 1.6 %).';
+const SUMMED_UNIQUES = 'Unique viewers and downloaders are the sums of the days\' (an anonymous viewer\'s key changes every UTC day, so one cannot be followed from day to day).';
+const count = (description: string): Obj => ({ type: 'integer', minimum: 0, description });
+/** The counters of a day (and of a range's totals). */
+const DAY_COUNTS: Record<string, Obj> = {
+  views: count('Views of the file pages, the owner\'s included.'),
+  unique_viewers: count(`Distinct viewers: signed-in users by id, others by an anonymous key of the day; the owner not counted. ${UNIQUE_ACCURACY}`),
+  downloads: count('Downloads authorised (api-download), the owner\'s included.'),
+  unique_downloaders: count('Distinct users who downloaded; the owner not counted. Counted like unique_viewers.'),
+  sales: count('First purchases of a file by a buyer.'),
+  comments: count('Comments received.'),
+};
+
 const SCHEMAS: Record<string, Obj> = {
   Error: {
     ...obj({ status: { const: 'error' }, message: { type: 'string', description: 'What went wrong, worded as listed for each status.' } }),
@@ -251,6 +267,25 @@ const SCHEMAS: Record<string, Obj> = {
     next_cursor: { type: 'string', description: 'Present while more matches follow this page.' },
   }, ['status', 'results', 'total', 'page', 'per_page']),
   Stats: success({ data: obj({ total_comments: int, total_files: int, total_views: int, total_downloads: int, total_sales: int }) }),
+  DayCounts: obj({ date: { ...date, description: 'The UTC day.' }, ...DAY_COUNTS }),
+  DayTotals: { ...obj(DAY_COUNTS), description: `The range's sums. ${SUMMED_UNIQUES}` },
+  DailyStats: success({
+    timezone: { const: 'UTC', description: 'Days are UTC days.' }, from: date, to: date,
+    days: { type: 'array', items: schema('DayCounts'), description: 'Every day of the range, ascending, zeros included.' },
+    totals: schema('DayTotals'),
+  }),
+  TopFile: obj({
+    id: { type: 'string', pattern: '^[0-9]+$' }, title: str, link: { ...uri, description: 'The file\'s public page.' },
+    value: { type: 'integer', minimum: 1, description: 'The metric summed over the days (unique viewers: the sum of each day\'s).' },
+  }),
+  TopFiles: success({ results: { type: 'array', items: schema('TopFile'), description: 'Highest value first, then by id; files with a value of 0 are left out.' } }),
+  TrendingFile: obj({
+    id: { type: 'string', pattern: '^[0-9]+$' }, title: str, link: { ...uri, description: 'The file\'s public page.' },
+    category: { type: 'string', description: 'The category\'s name.' },
+    unique_viewers: { type: 'integer', minimum: 0, description: `Distinct viewers over the whole window (the owner not counted). ${TRENDING_ACCURACY}` },
+    views: { type: 'integer', minimum: 1, description: 'Views over the window, the owner\'s included.' },
+  }),
+  TrendingFiles: success({ results: { type: 'array', items: schema('TrendingFile'), description: 'Most unique viewers first, then most views, then by id.' } }),
   UserFile: obj({ file_id: int, upload_date: date, title: str, description: str, file_url: uri }),
   UserFiles: success({ user: obj({ id: int, name: str }), files: { type: 'array', items: schema('UserFile') }, total: int, page: int, per_page: int }),
   PageRequest: obj({ page: { type: 'integer', minimum: 1 }, per_page: { type: 'integer', minimum: 1, maximum: LIMITS.perPageMax } }, []),
@@ -395,7 +430,7 @@ const operations = (base: string): Record<string, OperationSpec> => {
     },
     download: {
       tag: 'Files',
-      description: 'Counts a download for the owner and answers a signed link to the bytes. Files for sale or disabled cannot be downloaded. HEAD is not served (405): it would count.',
+      description: 'Counts a download for the owner (with your user id as its downloader key: unique downloaders in api-daily) and answers a signed link to the bytes. Files for sale or disabled cannot be downloaded. HEAD is not served (405): it would count.',
       parameters: [{ name: 'file_id', in: 'query', required: true, description: 'The file\'s id.', schema: str, example: '1' }],
       answers: {
         200: jsonAnswer(M.downloadReady, 'DownloadReady', {
@@ -512,6 +547,62 @@ const operations = (base: string): Record<string, OperationSpec> => {
         }),
       },
     },
+    dailyStats: {
+      tag: 'Search and statistics', read: true,
+      description: `Your statistics per UTC day from \`from\` to \`to\` (both included, at most 366 days): every day of the range, zeros included, and the range's totals. Without \`file_id\`, all your files (a viewer of two of them is one unique viewer of the day); with it, that file only (another user's, unknown or deleted: 404). ${UNIQUE_ACCURACY} ${SUMMED_UNIQUES} Views and downloads are counted with a viewer key: the user with a valid token, else an anonymous key of the client address and User-Agent that changes every UTC day. Unknown query parameters are ignored; a repeated one is invalid.`,
+      parameters: [
+        { name: 'from', in: 'query', required: true, description: 'The first UTC day, `YYYY-MM-DD`.', schema: date, example: '2025-11-21' },
+        { name: 'to', in: 'query', required: true, description: 'The last UTC day, `YYYY-MM-DD`, not before `from`, at most 365 days after it.', schema: date, example: '2025-11-23' },
+        { name: 'file_id', in: 'query', required: false, description: 'One of your files (default: all of them).', schema: { type: 'string', pattern: '^[1-9][0-9]*$' }, example: '1' },
+      ],
+      answers: {
+        200: jsonAnswer('Statistics per day', 'DailyStats', {
+          status: 'success', timezone: 'UTC', from: '2025-11-21', to: '2025-11-23',
+          days: [
+            { date: '2025-11-21', views: 0, unique_viewers: 0, downloads: 0, unique_downloaders: 0, sales: 0, comments: 0 },
+            { date: '2025-11-22', views: 12, unique_viewers: 7, downloads: 3, unique_downloaders: 2, sales: 1, comments: 1 },
+            { date: '2025-11-23', views: 5, unique_viewers: 4, downloads: 2, unique_downloaders: 2, sales: 0, comments: 2 },
+          ],
+          totals: { views: 17, unique_viewers: 11, downloads: 5, unique_downloaders: 4, sales: 1, comments: 3 },
+        }),
+      },
+      errors: { 400: [M.invalidFrom, M.invalidTo, M.fromAfterTo, M.rangeTooLong, M.invalidFileId], 404: [M.fileNotFound] },
+    },
+    topFiles: {
+      tag: 'Search and statistics', read: true,
+      description: `Your files (not deleted) ranked by \`metric\` summed over the last \`days\` UTC days, today included: highest first, then by id; a file with 0 is left out. ${SUMMED_UNIQUES} Unknown query parameters are ignored; a repeated one is invalid.`,
+      parameters: [
+        { name: 'metric', in: 'query', required: false, description: 'What to rank by.', schema: { type: 'string', enum: ['views', 'unique_viewers', 'downloads', 'sales', 'comments'], default: 'views' }, example: 'views' },
+        { name: 'days', in: 'query', required: false, description: 'How many UTC days, ending today (1–90).', schema: { type: 'integer', minimum: 1, maximum: 90, default: 7 }, example: 7 },
+        { name: 'limit', in: 'query', required: false, description: 'How many files at most (1–50).', schema: { type: 'integer', minimum: 1, maximum: 50, default: 10 }, example: 10 },
+      ],
+      answers: {
+        200: jsonAnswer('Your files, best first', 'TopFiles', {
+          status: 'success',
+          results: [{ id: '1', title: 'Read me', link: fileUrl, value: 17 }, { id: '2', title: 'Quick start', link: `${base}/docs/2`, value: 4 }],
+        }),
+      },
+      errors: { 400: [M.invalidMetric, M.invalidDays, M.invalidLimit] },
+    },
+    trendingFiles: {
+      tag: 'Search and statistics', read: true,
+      description: `Every user's files that anyone may see (enabled, not deleted) viewed in the last \`hours\` UTC hours, the current one included, ranked by distinct viewers over the whole window, then by views, then by id. ${TRENDING_ACCURACY} Unknown query parameters are ignored; a repeated one is invalid.`,
+      parameters: [
+        { name: 'hours', in: 'query', required: false, description: 'How many UTC hours, ending with the current one (1–168).', schema: { type: 'integer', minimum: 1, maximum: 168, default: 24 }, example: 24 },
+        { name: 'category_id', in: 'query', required: false, description: 'Only files of this category (default: every category).', schema: { type: 'string', pattern: '^[1-9][0-9]*$' }, example: '1' },
+        { name: 'limit', in: 'query', required: false, description: 'How many files at most (1–50).', schema: { type: 'integer', minimum: 1, maximum: 50, default: 10 }, example: 10 },
+      ],
+      answers: {
+        200: jsonAnswer('Trending files, most unique viewers first', 'TrendingFiles', {
+          status: 'success',
+          results: [
+            { id: '1', title: 'Read me', link: fileUrl, category: 'Documentation', unique_viewers: 50, views: 50 },
+            { id: '2', title: 'Quick start', link: `${base}/docs/2`, category: 'Documentation', unique_viewers: 1, views: 500 },
+          ],
+        }),
+      },
+      errors: { 400: [M.invalidHours, M.invalidCategoryId, M.invalidLimit] },
+    },
     listFiles: {
       tag: 'Files', read: true,
       description: 'Newest first. Others see only enabled files; the owner sees all of theirs.',
@@ -544,7 +635,7 @@ const operations = (base: string): Record<string, OperationSpec> => {
     },
     viewPage: {
       tag: 'Public pages',
-      description: 'Public HTML page of a file; each GET counts a view (HEAD does not). Conditional GETs answer 304.',
+      description: 'Public HTML page of a file; each GET counts a view (HEAD does not), 304s included. The view is counted with a viewer key (unique viewers in api-daily and api-trending): your user id when the request carries a valid token, else an anonymous key of the day (an HMAC of the client address and User-Agent under a salt that changes every UTC day and is forgotten after two). Conditional GETs answer 304.',
       parameters: [param('fileIdPath'), { ...PARAMETERS.IfNoneMatch, schema: shownOnly(str, PAGE_ETAG) }, param('IfModifiedSince')],
       answers: {
         200: {
@@ -616,7 +707,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 const TAGS = [
   { name: 'Account', description: 'Registration and login: both answer a JWT.' },
   { name: 'Files', description: 'Upload, download, change, sell and delete files; categories; a user\'s files.' },
-  { name: 'Search and statistics', description: 'Full-text search and your statistics.' },
+  { name: 'Search and statistics', description: 'Full-text search; your statistics, in totals and per UTC day; your top files; trending files.' },
   { name: 'Comments', description: 'Comment on files; read the comments on yours.' },
   { name: 'Public pages', description: 'No token: a file\'s HTML page and its bytes behind a signed link.' },
   { name: 'Documentation', description: 'This document, its reference page and the index.' },

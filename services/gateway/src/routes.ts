@@ -34,10 +34,13 @@ export const ROUTES: readonly Route[] = [
   { method: 'get', path: '/api/V1/docs/api-categories', upstream: 'files', auth: true, operationId: 'listCategories', summary: 'List categories' },
   { method: 'post', path: '/api/V1/stats/api-search', upstream: 'search', auth: true, operationId: 'search', summary: 'Search files', failure: M.searchFailed },
   { method: 'post', path: '/api/V1/stats/api-stats', upstream: 'stats', auth: true, operationId: 'stats', summary: "The authenticated user's statistics", failure: M.statsFailed },
+  { method: 'get', path: '/api/V1/stats/api-daily', upstream: 'stats', auth: true, operationId: 'dailyStats', summary: 'Your statistics per UTC day: views, unique viewers, downloads, sales, comments', failure: M.statsFailed },
+  { method: 'get', path: '/api/V1/stats/api-top', upstream: 'stats', auth: true, operationId: 'topFiles', summary: 'Your files ranked by a metric over the last days', failure: M.statsFailed },
+  { method: 'get', path: '/api/V1/stats/api-trending', upstream: 'stats', auth: true, operationId: 'trendingFiles', summary: "Everyone's visible files ranked by unique viewers over the last hours", failure: M.statsFailed },
   { method: 'get', path: '/api/V1/users/api-files', upstream: 'files', auth: true, operationId: 'listFiles', summary: 'Files of a user' },
   { method: 'post', path: '/api/V1/users/api-comments', upstream: 'files', auth: true, operationId: 'listComments', summary: 'Comments received on your files' },
   // docs-command answers it (from the files read model) because it signs the links.
   { method: 'get', path: '/api/V1/users/api-purchases', upstream: 'docs', auth: true, operationId: 'listPurchases', summary: 'Files you bought, each with a signed download_url' },
-  { method: 'get', path: '/docs/:fileId', upstream: 'docs', auth: false, operationId: 'viewPage', summary: 'Public HTML page of a file; counts a view' },
+  { method: 'get', path: '/docs/:fileId', upstream: 'docs', auth: false, operationId: 'viewPage', summary: 'Public HTML page of a file; counts a view under a viewer key' },
   { method: 'get', path: '/files/:fileId/content', upstream: 'docs', auth: false, operationId: 'fileContent', summary: 'File bytes behind a signed, expiring link (Range supported)' },
 ];
