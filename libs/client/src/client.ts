@@ -9,8 +9,8 @@ import { DocshareApiError, DocshareNetworkError, parseRetryAfter, SearchWalkErro
 import { multipartBody, openFile, type FileSource } from './multipart.ts';
 import { request, resolveUrl, ResponseTooLargeError, type Body, type FetchLike, type RawResponse } from './request.ts';
 import type {
-  CategoriesResponse, CommentResponse, CommentsQuery, CommentsResponse, DeleteResponse, DownloadAuthorization,
-  FilesQuery, FilesResponse, License, LoginRequest, LoginResponse, PurchaseResponse, PurchasesQuery, PurchasesResponse, RegisterRequest,
+  CategoriesResponse, CommentResponse, CommentsQuery, CommentsResponse, DailyStatsResponse, DeleteResponse, DownloadAuthorization,
+  FilesQuery, FilesResponse, TopFilesResponse, TopMetric, TrendingResponse, License, LoginRequest, LoginResponse, PurchaseResponse, PurchasesQuery, PurchasesResponse, RegisterRequest,
   RegisterResponse, SearchOptions, SearchResponse, SearchResult, StatsResponse, UpdateRequest, UpdateResponse,
   UploadFields, UploadResponse,
 } from './types.ts';
@@ -113,6 +113,27 @@ export interface DownloadResult extends ContentResult {
 }
 
 export type Id = string | number;
+
+/** The days of `dailyStats`: UTC days `YYYY-MM-DD`, both included (at most 366 days); one file of yours, else all. */
+export interface DailyStatsInput {
+  from: string;
+  to: string;
+  fileId?: Id;
+}
+
+/** `topFiles`: the metric (default views) over the last `days` UTC days (1–90, default 7), at most `limit` files (1–50, default 10). */
+export interface TopFilesInput {
+  metric?: TopMetric;
+  days?: number;
+  limit?: number;
+}
+
+/** `trending`: the last `hours` UTC hours (1–168, default 24), one category or all, at most `limit` files (1–50, default 10). */
+export interface TrendingInput {
+  hours?: number;
+  categoryId?: Id;
+  limit?: number;
+}
 
 interface Spec {
   method: 'GET' | 'POST' | 'DELETE';
@@ -368,6 +389,26 @@ export function createClient(options: ClientOptions) {
     /** Your statistics. */
     async stats(opts?: CallOptions): Promise<StatsResponse> {
       return await call({ method: 'POST', path: '/api/V1/stats/api-stats', auth: true }, opts);
+    },
+
+    /**
+     * Your statistics per UTC day from `from` to `to` (every day, zeros included) and their totals:
+     * views, unique viewers, downloads, unique downloaders, sales, comments.
+     */
+    async dailyStats(q: DailyStatsInput, opts?: CallOptions): Promise<DailyStatsResponse> {
+      const { from, to, fileId } = q;
+      return await call({ method: 'GET', path: `/api/V1/stats/api-daily${query({ from, to, file_id: fileId === undefined ? undefined : String(fileId) })}`, auth: true }, opts);
+    },
+
+    /** Your files ranked by a metric over the last days, best first. */
+    async topFiles(q: TopFilesInput = {}, opts?: CallOptions): Promise<TopFilesResponse> {
+      return await call({ method: 'GET', path: `/api/V1/stats/api-top${query({ metric: q.metric, days: q.days, limit: q.limit })}`, auth: true }, opts);
+    },
+
+    /** Everyone's visible files ranked by unique viewers over the last hours (ties: views). */
+    async trending(q: TrendingInput = {}, opts?: CallOptions): Promise<TrendingResponse> {
+      const category = q.categoryId === undefined ? undefined : String(q.categoryId);
+      return await call({ method: 'GET', path: `/api/V1/stats/api-trending${query({ hours: q.hours, category_id: category, limit: q.limit })}`, auth: true }, opts);
     },
 
     /** Files of a user (default: you), newest first. */

@@ -1,8 +1,8 @@
 // @docshare/client: a typed client of the docshare API (types generated from its OpenAPI document).
 export { createClient, CLIENT_VERSION } from './client.ts';
 export type {
-  CallOptions, ClientOptions, DocshareClient, DownloadOptions, DownloadResult, Id, ResponseInfo, RetryInfo,
-  UploadInput, UploadOptions,
+  CallOptions, ClientOptions, DailyStatsInput, DocshareClient, DownloadOptions, DownloadResult, Id, ResponseInfo, RetryInfo,
+  TopFilesInput, TrendingInput, UploadInput, UploadOptions,
 } from './client.ts';
 export { DocshareApiError, DocshareNetworkError, describeCause, parseRetryAfter, SearchWalkError } from './errors.ts';
 export { MAX_RESPONSE_BYTES, request, readResponse, resolveUrl, ResponseTooLargeError } from './request.ts';

@@ -61,3 +61,15 @@ export type UserFile = FilesResponse['files'][number];
 export type CommentsQuery = QueryOf<'listComments'>;
 export type CommentsResponse = SuccessBody<'listComments'>;
 export type ReceivedComment = CommentsResponse['data'][number];
+
+export type DailyStatsQuery = QueryOf<'dailyStats'>;
+export type DailyStatsResponse = SuccessBody<'dailyStats'>;
+export type DayStats = DailyStatsResponse['days'][number];
+export type DayTotals = DailyStatsResponse['totals'];
+export type TopFilesQuery = QueryOf<'topFiles'>;
+export type TopMetric = NonNullable<TopFilesQuery['metric']>;
+export type TopFilesResponse = SuccessBody<'topFiles'>;
+export type TopFile = TopFilesResponse['results'][number];
+export type TrendingQuery = QueryOf<'trendingFiles'>;
+export type TrendingResponse = SuccessBody<'trendingFiles'>;
+export type TrendingFile = TrendingResponse['results'][number];

@@ -87,6 +87,46 @@ describe('@docshare/client', () => {
     assert.equal(req?.headers['idempotency-key'], undefined, 'reads carry no Idempotency-Key');
   });
 
+  it('statistics over time: GETs with their query (snake_case, nothing sent for what is not given), the token, no body', async () => {
+    const daily = {
+      status: 'success', timezone: 'UTC', from: '2025-11-22', to: '2025-11-22',
+      days: [{ date: '2025-11-22', views: 3, unique_viewers: 2, downloads: 1, unique_downloaders: 1, sales: 0, comments: 0 }],
+      totals: { views: 3, unique_viewers: 2, downloads: 1, unique_downloaders: 1, sales: 0, comments: 0 },
+    };
+    srv.script(json(200, daily));
+    const c = client();
+    assert.deepEqual(await c.dailyStats({ from: '2025-11-22', to: '2025-11-22', fileId: 12 }), daily);
+    await c.dailyStats({ from: '2025-11-01', to: '2025-11-30' });
+    srv.script(json(200, { status: 'success', results: [{ id: '4', title: 'A', link: 'http://x/docs/4', value: 9 }] }));
+    assert.equal((await c.topFiles({ metric: 'unique_viewers', days: 30, limit: 5 })).results[0]?.value, 9);
+    await c.topFiles();
+    srv.script(json(200, { status: 'success', results: [] }));
+    assert.deepEqual((await c.trending({ hours: 6, categoryId: '3', limit: 20 })).results, []);
+    await c.trending();
+    const urls = srv.seen.map((s) => s.url);
+    assert.deepEqual(urls, ['/api/V1/stats/api-trending?hours=6&category_id=3&limit=20', '/api/V1/stats/api-trending']);
+    for (const req of srv.seen) {
+      assert.equal(req.method, 'GET');
+      assert.equal(req.headers['x-authorization'], 'Bearer tok');
+      assert.equal(req.body.length, 0);
+    }
+  });
+
+  it('statistics over time: the paths and queries of daily and top', async () => {
+    srv.script(json(200, { status: 'success', results: [] }));
+    const c = client();
+    await c.dailyStats({ from: '2025-11-22', to: '2025-11-23', fileId: 12 });
+    await c.dailyStats({ from: '2025-11-01', to: '2025-11-30' });
+    await c.topFiles({ metric: 'unique_viewers', days: 30, limit: 5 });
+    await c.topFiles();
+    assert.deepEqual(srv.seen.map((s) => s.url), [
+      '/api/V1/stats/api-daily?from=2025-11-22&to=2025-11-23&file_id=12',
+      '/api/V1/stats/api-daily?from=2025-11-01&to=2025-11-30',
+      '/api/V1/stats/api-top?metric=unique_viewers&days=30&limit=5',
+      '/api/V1/stats/api-top',
+    ]);
+  });
+
   it('throws DocshareApiError with status, message, requestId and retryAfter; a 4xx is not retried', async () => {
     srv.script(json(404, { status: 'error', message: 'File not found' }));
     const error = await client().deleteFile(7).catch((e: unknown) => e);
