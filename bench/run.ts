@@ -8,15 +8,31 @@
  * Seeds a data dir through the public API (so the log is what real use writes), then restarts the
  * server several times on it and reports the median time to a ready /healthz and the resident
  * memory after start (VmRSS of the server process).
+ *
+ * Then, on one more start, the view measures of issue 21 (bench/stack/views.ts): BENCH_VIEWS
+ * (4000) views of one file against as many spread over 16 files, 16 clients, alternating in two
+ * rounds (views/s, p50/p99, hot ÷ spread); views paced at BENCH_VIEW_RATE (500/s) for
+ * BENCH_VIEW_SECONDS (4) and the lag until `api-stats` total_views and today's `api-daily` views
+ * count each acknowledged view (p50/p99); and a 366-day `api-daily`, BENCH_DAILY_READS (500)
+ * requests one at a time, beside `api-stats` read the same way on the same server (its ceiling:
+ * one document of the same read model behind the same auth; embedded, the store cannot be asked
+ * directly).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Api, fileInput } from './stack/api.ts';
+import { closedLoop, expectOk, percentile, summarizeErrors, type LoadResult } from './stack/load.ts';
+import { ackedToCounted, hotVsSpread, utcDaysEnding, type AckedToCounted, type ViewLoad } from './stack/views.ts';
 
 const TARGET_EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
 const RESTARTS = Number(process.env.BENCH_RESTARTS ?? 5);
+const VIEWS = Number(process.env.BENCH_VIEWS ?? 4000);
+const VIEW_RATE = Number(process.env.BENCH_VIEW_RATE ?? 500);
+const VIEW_SECONDS = Number(process.env.BENCH_VIEW_SECONDS ?? 4);
+const DAILY_READS = Number(process.env.BENCH_DAILY_READS ?? 500);
 const main = join(import.meta.dirname, '..', 'services', 'standalone', 'src', 'main.ts');
 
 const freePort = (): Promise<number> => new Promise((resolve, reject) => {
@@ -146,6 +162,49 @@ try {
     await stop(server.child);
   }
 
+  // The view measures (issue 21) write thousands of views: after the restarts, so the log they
+  // replayed is the one seeded above.
+  server = await start(dataDir, port);
+  const api = new Api(base);
+  const failed: string[] = [];
+  const attempt = async <T>(name: string, fn: () => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await fn();
+    } catch (error) {
+      failed.push(`${name}: ${error instanceof Error ? error.message : String(error)}`);
+      return undefined;
+    }
+  };
+  // Owners of their own: nothing else views their files during these measures.
+  const viewOwner = await api.register('View Owner', 'views@bench.test');
+  const spreadFiles: number[] = [];
+  for (let i = 0; i < 16; i++) spreadFiles.push(await api.upload(viewOwner.token, fileInput(i)));
+  const hotFile = spreadFiles[0]!;
+  const views = await attempt('hot vs spread', () => hotVsSpread({
+    clients: 16, count: VIEWS, hot: () => api.viewPage(hotFile), spread: (n) => api.viewPage(spreadFiles[n % spreadFiles.length]!),
+  }));
+  const lagOwner = await api.register('Lag Owner', 'lag@bench.test');
+  const lagFile = await api.upload(lagOwner.token, fileInput(16));
+  const today = utcDaysEnding(new Date(), 1)[0]!;
+  const counted = await attempt('view acknowledged → counted', () => ackedToCounted({
+    rate: VIEW_RATE, seconds: VIEW_SECONDS, pollMs: 5, timeoutMs: 30_000,
+    view: async () => { expectOk(await api.viewPage(lagFile), 'view page'); },
+    reads: {
+      'api-stats total_views': async () => Number((await api.stats(lagOwner.token)).total_views),
+      'api-daily views (today)': async () => Number((await api.daily(lagOwner.token, today, today)).totals.views),
+    },
+  }));
+  const year = utcDaysEnding(new Date(), 366);
+  const oneAtATime = async (what: string, send: () => Promise<{ status: number; text: string }>): Promise<LoadResult> => {
+    await closedLoop({ clients: 1, count: Math.ceil(DAILY_READS / 10), op: async () => { expectOk(await send(), what); } });
+    const r = await closedLoop({ clients: 1, count: DAILY_READS, op: async () => { expectOk(await send(), what); } });
+    if (r.errors > 0) throw new Error(`${r.errors} of ${DAILY_READS} failed: ${summarizeErrors(r.errorKinds)}`);
+    return r;
+  };
+  const daily = await attempt('api-daily 366 days', () => oneAtATime('api-daily', () => api.rawDaily(viewOwner.token, year[0]!, year.at(-1)!)));
+  const dailyCeiling = await attempt('api-stats (ceiling)', () => oneAtATime('api-stats', () => api.rawStats(viewOwner.token)));
+  await stop(server.child);
+
   console.log(`\ndocshare bench (${process.version}, ${new Date().toISOString()})`);
   console.log(`log: ${events} events (replayed into the read models at every start)`);
   console.log(`\nnpm start with that log, ${RESTARTS} restarts:`);
@@ -156,6 +215,32 @@ try {
   for (const [name, rps] of Object.entries(throughput)) {
     console.log(`  ${name.padEnd(28)} ${rps.toFixed(0).padStart(6)} req/s   ${(rps / slowest).toFixed(2)}x the slowest`);
   }
+  const ms = (latencies: number[], p: number): string => `${percentile(latencies, p).toFixed(1).padStart(6)} ms`;
+  const viewLine = (name: string, r: ViewLoad): string =>
+    `  ${name.padEnd(28)} ${r.rate.toFixed(0).padStart(6)} views/s   p50 ${ms(r.latencies, 50)}   p99 ${ms(r.latencies, 99)}`
+    + (r.errors > 0 ? `   ${r.errors} errors (${r.serverErrors} 5xx): ${summarizeErrors(r.errorKinds)}` : '');
+  console.log(`\nviews, one hot file vs the same views spread over 16 files (same run, 16 concurrent clients, ${VIEWS} views each, alternating in 2 rounds):`);
+  if (views) {
+    console.log(viewLine('GET /docs/:id one file', views.hot));
+    console.log(viewLine('GET /docs/:id over 16 files', views.spread));
+    console.log(`  ${'hot ÷ spread'.padEnd(28)} ${(views.hot.rate / views.spread.rate).toFixed(2).padStart(6)}x        (goal: ≥ 0.8x, and ≥ 1,000 views/s on one file)`);
+  }
+  const countedLines = (c: AckedToCounted): void => {
+    console.log(`\nview acknowledged → counted (${c.acked} views of one file paced at ${VIEW_RATE}/s for ${VIEW_SECONDS} s, achieved ${c.rate.toFixed(0)}/s; each read polled every 5 ms):`);
+    for (const [name, r] of Object.entries(c.counted)) {
+      console.log(`  ${name.padEnd(28)} p50 ${ms(r.lags, 50)}   p99 ${ms(r.lags, 99)}   max ${ms(r.lags, 100)}`
+        + `${r.unseen > 0 ? `   ${r.unseen} never counted within 30 s` : ''}   (goal: p99 ≤ 1 s)`);
+    }
+    if (c.failed > 0 || Object.keys(c.errorKinds).length > 0) console.log(`  ${c.failed} views failed; ${summarizeErrors(c.errorKinds, 5)}`);
+  };
+  if (counted) countedLines(counted);
+  console.log(`\napi-daily over 366 days, ${DAILY_READS} requests one at a time, beside api-stats read the same way (its ceiling: one document of the same read model):`);
+  if (daily) console.log(`  ${'GET api-daily (366 days)'.padEnd(28)} p50 ${ms(daily.latencies, 50)}   p99 ${ms(daily.latencies, 99)}   (goal: p99 ≤ 20 ms)`);
+  if (dailyCeiling) console.log(`  ${'POST api-stats (ceiling)'.padEnd(28)} p50 ${ms(dailyCeiling.latencies, 50)}   p99 ${ms(dailyCeiling.latencies, 99)}`);
+  if (daily && dailyCeiling) {
+    console.log(`  ${'api-daily ÷ api-stats'.padEnd(28)} p50 ${(percentile(daily.latencies, 50) / percentile(dailyCeiling.latencies, 50)).toFixed(2)}x   p99 ${(percentile(daily.latencies, 99) / percentile(dailyCeiling.latencies, 99)).toFixed(2)}x`);
+  }
+  if (failed.length > 0) console.log(`\nfailed measures:\n${failed.map((f) => `  - ${f}`).join('\n')}`);
 } finally {
   await rm(dataDir, { recursive: true, force: true });
 }

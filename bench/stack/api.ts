@@ -109,6 +109,16 @@ export class Api {
     return (JSON.parse(answer.text) as { results: { id: string }[] }).results;
   }
 
+  /** api-daily (issue 21): the caller's statistics per UTC day from..to (both 'YYYY-MM-DD'). */
+  async daily(token: string, from: string, to: string): Promise<{ days: Record<string, number | string>[]; totals: Record<string, number> }> {
+    return JSON.parse(expectOk(await this.rawDaily(token, from, to), 'api-daily').text) as { days: Record<string, number | string>[]; totals: Record<string, number> };
+  }
+
+  /** A view of the file's public page (GET /docs/<id>), anonymous. */
+  viewPage(fileId: number) {
+    return request('GET', `${this.base}/docs/${fileId}`);
+  }
+
   /** api-download: counts a download and returns the signed URL of the bytes. */
   async downloadUrl(token: string, fileId: number): Promise<string> {
     const answer = expectOk(await request('GET', `${this.base}/api/V1/docs/api-download?file_id=${fileId}`, this.auth(token)), 'api-download');
@@ -121,6 +131,9 @@ export class Api {
   }
   rawFiles(token: string, userId: number) {
     return request('GET', `${this.base}/api/V1/users/api-files?user_id=${userId}`, this.auth(token));
+  }
+  rawDaily(token: string, from: string, to: string) {
+    return request('GET', `${this.base}/api/V1/stats/api-daily?from=${from}&to=${to}`, this.auth(token));
   }
   rawSearch(token: string, term: string) {
     return request('POST', `${this.base}/api/V1/stats/api-search`, { 'content-type': 'application/json', ...this.auth(token) }, JSON.stringify({ search: term }));

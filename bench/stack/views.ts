@@ -142,7 +142,7 @@ export interface AckedToCounted {
   /** rate of acknowledged views */
   rate: number;
   errorKinds: Record<string, number>;
-  /** per read: its baseline and the lag of each view */
+  /** per read that gave its baseline: the baseline and the lag of each view */
   counted: Record<string, CountedLags & { baseline: number; polls: number }>;
 }
 
@@ -152,11 +152,19 @@ export interface AckedToCounted {
  * Nothing else may view the counted files meanwhile: the baselines are read before the first view.
  */
 export const ackedToCounted = async (options: AckedToCountedOptions): Promise<AckedToCounted> => {
-  const names = Object.keys(options.reads);
-  const baselines = Object.fromEntries(await Promise.all(names.map(async (name) => [name, await options.reads[name]!()] as const)));
+  const errorKinds: Record<string, number> = {};
+  // A read that cannot give its baseline (a route this build does not have) is left out, and said so.
+  const baselines: Record<string, number> = {};
+  await Promise.all(Object.entries(options.reads).map(async ([name, read]) => {
+    try {
+      baselines[name] = await read();
+    } catch (error) {
+      errorKinds[`read ${name}: baseline: ${(error instanceof Error ? error.message : String(error)).slice(0, 160)}`] = 1;
+    }
+  }));
+  const names = Object.keys(options.reads).filter((name) => baselines[name] !== undefined);
   const observations: Record<string, Observation[]> = Object.fromEntries(names.map((name) => [name, []]));
   const acks: number[] = [];
-  const errorKinds: Record<string, number> = {};
   let viewsDone = false;
   let deadline = Infinity;
   const pollers = names.map(async (name) => {

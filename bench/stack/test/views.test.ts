@@ -94,3 +94,15 @@ test('acked → counted: views never counted are unseen once the wait is over, a
   assert.equal(result.errorKinds.refused, 5);
   assert.equal(result.counted.stats!.unseen, 5);
 });
+
+test('acked → counted: a read that cannot give its baseline is left out and named, the others measured', async () => {
+  let applied = 0;
+  const result = await ackedToCounted({
+    rate: 200, seconds: 0.05, pollMs: 1, timeoutMs: 5_000,
+    view: async () => { applied += 1; },
+    reads: { stats: async () => applied, daily: async () => { throw new Error('404 no such route'); } },
+  });
+  assert.deepEqual(Object.keys(result.counted), ['stats']);
+  assert.equal(result.counted.stats!.unseen, 0);
+  assert.ok(Object.keys(result.errorKinds).some((k) => k.startsWith('read daily: baseline: 404')));
+});
