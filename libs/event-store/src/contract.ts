@@ -158,6 +158,93 @@ export const eventStoreContract = (name: string, make: () => Promise<EventStore>
         assert.deepEqual(newest?.event, events[2]);
       }));
 
+    it('appendUnversioned never conflicts: 200 concurrent calls on one subject, a versioned stream, all land', () =>
+      withStore(async (store) => {
+        const stream = freshId('unversioned-race');
+        const versioned = testEvents(stream, 1, 2);
+        const before = await store.lastPosition();
+        await store.append(stream, 0, versioned);
+        const calls = Array.from({ length: 200 }, (_, i) => [testEvent(stream, 0, { view: i }), ...(i % 10 === 0 ? [testEvent(stream, 0, { extra: i })] : [])]);
+
+        const results = await Promise.all(calls.map((events) => store.appendUnversioned(events)));
+
+        const read = (await store.readAll(before, 10_000))
+          .filter((record) => record.event.subject === stream && record.event.streamversion === 0);
+        assert.equal(read.length, 220);
+        assert.equal(new Set(read.map((record) => record.position)).size, 220);
+        // Each call resolves to the position of its own last event.
+        const byId = new Map(read.map((record) => [record.event.id, record.position]));
+        calls.forEach((events, i) => assert.equal(results[i]!.position, byId.get(events.at(-1)!.id), `call ${i}`));
+        // The stream's own versions are untouched: its events only, and the next append at version 2.
+        assert.deepEqual((await store.readStream(stream)).map((record) => record.event), versioned);
+        assert.equal((await store.append(stream, 2, testEvents(stream, 3, 1))).version, 3);
+        assert.deepEqual((await store.readStream(stream, 2)).map((record) => record.event.streamversion), [3]);
+      }));
+
+    it('unversioned events are never read by readStream, even of a stream that does not exist', () =>
+      withStore(async (store) => {
+        const subject = freshId('unversioned-only');
+        const { position } = await store.appendUnversioned([testEvent(subject, 0), testEvent(subject, 0)]);
+        assert.deepEqual(await store.readStream(subject), []);
+        assert.deepEqual(await store.readStream(subject, 0), []);
+        // A first append to that stream is at version 0, as to any new stream.
+        await assert.rejects(store.append(subject, 1, [testEvent(subject, 2)]), isConflict(subject, 1, 0));
+        const first = await store.append(subject, 0, [testEvent(subject, 1)]);
+        assert.equal(first.version, 1);
+        assert.ok(first.position > position);
+        assert.deepEqual((await store.readStream(subject)).map((record) => record.event.streamversion), [1]);
+      }));
+
+    it('readAll interleaves unversioned events with appends in global order, and lastPosition counts them', () =>
+      withStore(async (store) => {
+        const stream = freshId('mixed');
+        const before = await store.lastPosition();
+        const a1 = testEvent(stream, 1);
+        const u = [testEvent(stream, 0, { k: 1 }), testEvent(stream, 0, { k: 2 })];
+        const a2 = testEvent(stream, 2);
+        const u2 = testEvent(stream, 0, { k: 3 });
+        const positions = [
+          (await store.append(stream, 0, [a1])).position,
+          (await store.appendUnversioned(u)).position,
+          (await store.append(stream, 1, [a2])).position,
+          (await store.appendUnversioned([u2])).position,
+        ];
+        assert.ok((await store.lastPosition()) >= positions[3]!);
+
+        const read = (await store.readAll(before, 1000)).filter((record) => record.event.subject === stream);
+        assert.deepEqual(read.map((record) => record.event), [a1, ...u, a2, u2]);
+        assert.deepEqual([read[0]!.position, read[2]!.position, read[3]!.position, read[4]!.position], positions);
+        assert.equal(read[2]!.position, read[1]!.position + 1, 'the events of one call are consecutive');
+        for (let i = 1; i < read.length; i++) assert.ok(read[i]!.position > read[i - 1]!.position);
+        // From inside an unversioned call on, and one event at a time.
+        assert.deepEqual((await store.readAll(read[1]!.position, 1000)).filter((r) => r.event.subject === stream).map((r) => r.event), [u[1], a2, u2]);
+        assert.deepEqual(await store.readAll(read[1]!.position, 1), [read[2]]);
+        assert.deepEqual((await store.readStream(stream)).map((record) => record.event), [a1, a2]);
+        const [newest] = await store.readAll(positions[3]! - 1, 1);
+        assert.deepEqual(newest, { position: positions[3], event: u2 });
+      }));
+
+    it('appendUnversioned refuses events with a streamversion other than 0 or no subject, appending nothing', () =>
+      withStore(async (store) => {
+        const subject = freshId('unversioned-invalid');
+        const before = await store.lastPosition();
+        const refused = (error: unknown): boolean => {
+          assert.ok(error instanceof Error && !(error instanceof VersionConflict), `expected a plain Error, got ${String(error)}`);
+          assert.match(error.message, /appendUnversioned/);
+          return true;
+        };
+        await assert.rejects(store.appendUnversioned([]), refused);
+        await assert.rejects(store.appendUnversioned([testEvent(subject, 1)]), refused);
+        await assert.rejects(store.appendUnversioned([testEvent(subject, -1)]), refused);
+        await assert.rejects(store.appendUnversioned([testEvent(subject, 0), testEvent(subject, 1)]), refused);
+        await assert.rejects(store.appendUnversioned([{ ...testEvent(subject, 0), streamversion: '0' as unknown as number }]), refused);
+        await assert.rejects(store.appendUnversioned([testEvent('', 0)]), refused);
+        await assert.rejects(store.appendUnversioned([{ ...testEvent(subject, 0), subject: undefined as unknown as string }]), refused);
+        const after = await store.readAll(before, 10_000);
+        assert.deepEqual(after.filter((record) => record.event.subject === subject || record.event.subject === ''), []);
+        assert.deepEqual(await store.readStream(subject), []);
+      }));
+
     it('nextId gives 200 concurrent callers distinct ids', () =>
       withStore(async (store) => {
         const kind = freshId('ids');

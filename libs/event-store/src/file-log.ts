@@ -6,7 +6,7 @@ import type { AppendResult, EventStore } from './port.ts';
 import { appendListeners, safeWarning } from './append-listeners.ts';
 import { idAllocator } from './id-blocks.ts';
 import { isCloudEvent } from './parse-events.ts';
-import { validateAppend } from './validate.ts';
+import { validateAppend, validateUnversioned } from './validate.ts';
 
 export type { AppendFile } from '@docshare/durable-log';
 
@@ -25,10 +25,14 @@ export interface FileEventLogOptions {
 }
 
 /**
- * One record of the durable log (libs/durable-log: one line, checksummed) per `append` call, so a
- * torn write can never leave half of an append behind; and one per block of ids reserved.
+ * One record of the durable log (libs/durable-log: one line, checksummed) per `append` or
+ * `appendUnversioned` call, so a torn write can never leave half of one behind; and one per block
+ * of ids reserved. An unversioned record names no stream: its events (`streamversion` 0) are in
+ * the global order only, never in a stream's.
  */
 type AppendRecord = { type: 'append'; position: number; stream: string; events: CloudEvent[] };
+type UnversionedRecord = { type: 'unversioned'; position: number; events: CloudEvent[] };
+type EventsRecord = AppendRecord | UnversionedRecord;
 type IdsRecord = { type: 'ids'; kind: string; upTo: number };
 
 const LOG_FILE_NAME = 'events.log';
@@ -51,18 +55,19 @@ export async function openFileEventLog(dir: string, options: FileEventLogOptions
 }
 
 /**
- * Where the durable events are in the file: one entry per append record (a line), in log order.
- * Payloads are read back from the file on demand, so memory grows by a few numbers per event and
- * per stream, never by what the events carry (extracted text can be 100 KB an event).
+ * Where the durable events are in the file: one entry per events record (a line: an append or an
+ * unversioned append), in log order. Payloads are read back from the file on demand, so memory
+ * grows by a few numbers per record and per versioned event and stream (unversioned events have
+ * no stream to index), never by what the events carry (extracted text can be 100 KB an event).
  */
 interface LogIndex {
-  /** Byte offset of each append record's line. */
+  /** Byte offset of each events record's line. */
   starts: number[];
-  /** Byte length of each append record's line, newline included. */
+  /** Byte length of each events record's line, newline included. */
   lengths: number[];
-  /** Global position of each append record's first event. */
+  /** Global position of each events record's first event. */
   firstPositions: number[];
-  /** Per stream, the global position of each of its events (version v at index v - 1). */
+  /** Per stream, the global position of each of its events (version v at index v - 1); unversioned events are in none. */
   streams: Map<string, number[]>;
   /** Positions recorded so far (the last position). */
   positions: number;
@@ -120,29 +125,46 @@ function serveLog(
     const actual = pendingVersions.get(streamId) ?? 0;
     if (actual !== expectedVersion) throw new VersionConflict(streamId, expectedVersion, actual);
 
-    const first = nextPosition;
-    const record: AppendRecord = { type: 'append', position: first, stream: streamId, events: [...events] };
-    const payload = JSON.stringify(record);
-    nextPosition += events.length;
     const version = expectedVersion + events.length;
     pendingVersions.set(streamId, version);
+    const position = await write({ type: 'append', position: nextPosition, stream: streamId, events: [...events] });
+    return { version, position };
+  };
 
+  /** Unversioned events: no stream, so no version to check nor to index; a record like any append's. */
+  const appendUnversioned = async (events: readonly CloudEvent[]): Promise<{ position: number }> => {
+    log.assertWritable();
+    validateUnversioned(events);
+    return { position: await write({ type: 'unversioned', position: nextPosition, events: [...events] }) };
+  };
+
+  /**
+   * Writes `record` (which takes the positions from `nextPosition` on) with the log's group commit
+   * and indexes it once durable; resolves to the position of its last event. Takes its positions
+   * before it yields, so records reach the log in position order.
+   */
+  const write = async (record: EventsRecord): Promise<number> => {
+    const { position: first, events } = record;
+    const payload = JSON.stringify(record);
+    nextPosition += events.length;
     await log.append(payload, ({ offset, length }) => {
       // Where the line is, for reading it back; and the JSON round-tripped copy, frozen, for the
       // readers right behind (the bus's groups): exactly what a reopen gives, unalterable.
       index.starts.push(offset);
       index.lengths.push(length);
       index.firstPositions.push(first);
-      let stream = index.streams.get(streamId);
-      if (!stream) index.streams.set(streamId, (stream = []));
-      for (let i = 0; i < events.length; i++) stream.push(first + i);
+      if (record.type === 'append') {
+        let stream = index.streams.get(record.stream);
+        if (!stream) index.streams.set(record.stream, (stream = []));
+        for (let i = 0; i < events.length; i++) stream.push(first + i);
+      }
       index.positions = first + events.length - 1;
       if (length <= RECENT_RECORD_BYTES) {
         const again: unknown = JSON.parse(payload);
-        if (isAppendRecord(again)) keepRecent(index.starts.length - 1, deepFreeze(again.events));
+        if (isEventsRecord(again)) keepRecent(index.starts.length - 1, deepFreeze(again.events));
       }
     });
-    return { version, position: first + events.length - 1 };
+    return first + events.length - 1;
   };
 
   const ids = idAllocator(async (kind, lastUpTo) => {
@@ -152,7 +174,7 @@ function serveLog(
   }, () => log.assertWritable());
   for (const [kind, upTo] of reservedIds) ids.resume(kind, upTo);
 
-  /** The index of the append record that holds `position` (1..index.positions). */
+  /** The index of the events record that holds `position` (1..index.positions). */
   const recordOf = (position: number): number => {
     const firsts = index.firstPositions;
     let low = 0;
@@ -166,7 +188,7 @@ function serveLog(
   };
 
   /**
-   * The events of the append records `records` (ascending record indexes): recent ones as kept,
+   * The events of the events records `records` (ascending record indexes): recent ones as kept,
    * the others read from the file, neighbouring records with one read (up to READ_RANGE_BYTES, gaps
    * up to READ_GAP_BYTES). `keep` picks the events wanted of each record.
    */
@@ -212,14 +234,14 @@ function serveLog(
     return out;
   };
 
-  /** Reads `length` bytes from `start` and decodes the append records `wanted` in them, keeping them as recent. */
+  /** Reads `length` bytes from `start` and decodes the events records `wanted` in them, keeping them as recent. */
   const decodeRange = async (wanted: readonly number[], start: number, length: number): Promise<Map<number, readonly CloudEvent[]>> => {
     const bytes = await log.readRange(start, length);
     const out = new Map<number, readonly CloudEvent[]>();
     for (const r of wanted) {
       const lineStart = index.starts[r]! - start;
       const decoded = decodeRecord(bytes, lineStart, lineStart + index.lengths[r]! - 1);
-      if (!decoded.ok || !isAppendRecord(decoded.payload) || decoded.payload.position !== index.firstPositions[r]) {
+      if (!decoded.ok || !isEventsRecord(decoded.payload) || decoded.payload.position !== index.firstPositions[r]) {
         throw new Error(`event log ${file} changed under the process at byte ${index.starts[r]} (${decoded.ok ? 'another record' : decoded.reason})`);
       }
       const events = deepFreeze(decoded.payload.events);
@@ -242,6 +264,7 @@ function serveLog(
       return readRecords(records, (position) => position >= from);
     },
     append,
+    appendUnversioned,
     readAll(afterPosition, limit) {
       const from = Math.max(0, afterPosition);
       const to = Math.min(index.positions, from + Math.max(0, limit));
@@ -270,6 +293,14 @@ function isAppendRecord(value: unknown): value is AppendRecord {
     && Array.isArray(value['events']) && value['events'].length > 0 && value['events'].every(isCloudEvent);
 }
 
+/** An unversioned record as the log writes it. */
+function isUnversionedRecord(value: unknown): value is UnversionedRecord {
+  return isRecord(value) && value['type'] === 'unversioned' && Number.isInteger(value['position'])
+    && Array.isArray(value['events']) && value['events'].length > 0 && value['events'].every(isCloudEvent);
+}
+
+const isEventsRecord = (value: unknown): value is EventsRecord => isAppendRecord(value) || isUnversionedRecord(value);
+
 function isIdsRecord(value: unknown): value is IdsRecord {
   return isRecord(value) && value['type'] === 'ids' && typeof value['kind'] === 'string' && Number.isInteger(value['upTo']);
 }
@@ -290,11 +321,23 @@ function applyLoaded({ payload, at, where }: ScannedRecord, index: LogIndex, res
     index.starts.push(at.offset);
     index.lengths.push(at.length);
     index.firstPositions.push(position);
+  } else if (isUnversionedRecord(payload)) {
+    const { position, events } = payload;
+    if (position !== index.positions + 1) throw new Error(`${where}: position ${position}, expected ${index.positions + 1}`);
+    for (const event of events) {
+      if (event.subject === '' || event.streamversion !== 0) {
+        throw new Error(`${where}: unversioned event of ${event.subject} has streamversion ${event.streamversion}`);
+      }
+    }
+    index.positions += events.length;
+    index.starts.push(at.offset);
+    index.lengths.push(at.length);
+    index.firstPositions.push(position);
   } else if (isIdsRecord(payload)) {
     reservedIds.set(payload.kind, Math.max(payload.upTo, reservedIds.get(payload.kind) ?? 0));
   } else {
     const type = isRecord(payload) ? payload['type'] : undefined;
-    throw new Error(`${where}: ${type === 'append' || type === 'ids' ? `malformed ${type} record` : `unknown record type ${String(type)}`}`);
+    throw new Error(`${where}: ${type === 'append' || type === 'unversioned' || type === 'ids' ? `malformed ${type} record` : `unknown record type ${String(type)}`}`);
   }
 }
 

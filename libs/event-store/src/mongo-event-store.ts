@@ -6,7 +6,7 @@ import type { AppendResult, EventStore } from './port.ts';
 import { appendListeners, safeWarning } from './append-listeners.ts';
 import { idAllocator, type IdRange } from './id-blocks.ts';
 import { parseEvent, parseEvents } from './parse-events.ts';
-import { validateAppend } from './validate.ts';
+import { validateAppend, validateUnversioned } from './validate.ts';
 
 /*
  * The event store on MongoDB (and on its stand-in, FerretDB 2 on PostgreSQL + DocumentDB; see
@@ -34,12 +34,19 @@ import { validateAppend } from './validate.ts';
  * versions (`stream`+`firstVersion` unique) at once, or neither. A multi-event append is one
  * document, so no crash and no concurrent writer can leave half of one behind.
  *
+ * An unversioned append (`appendUnversioned`: events of no stream, `streamversion` 0) is one such
+ * document too, with `stream` '' (UNVERSIONED: never a stream, the port refuses an empty stream id)
+ * and `firstVersion` = `version` = minus its position: unique with '' because positions are, and
+ * never a stream's version, so it satisfies both unique indexes as they are (no index changes, no
+ * migration) and can only lose the race for a position, never conflict. It has no `stream_index`
+ * entries: readStream never returns it, while readAll and the outbox read it like any append.
+ *
  * Positions are gap-free: a writer inserts at the position after the newest append it knows of
  * and, when another writer took that position first, steps over that append and tries again.
  * So a reader that sees position n sees every position below it: the relay can read the log
  * from its checkpoint without missing an append still being written.
  *
- * `stream_index`: one document per event, keyed "<stream>:<version>", with the event (in its
+ * `stream_index`: one document per event of a stream, keyed "<stream>:<version>", with the event (in its
  * append's form), its position and the version its append reached. Reading a stream and checking
  * its head are lookups by `_id` there. It is derived from `events`: the writer inserts it after
  * the append and before acknowledging; were the writer to die in between, the outbox relay
@@ -52,6 +59,8 @@ import { validateAppend } from './validate.ts';
  */
 
 const EVENTS = 'events';
+/** The `stream` of an unversioned append (see the header): no stream id is empty. */
+export const UNVERSIONED = '';
 const STREAM_INDEX = 'stream_index';
 const ID_BLOCKS = 'id_blocks';
 /** Appends per insertMany of one group commit. */
@@ -244,7 +253,9 @@ function storedEvents(doc: AppendDoc): StoredEvent<CloudEvent>[] {
   return eventsOf(doc).map((event, i) => ({ position: doc.position + i, event }));
 }
 
+/** The stream-index entries of an append; none for an unversioned one (it belongs to no stream). */
 function indexDocs(doc: AppendDoc): StreamIndexDoc[] {
+  if (doc.stream === UNVERSIONED) return [];
   const text = typeof doc.events === 'string';
   return eventsOf(doc).map((event, i) => ({
     _id: indexId(doc.stream, doc.firstVersion + i),
@@ -363,7 +374,9 @@ export function mongoOutbox(db: Db): MongoOutbox {
 }
 
 interface PendingAppend {
+  /** The stream id, or UNVERSIONED. */
   stream: string;
+  /** Unused for an unversioned append. */
   expected: number;
   count: number;
   /** The events as stored (storedForm). */
@@ -462,13 +475,14 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
       let position = knownEnd;
       const appendedAt = new Date();
       const pairs = pending.map((entry): { entry: PendingAppend; doc: AppendDoc } => {
+        const unversioned = entry.stream === UNVERSIONED;
         const doc: AppendDoc = {
           _id: String(position),
           position,
           count: entry.count,
           stream: entry.stream,
-          firstVersion: entry.expected + 1,
-          version: entry.expected + entry.count,
+          firstVersion: unversioned ? -position : entry.expected + 1,
+          version: unversioned ? -position : entry.expected + entry.count,
           events: entry.events,
           appendedAt,
         };
@@ -493,7 +507,7 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
           // unknown. Ask the server which of ours are there (an ordered insert stores a prefix).
           const storedCount = await outcomeOf(docs);
           if (storedCount === null) {
-            for (const entry of pending) entry.reject(new AppendOutcomeUnknown(entry.stream, error));
+            for (const entry of pending) entry.reject(new AppendOutcomeUnknown(entry.stream === UNVERSIONED ? '(unversioned)' : entry.stream, error));
             knownEnd = await scanLogEnd(events).catch(() => knownEnd);
             break;
           }
@@ -529,6 +543,10 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
           knownEnd = end;
           if (++races > MAX_POSITION_RACES) throw new Error(`append batch lost the race for a position ${races} times`);
           pending = [failed, ...rest];
+        } else if (failed.stream === UNVERSIONED) {
+          // Unique by its position, which is free: not a conflict (it has no stream), whatever refused it.
+          failed.reject(new Error(`unversioned append at position ${knownEnd} refused as a duplicate while the position is free`));
+          pending = rest;
         } else {
           failed.reject(new VersionConflict(failed.stream, failed.expected, await conflictVersion(failed.stream, failed.expected)));
           pending = rest;
@@ -547,7 +565,7 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
       warn(`mongo event store: stream index not written for ${stored.length} appends, left to the outbox relay: ${String(error)}`);
     }
     for (const { entry, doc } of stored) {
-      rememberEnd(doc.stream, doc.version);
+      if (doc.stream !== UNVERSIONED) rememberEnd(doc.stream, doc.version);
       entry.resolve({ version: doc.version, position: doc.position + doc.count - 1 });
     }
     listeners.notify(knownEnd - 1);
@@ -599,6 +617,21 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
       queue.push({ stream: streamId, expected: expectedVersion, count: appended.length, events, resolve, reject });
       flushing ??= flush();
     });
+  };
+
+  /** Unversioned events: no head to check, straight into the group commit with the appends. */
+  const appendUnversioned = async (appended: readonly CloudEvent[]): Promise<{ position: number }> => {
+    assertOpen();
+    validateUnversioned(appended);
+    const events = storedForm(JSON.stringify(appended));
+    const work = new Promise<AppendResult>((resolve, reject) => {
+      queue.push({ stream: UNVERSIONED, expected: 0, count: appended.length, events, resolve, reject });
+      flushing ??= flush();
+    });
+    const tracked = work.catch(() => undefined);
+    inFlight.add(tracked);
+    void tracked.then(() => inFlight.delete(tracked));
+    return { position: (await work).position };
   };
 
   /** Highest block number known to exist per kind. */
@@ -679,6 +712,7 @@ export async function openMongoEventStore(db: Db, options: MongoEventStoreOption
   return {
     readStream,
     append,
+    appendUnversioned,
     async readAll(afterPosition, limit) {
       assertOpen();
       const wanted = Math.floor(limit);

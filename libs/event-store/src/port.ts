@@ -34,7 +34,14 @@ export interface EventStore {
    * Throws VersionConflict otherwise, appending nothing.
    */
   append(streamId: string, expectedVersion: number, events: readonly CloudEvent[]): Promise<AppendResult>;
-  /** Up to `limit` events of every stream with `position > afterPosition`, in global order. */
+  /**
+   * Appends events that belong to no stream (each `streamversion` 0; `subject` says what they are
+   * about): never a VersionConflict, never read by readStream (not even the stream named by their
+   * subject), in readAll at their positions like every event. Durable when it resolves; concurrent
+   * calls are group-committed like appends. Resolves to the position of the last event.
+   */
+  appendUnversioned(events: readonly CloudEvent[]): Promise<{ position: number }>;
+  /** Up to `limit` events with `position > afterPosition` (of every stream, and unversioned ones), in global order. */
   readAll(afterPosition: number, limit: number): Promise<StoredEvent<CloudEvent>[]>;
   /** Position of the newest event (0 when empty). */
   lastPosition(): Promise<number>;

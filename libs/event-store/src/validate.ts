@@ -20,3 +20,19 @@ export function validateAppend(streamId: string, expectedVersion: number, events
     }
   });
 }
+
+/**
+ * Refuses an unversioned append the EventStore port forbids, whatever the adapter: no events, or
+ * an event without a non-empty `subject` or whose `streamversion` is not 0.
+ */
+export function validateUnversioned(events: readonly CloudEvent[]): void {
+  if (!Array.isArray(events) || events.length === 0) throw new Error('appendUnversioned: no events given');
+  events.forEach((event, i) => {
+    if (typeof event?.subject !== 'string' || event.subject === '') {
+      throw new Error(`appendUnversioned: event ${i} has subject ${String(event?.subject)}, expected a non-empty string`);
+    }
+    if (event.streamversion !== 0) {
+      throw new Error(`appendUnversioned: event ${i} of ${event.subject} has streamversion ${String(event.streamversion)}, expected 0`);
+    }
+  });
+}

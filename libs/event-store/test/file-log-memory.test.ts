@@ -53,7 +53,35 @@ const appendBig = async (log: FileEventLog): Promise<void> => {
   }
 };
 
+/** Unversioned events of as many distinct subjects (as views of many files are). */
+const UNVERSIONED = 50_000;
+/**
+ * What a reopened log may keep per unversioned event: its record's offset, length and first
+ * position (about 30 bytes); an entry per subject in the stream index (a key, a map entry, an
+ * array: what a versioned event of a new stream costs) would be about 300 bytes.
+ */
+const PER_UNVERSIONED_BOUND = 150;
+
+const appendUnversionedMany = async (log: FileEventLog): Promise<void> => {
+  await Promise.all(Array.from({ length: UNVERSIONED }, (_, i) => log.appendUnversioned([testEvent(`file-${i}-unversioned`, 0)])));
+};
+
 describe('file event log memory', () => {
+  it('a reopened log keeps no per-subject bookkeeping for unversioned events', async () => {
+    const dir = await tempDir();
+    const writer = await openFileEventLog(dir);
+    await appendUnversionedMany(writer);
+    await writer.close();
+
+    const before = settledHeap();
+    const log = await openFileEventLog(dir);
+    const retained = (settledHeap() - before) / UNVERSIONED;
+    assert.ok(retained < PER_UNVERSIONED_BOUND, `the reopened log retains ${retained} bytes per unversioned event (bound ${PER_UNVERSIONED_BOUND})`);
+    assert.equal(await log.lastPosition(), UNVERSIONED);
+    assert.deepEqual(await log.readStream('file-7-unversioned'), []);
+    await log.close();
+  });
+
   it('appending big events leaves their payloads on disk, not in memory', async () => {
     const log = await openFileEventLog(await tempDir());
     const before = settledHeap();

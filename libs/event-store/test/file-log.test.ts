@@ -6,6 +6,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { testEvent, testEvents } from '@docshare/contracts/testing';
+import { encodeRecord } from '@docshare/durable-log';
 import { eventStoreContract } from '../src/contract.ts';
 import { openFileEventLog } from '../src/file-log.ts';
 import type { AppendFile, FileEventLog } from '../src/file-log.ts';
@@ -29,7 +30,10 @@ async function waitFor(predicate: () => boolean, timeoutMs: number, what: string
   }
 }
 
-/** Asserts positions run 1..n without gaps and every stream's versions run 1..k with matching subjects. */
+/**
+ * Asserts positions run 1..n without gaps and every stream's versions run 1..k with matching
+ * subjects (unversioned events, streamversion 0, are in no stream).
+ */
 async function assertConsistent(log: FileEventLog): Promise<void> {
   const last = await log.lastPosition();
   const all = await log.readAll(0, Number.MAX_SAFE_INTEGER);
@@ -37,6 +41,7 @@ async function assertConsistent(log: FileEventLog): Promise<void> {
   const versions = new Map<string, number>();
   all.forEach((record, i) => {
     assert.equal(record.position, i + 1);
+    if (record.event.streamversion === 0) return;
     const version = (versions.get(record.event.subject) ?? 0) + 1;
     assert.equal(record.event.streamversion, version, `${record.event.subject} at position ${record.position}`);
     versions.set(record.event.subject, version);
@@ -65,6 +70,91 @@ describe('file event log', () => {
     assert.deepEqual(await reopened.append('a', 3, testEvents('a', 4, 1)), { version: 4, position: 6 });
     await assertConsistent(reopened);
     await reopened.close();
+  });
+
+  it('keeps unversioned events across a reopen: in readAll at their positions, in no stream', async () => {
+    const dir = await tempDir();
+    const log = await openFileEventLog(dir);
+    const a = testEvents('file-12', 1, 2);
+    const views = [testEvent('file-12', 0, { view: 1 }), testEvent('file-12', 0, { view: 2 })];
+    await log.append('file-12', 0, a.slice(0, 1));
+    await log.appendUnversioned(views);
+    await log.append('file-12', 1, a.slice(1));
+    await log.appendUnversioned([testEvent('file-13', 0)]);
+    const before = await log.readAll(0, 100);
+    await log.close();
+
+    const reopened = await openFileEventLog(dir);
+    assert.deepEqual(await reopened.readAll(0, 100), before);
+    assert.deepEqual(before.map((r) => r.event.streamversion), [1, 0, 0, 2, 0]);
+    assert.equal(await reopened.lastPosition(), 5);
+    assert.deepEqual((await reopened.readStream('file-12')).map((r) => r.event), a);
+    assert.deepEqual(await reopened.readStream('file-13'), []);
+    await assert.rejects(reopened.append('file-12', 1, testEvents('file-12', 2, 1)), { name: 'VersionConflict' });
+    assert.deepEqual(await reopened.append('file-12', 2, testEvents('file-12', 3, 1)), { version: 3, position: 6 });
+    assert.deepEqual(await reopened.append('file-13', 0, testEvents('file-13', 1, 1)), { version: 1, position: 7 });
+    assert.deepEqual(await reopened.appendUnversioned([testEvent('file-13', 0)]), { position: 8 });
+    await assertConsistent(reopened);
+    await reopened.close();
+  });
+
+  it('group-commits concurrent unversioned appends: 1,000 calls, a few fsyncs', async () => {
+    const dir = await tempDir();
+    let syncs = 0;
+    const log = await openFileEventLog(dir, {
+      openAppendFile: async (file): Promise<AppendFile> => {
+        const handle = await open(file, 'a');
+        return {
+          write: async (data: Uint8Array) => { await handle.write(data); },
+          sync: async () => {
+            syncs++;
+            await handle.datasync();
+          },
+          close: () => handle.close(),
+        };
+      },
+    });
+    await log.append('file-1', 0, testEvents('file-1', 1, 1));
+    syncs = 0;
+    const results = await Promise.all([
+      ...Array.from({ length: 1_000 }, () => log.appendUnversioned([testEvent('file-1', 0)])),
+      log.append('file-1', 1, testEvents('file-1', 2, 1)),
+    ]);
+    assert.ok(syncs <= 10, `${syncs} fsyncs for 1,001 concurrent appends`);
+    assert.deepEqual(results.map((r) => r.position).sort((x, y) => x - y), Array.from({ length: 1_001 }, (_, i) => i + 2));
+    assert.equal((await log.readStream('file-1')).length, 2);
+    await assertConsistent(log);
+    await log.close();
+  });
+
+  it('truncates a torn unversioned last line with a warning, keeping what came before', async () => {
+    const dir = await tempDir();
+    const log = await openFileEventLog(dir);
+    await log.append('file-1', 0, testEvents('file-1', 1, 1));
+    await log.appendUnversioned([testEvent('file-1', 0)]);
+    const before = await log.readAll(0, 100);
+    await log.close();
+    const intact = await readFile(logFile(dir));
+    await appendFile(logFile(dir), '0badc0de {"type":"unversioned","position":3,"ev');
+
+    const warnings: string[] = [];
+    const reopened = await openFileEventLog(dir, { onWarning: (message) => warnings.push(message) });
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0]!, /torn/);
+    assert.deepEqual(await readFile(logFile(dir)), intact);
+    assert.deepEqual(await reopened.readAll(0, 100), before);
+    assert.deepEqual(await reopened.appendUnversioned([testEvent('file-1', 0)]), { position: 3 });
+    await reopened.close();
+  });
+
+  it('refuses to open a log whose intact unversioned record holds a versioned event', async () => {
+    const dir = await tempDir();
+    const log = await openFileEventLog(dir);
+    await log.append('file-1', 0, testEvents('file-1', 1, 1));
+    await log.close();
+    const record = JSON.stringify({ type: 'unversioned', position: 2, events: [testEvent('file-1', 2)] });
+    await appendFile(logFile(dir), Buffer.concat([encodeRecord(record), encodeRecord(JSON.stringify({ type: 'ids', kind: 'x', upTo: 1 }))]));
+    await assert.rejects(openFileEventLog(dir), /unversioned event of file-1 has streamversion 2/);
   });
 
   it('numbers positions globally without gaps, also under many concurrent appends', async () => {
