@@ -408,4 +408,55 @@ describe('mongo event store', () => {
       `${streams} streams at once, each append after a readStream ${rate(streams * commands, commandMs)} read+appends/s`);
     await store.close();
   });
+
+  it('stores an unversioned append as one document with stream \'\' and firstVersion = version = -position, no stream-index entries', async () => {
+    const db = server.freshDb('es_unversioned_shape');
+    const store = await openMongoEventStore(db);
+    await store.append('file-12', 0, testEvents('file-12', 1, 1));
+    const views = [testEvent('file-12', 0, { view: 1 }), testEvent('file-12', 0, { view: 2 })];
+    assert.deepEqual(await store.appendUnversioned(views), { position: 3 });
+    assert.deepEqual(await store.appendUnversioned([testEvent('file-12', 0)]), { position: 4 });
+    assert.deepEqual(await store.append('file-12', 1, testEvents('file-12', 2, 1)), { version: 2, position: 5 });
+
+    const docs = await db.collection<AppendDoc>('events').find({}).sort({ position: 1 }).toArray();
+    assert.deepEqual(docs.map((d) => [d._id, d.stream, d.firstVersion, d.version, d.count]), [
+      ['1', 'file-12', 1, 1, 1], ['2', '', -2, -2, 2], ['4', '', -4, -4, 1], ['5', 'file-12', 2, 2, 1],
+    ]);
+    assert.deepEqual(docs[1]!.events, views);
+    const entries = await db.collection<StreamIndexDoc>('stream_index').find({}).sort({ position: 1 }).toArray();
+    assert.deepEqual(entries.map((e) => e._id), ['file-12:1', 'file-12:2']);
+    await store.close();
+
+    // A reopened store (another replica) sees them in readAll only, and the outbox publishes them
+    // without writing stream-index entries for them.
+    const reopened = await openMongoEventStore(db);
+    assert.equal(await reopened.lastPosition(), 5);
+    assert.deepEqual((await reopened.readAll(0, 10)).map((r) => [r.position, r.event.streamversion]), [[1, 1], [2, 0], [3, 0], [4, 0], [5, 2]]);
+    assert.deepEqual((await reopened.readStream('file-12')).map((r) => r.event.streamversion), [1, 2]);
+    assert.deepEqual(await reopened.appendUnversioned([testEvent('file-12', 0)]), { position: 6 });
+    const outbox = mongoOutbox(db);
+    assert.deepEqual((await outbox.readAfter(1, 3)).map((r) => r.position), [2, 3, 4]);
+    assert.deepEqual((await outbox.readAfter(4, 10)).map((r) => r.position), [5, 6]);
+    assert.equal(await outbox.lastPosition(), 6);
+    assert.equal(await db.collection('stream_index').countDocuments({}), 2);
+    await reopened.close();
+  });
+
+  it('group-commits 1,000 concurrent unversioned appends of two replicas into a few inserts, positions gap-free', async () => {
+    const { db, commands } = await server.recordedDb('es_unversioned_batch');
+    const [a, b] = [await openMongoEventStore(db), await openMongoEventStore(db)];
+    await a.append('file-1', 0, testEvents('file-1', 1, 1));
+    commands.length = 0;
+    const results = await Promise.all([
+      ...[a, b].flatMap((store) => Array.from({ length: 500 }, () => store.appendUnversioned([testEvent('file-1', 0)]))),
+      appendWithRetry(a, 'file-1').then(() => ({ position: 0 })),
+    ]);
+    const inserts = commands.filter((c) => c.commandName === 'insert' && c.command['insert'] === 'events').length;
+    assert.ok(inserts <= 40, `${inserts} inserts for 1,000 unversioned appends`);
+    assert.equal(new Set(results.slice(0, 1_000).map((r) => r.position)).size, 1_000);
+    assert.equal(await a.lastPosition(), 1_002);
+    assert.deepEqual((await b.readAll(0, 2_000)).map((r) => r.position), Array.from({ length: 1_002 }, (_, i) => i + 1));
+    assert.deepEqual((await b.readStream('file-1')).map((r) => r.event.streamversion), [1, 2]);
+    await Promise.all([a.close(), b.close()]);
+  });
 });
