@@ -7,8 +7,9 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   CLIENT_VERSION, createClient, DocshareApiError, DocshareNetworkError, type DocshareClient, type FetchLike, type SearchFilters,
-  type SearchOptions, type SearchResponse, type SearchResult, type UpdateRequest,
+  type SearchOptions, type SearchResponse, type SearchResult, type TopMetric, type UpdateRequest,
 } from '@docshare/client';
+import { dailyTable, dayRange, DEFAULT_DAYS, parseDay } from './daily.ts';
 import { configPath, readConfig, resolveBaseUrl, resolveToken, writeConfig, type Config, type Env } from './config.ts';
 import { CliError, EXIT, exitCodeOf, responseTooLarge, UsageError } from './exit.ts';
 import { commandHelp, GLOBAL_OPTIONS, mainHelp, type CommandHelp, type OptionHelp } from './help.ts';
@@ -28,6 +29,8 @@ export interface Io {
   fetch?: FetchLike;
   /** Aborted on Ctrl-C. */
   signal?: AbortSignal;
+  /** The clock (default: the system's): today's UTC date for `stats --daily`. */
+  now?: () => Date;
 }
 
 type Values = Record<string, string | boolean | string[] | boolean[] | undefined>;
@@ -64,6 +67,13 @@ function positiveInt(v: Values[string], name: string, command: string): number |
   if (s === undefined) return undefined;
   if (!/^[1-9][0-9]*$/.test(s)) throw new UsageError(`--${name} must be a positive integer, got '${s}'`, command);
   return Number(s);
+}
+
+function day(v: Values[string], name: string, command: string): string | undefined {
+  const s = str(v);
+  if (s === undefined) return undefined;
+  if (parseDay(s) === undefined) throw new UsageError(`--${name} must be a date YYYY-MM-DD, got '${s}'`, command);
+  return s;
 }
 
 function fileId(s: string | undefined, command: string): string {
@@ -393,13 +403,81 @@ const COMMANDS: Command[] = [
     },
   },
   {
-    name: 'stats', summary: 'your statistics: files, views, downloads, sales, comments', args: '', options: {},
+    name: 'stats', summary: 'your statistics: files, views, downloads, sales, comments (--daily: per UTC day)', args: '',
+    description: `--daily prints a table of UTC days (every day, zeros included, at most 366) and their totals: views, unique viewers,
+downloads, unique downloaders, sales, comments; by default the last ${DEFAULT_DAYS} days, today included. Unique counts
+are exact up to 1,024 a day, estimated above (0.81 % standard error); the totals' are the sums of the days'.`,
+    options: {
+      daily: { type: 'boolean', help: 'per UTC day instead of totals' },
+      from: { type: 'string', value: '<YYYY-MM-DD>', help: `with --daily: the first day (default: ${DEFAULT_DAYS} days ending with --to)` },
+      to: { type: 'string', value: '<YYYY-MM-DD>', help: 'with --daily: the last day (default: today, UTC)' },
+      file: { type: 'string', value: '<file_id>', help: 'with --daily: one of your files (default: all of them)' },
+    },
     positionals: [0, 0], auth: true,
+    examples: ['docshare stats', 'docshare stats --daily', 'docshare stats --daily --from 2025-11-01 --to 2025-11-30 --file 12'],
     async run(ctx) {
-      const answer = await ctx.client.stats();
+      const v = ctx.values;
+      const from = day(v['from'], 'from', 'stats');
+      const to = day(v['to'], 'to', 'stats');
+      const file = str(v['file']);
+      if (v['daily'] !== true) {
+        if (from !== undefined || to !== undefined || file !== undefined) throw new UsageError('--from, --to and --file go with --daily', 'stats');
+        const answer = await ctx.client.stats();
+        if (ctx.json) return ctx.printJson(answer);
+        const d = answer.data;
+        return ctx.out(shown`files ${d.total_files}\nviews ${d.total_views}\ndownloads ${d.total_downloads}\nsales ${d.total_sales}\ncomments ${d.total_comments}`);
+      }
+      const range = dayRange(from, to, ctx.io.now?.() ?? new Date());
+      const answer = await ctx.client.dailyStats({ ...range, ...(file !== undefined ? { fileId: fileId(file, 'stats') } : {}) });
       if (ctx.json) return ctx.printJson(answer);
-      const d = answer.data;
-      ctx.out(shown`files ${d.total_files}\nviews ${d.total_views}\ndownloads ${d.total_downloads}\nsales ${d.total_sales}\ncomments ${d.total_comments}`);
+      for (const line of dailyTable(answer, ctx.quiet)) ctx.out(line);
+      if (!ctx.quiet) ctx.note(shown`${answer.days.length} UTC days, ${answer.from} to ${answer.to}, ${file === undefined ? 'all your files' : `file ${file}`}`);
+    },
+  },
+  {
+    name: 'top', summary: 'your files ranked by views, unique viewers, downloads, sales or comments over the last days', args: '',
+    options: {
+      metric: { type: 'string', value: '<metric>', help: 'views (default), unique_viewers, downloads, sales or comments' },
+      days: { type: 'string', value: '<n>', help: 'the last n UTC days, today included (1-90, default 7)' },
+      limit: { type: 'string', value: '<n>', help: 'at most n files (1-50, default 10)' },
+    },
+    positionals: [0, 0], auth: true,
+    examples: ['docshare top', 'docshare top --metric unique_viewers --days 30 --limit 5'],
+    async run(ctx) {
+      const metric = str(ctx.values['metric']);
+      const days = positiveInt(ctx.values['days'], 'days', 'top');
+      const limit = positiveInt(ctx.values['limit'], 'limit', 'top');
+      const answer = await ctx.client.topFiles({
+        // The server names the metrics it knows when it refuses one.
+        ...(metric !== undefined ? { metric: metric as TopMetric } : {}), ...(days !== undefined ? { days } : {}), ...(limit !== undefined ? { limit } : {}),
+      });
+      if (ctx.json) return ctx.printJson(answer);
+      for (const r of answer.results) ctx.out(ctx.quiet ? visible(String(r.id)) : shown`${r.id}\t${r.value}  ${r.title}  ${r.link}`);
+      if (!ctx.quiet) ctx.note(shown`${answer.results.length} files by ${metric ?? 'views'} over the last ${days ?? 7} UTC days`);
+    },
+  },
+  {
+    name: 'trending', summary: "everyone's files with the most unique viewers over the last hours", args: '',
+    description: 'Files anyone may see, ranked by distinct viewers over the window (ties: views).',
+    options: {
+      hours: { type: 'string', value: '<n>', help: 'the last n UTC hours, the current one included (1-168, default 24)' },
+      category: { type: 'string', value: '<id>', help: 'only files of this category (see docshare categories)' },
+      limit: { type: 'string', value: '<n>', help: 'at most n files (1-50, default 10)' },
+    },
+    positionals: [0, 0], auth: true,
+    examples: ['docshare trending', 'docshare trending --hours 168 --category 3 --limit 20'],
+    async run(ctx) {
+      const hours = positiveInt(ctx.values['hours'], 'hours', 'trending');
+      const category = positiveInt(ctx.values['category'], 'category', 'trending');
+      const limit = positiveInt(ctx.values['limit'], 'limit', 'trending');
+      const answer = await ctx.client.trending({
+        ...(hours !== undefined ? { hours } : {}), ...(category !== undefined ? { categoryId: category } : {}), ...(limit !== undefined ? { limit } : {}),
+      });
+      if (ctx.json) return ctx.printJson(answer);
+      for (const r of answer.results) {
+        ctx.out(ctx.quiet ? visible(String(r.id)) : shown`${r.id}\t${r.unique_viewers} unique viewers, ${r.views} views  ${r.title}  [${r.category}]  ${r.link}`);
+      }
+      if (!ctx.quiet) ctx.note(shown`${answer.results.length} trending files over the last ${hours ?? 24} UTC hours`);
     },
   },
   {

@@ -20,6 +20,8 @@ export interface CliOptions {
   answer?: (url: string, init?: RequestInit) => Response | Promise<Response>;
   /** Output on a terminal (progress bars, colours). */
   tty?: boolean;
+  /** The CLI's clock (default: the system's). */
+  now?: () => Date;
 }
 
 const parsed = (text: string): unknown => {
@@ -30,7 +32,7 @@ const parsed = (text: string): unknown => {
   }
 };
 
-export async function runCli(argv: string[], { home, env = {}, answer, tty = false }: CliOptions): Promise<Ran> {
+export async function runCli(argv: string[], { home, env = {}, answer, tty = false, now }: CliOptions): Promise<Ran> {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   let out = '';
@@ -45,6 +47,7 @@ export async function runCli(argv: string[], { home, env = {}, answer, tty = fal
     stdin: new PassThrough() as unknown as NodeJS.ReadStream,
     env: { XDG_CONFIG_HOME: path.join(home, 'config'), HOME: home, ...env },
     cwd: home,
+    ...(now ? { now } : {}),
     fetch: async (input, init) => {
       const body = typeof init?.body === 'string' ? parsed(init.body) : undefined;
       calls.push({ url: String(input), init, body });
