@@ -12,6 +12,9 @@
  *   3. api-files req/s                                        vs  its query sent to the store
  *   4. api-stats req/s                                        vs  its query, a bare express, one proxy hop
  *   5. api-search req/s                                       vs  its query sent to Elasticsearch
+ *   5b. views of one hot file                                 vs  the same views spread over 16 files
+ *       (two docs-command replicas, each behind a gateway of its own: bench/stack/replica.ts; 5xx counted)
+ *       366-day api-daily latency                             vs  its find of the 366 `daily_users` ids on the store
  *   6. big upload / download MiB/s                            vs  MinIO put / get
  *   7. npm run rebuild -- stats|files|search events/s         vs  reading the event log
  *   8. what each operation costs, for sizing (docs/ops.md): upload, comment, view, download,
@@ -33,7 +36,8 @@
  * Env (defaults): BENCH_STACK_FILES (10000 seeded 4 KiB files, plus a comment per 4 files),
  * BENCH_STACK_USERS (32), BENCH_STACK_CLIENTS (16 concurrent clients), BENCH_STACK_WRITE_SECONDS
  * (300), BENCH_STACK_READ_SECONDS (10, each read measure and each ceiling), BENCH_STACK_RYW_SECONDS
- * (3 × read seconds, at least 10), BENCH_STACK_RYW_RATE (100 background writes/s),
+ * (3 × read seconds, at least 10), BENCH_STACK_VIEWS (4000 views of each kind in 5b), BENCH_STACK_DAILY_READS
+ * (500 api-daily requests and as many store queries, one at a time), BENCH_STACK_RYW_RATE (100 background writes/s),
  * BENCH_STACK_RYW_PROBERS (4 authors probing at once), BENCH_STACK_RYW_TIMEOUT_SECONDS (30),
  * BENCH_STACK_POLL_MS (5), BENCH_STACK_BIG_MIB (512), BENCH_STACK_KAFKA_JAVA_RECORDS (50000; 0
  * skips Kafka's own perf test), BENCH_STACK_CATCHUP_SECONDS (600: longest wait for the pipeline to
@@ -60,7 +64,7 @@ import { Client as EsClient } from '@elastic/elasticsearch';
 import { parseBrokers } from '@docshare/event-bus/kafka';
 import { Api, SEARCH_TERMS, fileInput, type User } from './stack/api.ts';
 import {
-  connectMongo, directFilesQuery, directSearchQuery, directStatsQuery, drain, eventLogRead, kafkaJavaPerf, kafkaProducerCeiling,
+  connectMongo, directDailyQuery, directFilesQuery, directSearchQuery, directStatsQuery, drain, eventLogRead, kafkaJavaPerf, kafkaProducerCeiling,
   minioCeiling, mongoWriteCeiling, startHttpCeiling, type HttpCeilingServer,
 } from './stack/ceilings.ts';
 import {
@@ -73,6 +77,8 @@ import {
 import { storeCommandsSnapshot, storeCommandsUsed, type StoreCommandsSnapshot } from './stack/metrics.ts';
 import { closedLoop, expectOk, pacedLoad, percentile, request, sleep, summarizeErrors, windowRates, type LoadResult } from './stack/load.ts';
 import { fmt, ratioOf, renderTable, rowsJson, type Row } from './stack/report.ts';
+import { environOf, replicaEnv, startReplica, stopReplica, type Replica } from './stack/replica.ts';
+import { hotVsSpread, utcDaysEnding } from './stack/views.ts';
 import { freePort } from '../infra/stack/ports.ts';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -92,6 +98,8 @@ const cfg = {
   writeSeconds: num('BENCH_STACK_WRITE_SECONDS', 300),
   readSeconds,
   rywSeconds: num('BENCH_STACK_RYW_SECONDS', Math.max(10, 3 * readSeconds)),
+  views: Math.max(2, Math.round(num('BENCH_STACK_VIEWS', 4000))),
+  dailyReads: Math.max(1, Math.round(num('BENCH_STACK_DAILY_READS', 500))),
   rywRate: num('BENCH_STACK_RYW_RATE', 100),
   rywProbers: Math.max(1, Math.round(num('BENCH_STACK_RYW_PROBERS', 4))),
   rywTimeoutSeconds: num('BENCH_STACK_RYW_TIMEOUT_SECONDS', 30),
@@ -475,6 +483,67 @@ try {
   const searchQuery = directSearchQuery(es, alias);
   const directSearch = await attempt('api-search direct', () => readLoop('api-search direct (Elasticsearch _search)', (n) => searchQuery(SEARCH_TERMS[n % SEARCH_TERMS.length]!)));
   rows.push(...rateRows('api-search', apiSearch, directSearch, 'its query on ES _search'));
+
+  // ---- 5b. one hot file against the same views spread, two docs-command replicas (issue 21) ------
+  const spreadFiles = files.slice(0, 16);
+  rows.push({ section: `views: one hot file vs the same views over ${spreadFiles.length} files (2 docs-command replicas, each behind its own gateway, ${cfg.clients} clients, ${cfg.views} views each)` });
+  const replicas: Replica[] = [];
+  try {
+    const views = await attempt('hot vs spread views', async () => {
+      const commandPid = await inst.servicePid('docs-command');
+      const gatewayPid = await inst.servicePid('gateway');
+      if (commandPid === null || gatewayPid === null) throw new Error('no pid for the instance\'s docs-command or gateway');
+      const commandPort = await freePort();
+      const second = await startReplica('docs-command', replicaEnv(await environOf(commandPid), commandPort), join(work, 'replica-docs-command.log'));
+      replicas.push(second);
+      track(second.child);
+      const secondGateway = await startReplica('gateway', replicaEnv(await environOf(gatewayPid), await freePort(), { DOCS_COMMAND_URL: second.url }), join(work, 'replica-gateway.log'));
+      replicas.push(secondGateway);
+      track(secondGateway.child);
+      log(`views: second docs-command on ${second.url} behind a second gateway on ${secondGateway.url}`);
+      // The n-th view goes to one gateway or the other: both replicas serve both loads at once.
+      const gateways = [inst.baseUrl, secondGateway.url];
+      const view = (n: number, fileId: number) => request('GET', `${gateways[n % 2]}/docs/${fileId}`);
+      return hotVsSpread({ clients: cfg.clients, count: cfg.views, hot: (n) => view(n, spreadFiles[0]!), spread: (n) => view(n, spreadFiles[n % spreadFiles.length]!) });
+    });
+    if (views) {
+      for (const [name, r] of [['hot', views.hot], ['spread', views.spread]] as const) {
+        log(`views ${name}: ${brief(r)}; ${r.serverErrors} 5xx`);
+        details[`views ${name}`] = { ...summary(r), serverErrors: r.serverErrors };
+      }
+      const errs = (r: typeof views.hot): string => (r.errors > 0 ? ` (${r.errors} errors)` : '');
+      rows.push({ measure: `views/s, one file${errs(views.hot)}`, docshare: views.hot.rate, ceiling: views.spread.rate, unit: 'views/s', ceilingName: `over ${spreadFiles.length} files${errs(views.spread)}` });
+      rows.push({ measure: 'view p50 latency, one file', docshare: percentile(views.hot.latencies, 50), ceiling: percentile(views.spread.latencies, 50), unit: 'ms', ceilingName: `over ${spreadFiles.length} files` });
+      rows.push({ measure: 'view p99 latency, one file', docshare: percentile(views.hot.latencies, 99), ceiling: percentile(views.spread.latencies, 99), unit: 'ms', ceilingName: `over ${spreadFiles.length} files` });
+      rows.push({ measure: '5xx answers (one file + spread)', docshareText: `${views.hot.serverErrors} + ${views.spread.serverErrors}`, ceilingText: '0', ratioText: '' });
+    } else {
+      rows.push(failedRow('views/s, one file vs spread'));
+    }
+  } finally {
+    for (const replica of replicas.reverse()) await stopReplica(replica);
+  }
+
+  // A 366-day api-daily, one request at a time, beside its own read sent to the store.
+  const year = utcDaysEnding(new Date(), 366);
+  const oneAtATime = async (name: string, op: () => Promise<unknown>): Promise<LoadResult> => {
+    await closedLoop({ clients: 1, count: Math.ceil(cfg.dailyReads / 10), op: () => op().then(() => undefined) });
+    const r = await closedLoop({ clients: 1, count: cfg.dailyReads, op: () => op().then(() => undefined) });
+    if (r.errors > 0) throw new Error(`${r.errors} of ${cfg.dailyReads} failed: ${summarizeErrors(r.errorKinds)}`);
+    log(`${name}: ${brief(r)}`);
+    details[name] = summary(r);
+    return r;
+  };
+  const dailyOwner = users[1 % users.length]!;
+  const apiDaily = await attempt('api-daily 366 days', () => oneAtATime('api-daily 366 days', async () => expectOk(await api.rawDaily(dailyOwner.token, year[0]!, year.at(-1)!), 'api-daily')));
+  const directDaily = await attempt('api-daily direct', async () => {
+    const query = await directDailyQuery(readDb);
+    return oneAtATime(`api-daily 366 days direct (${store})`, () => query(dailyOwner.userId, year));
+  });
+  for (const p of [50, 99]) {
+    rows.push(apiDaily
+      ? { measure: `api-daily (366 days) p${p} latency, 1 client`, docshare: percentile(apiDaily.latencies, p), ...(directDaily ? { ceiling: percentile(directDaily.latencies, p) } : { ceilingText: 'failed' }), unit: 'ms', ceilingName: `find of 366 daily_users ids on ${store}` }
+      : failedRow(`api-daily (366 days) p${p} latency`));
+  }
 
   // ---- 8. what each operation costs, for sizing (docs/ops.md) ------------------------------------
   // Each operation alone at a steady rate; CPU of every process tree and the services' store

@@ -191,6 +191,20 @@ export const directStatsQuery = async (readDb: Db) => {
   };
 };
 
+/**
+ * A 366-day api-daily's read sent to the store: the caller's `daily_users` documents of those
+ * days by `_id` (`<ownerId>:<YYYY-MM-DD>`, an `in` of at most 366 ids, never a scan), their
+ * counters only (the sketches stay in the store: the answer needs their counts, kept beside them).
+ */
+export const directDailyQuery = async (readDb: Db) => {
+  const prefix = await generationPrefix(readDb, 'stats');
+  const daily = readDb.collection<Document & { _id: string }>(`${prefix}daily_users`);
+  return async (ownerId: number, days: readonly string[]): Promise<number> => {
+    const found = await daily.find({ _id: { $in: days.map((day) => `${ownerId}:${day}`) } }, { projection: { _pos: 0, viewers: 0, downloaders: 0 } }).toArray();
+    return found.length;
+  };
+};
+
 /** api-search's query sent to Elasticsearch's _search (libs/search-index/src/elasticsearch-search-index.ts, search). */
 export const directSearchQuery = (es: EsClient, alias: string) => async (term: string): Promise<number> => {
   const words = [...new Set(tokenize(term))];
