@@ -6,3 +6,4 @@
  */
 export * from './days.ts';
 export * from './sketch.ts';
+export * from './viewer-key.ts';
