@@ -336,7 +336,7 @@ describe('Kafka bus', () => {
     assert.deepEqual(decodeKafkaRecord({ value, headers: message.headers!, offset: '7' }), { ok: true, record: { position: 42, event } });
     assert.deepEqual(decodeKafkaRecord({ value, headers: {}, offset: '7' }), { ok: true, record: { position: 7, event } });
     assert.equal(decodeKafkaRecord({ value: null, headers: {}, offset: '7' }).ok, false);
-    assert.equal(decodeKafkaRecord({ value: Buffer.from(JSON.stringify({ ...event, streamversion: 0 })), headers: {}, offset: '7' }).ok, false);
+    assert.equal(decodeKafkaRecord({ value: Buffer.from(JSON.stringify({ ...event, streamversion: -1 })), headers: {}, offset: '7' }).ok, false);
   });
 
   it('refuses to publish an event without a subject, and publishes nothing for an empty list', limit, () =>

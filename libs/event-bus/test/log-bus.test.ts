@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { CloudEvent, StoredEvent } from '@docshare/contracts';
-import { testEvents } from '@docshare/contracts/testing';
+import { testEvent, testEvents } from '@docshare/contracts/testing';
 import { openFileEventLog } from '@docshare/event-store';
 import type { FileEventLog } from '@docshare/event-store';
 import { eventConsumerContract } from '../src/contract.ts';
@@ -66,6 +66,24 @@ describe('log bus', () => {
       await waitFor(() => seen.length === 5, 'the replay');
       assert.deepEqual(positions(seen), range(1, 5));
       await subscription.stop();
+    }));
+
+  it('delivers unversioned events (streamversion 0) at their positions between a stream\'s events, live and on replay', () =>
+    withBus(async (log, bus) => {
+      await appendTo(log, 'file-1', 1);
+      const live: StoredEvent<CloudEvent>[] = [];
+      const subscription = await bus.subscribe('unversioned', async (record) => void live.push(record));
+      await log.appendUnversioned([testEvent('file-1', 0), testEvent('file-1', 0)]);
+      await appendTo(log, 'file-1', 1);
+      await waitFor(() => live.length === 4, 'the live events');
+      assert.deepEqual(live.map((r) => [r.position, r.event.streamversion]), [[1, 1], [2, 0], [3, 0], [4, 2]]);
+      await subscription.stop();
+
+      const replayed: StoredEvent<CloudEvent>[] = [];
+      const again = await bus.subscribe('unversioned-replay', async (record) => void replayed.push(record));
+      await waitFor(() => replayed.length === 4, 'the replay');
+      assert.deepEqual(replayed, live);
+      await again.stop();
     }));
 
   it('resumes a group after its last acknowledged event, delivering none of those again', () =>

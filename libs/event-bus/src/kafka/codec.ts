@@ -43,7 +43,8 @@ const isCloudEvent = (value: unknown): value is CloudEvent => {
     text('subject') &&
     typeof event.streamversion === 'number' &&
     Number.isSafeInteger(event.streamversion) &&
-    event.streamversion >= 1
+    // 0: an event of no stream (EventStore.appendUnversioned: views, downloads).
+    event.streamversion >= 0
   );
 };
 
