@@ -10,6 +10,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { randomWord } from '../support/client.ts';
 import { useServer } from '../support/fixture.ts';
+import { viewAs } from '../support/analytics.ts';
 import { eventually } from '../support/wait.ts';
 import { freePort, REPO_ROOT } from '../support/server.ts';
 
@@ -78,7 +79,7 @@ describe('docshare CLI', () => {
 
   it('prints help for the CLI and for each command', async () => {
     const all = ok(await docshare(['--help']), '--help');
-    for (const c of ['register', 'login', 'logout', 'upload', 'download', 'search', 'files', 'stats', 'comments', 'comment', 'update', 'delete']) {
+    for (const c of ['register', 'login', 'logout', 'upload', 'download', 'search', 'files', 'stats', 'top', 'trending', 'comments', 'comment', 'update', 'delete']) {
       assert.match(all.stdout, new RegExp(`^  ${c} `, 'm'), c);
     }
     assert.match(all.stdout, /Exit codes:/);
@@ -163,6 +164,38 @@ describe('docshare CLI', () => {
       assert.equal(stats.data.total_files, 3);
     });
     assert.match(ok(await docshare(['stats']), 'stats').stdout, /^files 3$/m);
+  });
+
+  it('stats --daily, top, trending: three anonymous viewers of a file', async () => {
+    for (const agent of ['cli-a', 'cli-b', 'cli-c']) assert.equal((await viewAs(fx.c, fileId, { userAgent: `${agent}-${word}` })).status, 200);
+    // The stats projector counts the views shortly after they are answered.
+    await eventually(async () => {
+      const daily = JSON.parse(ok(await docshare(['stats', '--daily', '--json']), 'stats --daily --json').stdout);
+      assert.equal(daily.days.length, 30, 'the last 30 UTC days by default');
+      assert.equal(daily.totals.views, 3);
+      assert.equal(daily.totals.unique_viewers, 3);
+      const mine = JSON.parse(ok(await docshare(['stats', '--daily', '--file', fileId, '--from', daily.from, '--json']), 'stats --daily --file').stdout);
+      assert.equal(mine.totals.views, 3);
+    });
+    const table = ok(await docshare(['stats', '--daily']), 'stats --daily');
+    assert.match(table.stdout, /^date +views +unique viewers +downloads +unique downloaders +sales +comments$/m);
+    assert.match(table.stdout, /^total +3 +3 +0 +0 +0 +0$/m);
+    assert.match(table.stderr, /^30 UTC days, \d{4}-\d{2}-\d{2} to \d{4}-\d{2}-\d{2}, all your files$/m);
+    const bad = await docshare(['stats', '--daily', '--from', '2020-01-01', '--to', '2025-01-01']);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /The range may span at most 366 days \(HTTP 400/);
+
+    await eventually(async () => {
+      const top = ok(await docshare(['top', '--metric', 'unique_viewers', '--days', '2']), 'top');
+      assert.equal(top.stdout, `${fileId}\t3  Quarterly ${word} report  ${fx.server.baseUrl}/docs/${fileId}\n`);
+      const hot = JSON.parse(ok(await docshare(['trending', '--hours', '2', '--json']), 'trending').stdout);
+      assert.deepEqual(hot.results.find((r: { id: string }) => r.id === fileId), {
+        id: fileId, title: `Quarterly ${word} report`, link: `${fx.server.baseUrl}/docs/${fileId}`, category: 'CLI tests', unique_viewers: 3, views: 3,
+      });
+    });
+    const wrong = await docshare(['top', '--metric', 'likes']);
+    assert.equal(wrong.code, 1);
+    assert.match(wrong.stderr, /metric must be one of views, unique_viewers, downloads, sales, comments \(HTTP 400/);
   });
 
   it('comment, comments, update', async () => {
