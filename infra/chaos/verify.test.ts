@@ -37,6 +37,14 @@ describe('chaos checker', () => {
     assert.match(checkRecord([a], [up, outcome(a.id)], []).violations.join('\n'), /not caused by its file's upload/);
   });
 
+  it('flags two events at one stream version, but not events of no stream (streamversion 0) on one subject', () => {
+    const a = upload('1');
+    const up = uploaded(a, '1');
+    const unversioned = (): Event => ({ ...event('docs.test.happened.v1', a.id, {}), subject: up.subject, streamversion: 0 });
+    assert.doesNotMatch(checkRecord([a], [up, unversioned(), unversioned()], []).violations.join('\n'), /two events at/);
+    assert.match(checkRecord([a], [up, { ...unversioned(), streamversion: 1 }], []).violations.join('\n'), /two events at/);
+  });
+
   it('finds an acknowledged write that is not in the event store', () => {
     const result = checkRecord([upload('1')], [], []);
     assert.match(result.violations.join('\n'), /LOST: acknowledged upload/);
