@@ -38,7 +38,7 @@ import { makeMongoCheckpoints } from '@docshare/consistency';
 import { readPointer } from '@docshare/projection';
 import { makeLease, startOutboxRelay } from '@docshare/outbox';
 import { FILES_INDEXES, filesHandler, makeFilesQueries } from '@docshare/files-projector';
-import { makeStatsQueries, statsHandler } from '@docshare/stats-projector';
+import { makeStatsQueries, STATS_INDEXES, statsHandler } from '@docshare/stats-projector';
 
 /** Collections whose size does not grow with users, files or events (a document per lease, relay, group and partition, model, read-model collection). */
 export const FIXED_SIZE = new Set(['leases', 'outbox_checkpoints', 'projection_checkpoints', 'read_model_generations', 'read_store_collections']);
@@ -309,7 +309,7 @@ export async function collectPlans(url: string, options: PlansOptions = {}): Pro
     // The storage quota's ledger (docs-command's own); nothing pending is ever stale here.
     const ledger = await openMongoStorageLedger(commandDb, { resolve: async () => 'recorded' });
     const filesStore = makeMongoReadStore(readDb, { prefix: 'files_', indexes: options.filesIndexes ?? FILES_INDEXES });
-    const statsStore = makeMongoReadStore(readDb, { prefix: 'stats_', indexes: {} });
+    const statsStore = makeMongoReadStore(readDb, { prefix: 'stats_', indexes: STATS_INDEXES });
     const checkpoints = makeMongoCheckpoints(readDb);
     const handlers = [filesHandler(filesStore), statsHandler(statsStore)];
 
@@ -367,7 +367,8 @@ export async function collectPlans(url: string, options: PlansOptions = {}): Pro
     const page = { page: 1, perPage: 20 };
     const deep = { page: 4, perPage: 20 };
     const filesQueries = makeFilesQueries(filesStore, 'http://plans.test');
-    const statsQueries = makeStatsQueries(statsStore);
+    // The analytics windows end with the seeded activity (a minute per file from 2026-01-01).
+    const statsQueries = makeStatsQueries(statsStore, { publicBaseUrl: 'http://plans.test', now: () => new Date(at(files)) });
     const target = fx.users * 3 + owner - 1; // a file of `owner`, neither disabled nor deleted below
     const fileV = (await events.readStream(streamIds.file(target))).length;
 
@@ -411,6 +412,10 @@ export async function collectPlans(url: string, options: PlansOptions = {}): Pro
     await record('api-comments', () => filesQueries.commentsReceivedBy(owner, page));
     await record('api-categories', () => filesQueries.categories(page));
     await record('api-stats', () => statsQueries.statsOf(owner));
+    await record('api-daily, 366 days', () => statsQueries.daily(owner, { from: '2025-01-01', to: '2026-01-01' }));
+    await record('api-daily, one file', () => statsQueries.daily(owner, { from: '2025-12-20', to: '2026-01-20', fileId: target }));
+    await record('api-top', () => statsQueries.top(owner, { metric: 'views', days: 30, limit: 10 }));
+    await record('api-trending', () => statsQueries.trending({ hours: 24, limit: 10 }));
     await record('docs-command: bytes-stored metric (the ledger recounted)', () => ledger.total());
     await record('a read waiting for its token', () => checkpoints.low('files-projector', PARTITIONS));
     await record('the read model generation', () => readPointer(readDb, 'files'));
@@ -423,6 +428,15 @@ export async function collectPlans(url: string, options: PlansOptions = {}): Pro
       cloudEvent('docs.file.deleted.v1', streamIds.file(other), otherV + 3, { fileId: other, ownerId: owner, blobKey: `blobs/${other}`, deletedAt: at(files) }, files),
     ]);
     const newest = await record('the projectors: a batch (comment, purchase, disabling, deletion)', () => project(events, handlers, last, 1000));
+    // Views and downloads recorded outside their files' streams: the stats handler's batch of them
+    // (its one find per sketch collection), at positions past the log's (the handler reads none).
+    await record('the stats projector: a batch of views and downloads', () => statsHandler(statsStore)(Array.from({ length: 200 }, (_, i) => {
+      const fileId = fx.users * (1 + (i % 4)) + owner - 1;
+      const data = i % 5 === 0
+        ? { type: 'docs.file.downloaded.v2', data: { fileId, ownerId: owner, downloadedBy: stranger, downloadedAt: at(files) } }
+        : { type: 'docs.file.viewed.v2', data: { fileId, ownerId: owner, viewer: `a:plans${i % 37}`, viewedAt: at(files) } };
+      return { position: newest + 1 + i, event: cloudEvent(data.type, streamIds.file(fileId), 0, data.data, files) };
+    })));
     await record('the projectors: checkpoint', () => checkpoints.record('files-projector', 0, newest));
     await record('rebuild: the log from the start', () => events.readAll(0, 1000));
     await record('rebuild: the log from the middle', () => events.readAll(Math.floor(last / 2), 1000));
