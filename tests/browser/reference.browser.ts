@@ -249,6 +249,10 @@ const walk = (host: 'localhost' | '127.0.0.1', scheme: 'BearerAuth' | 'XAuthoriz
       await run('listFiles', 200);
       await run('search', 200);
       await run('stats', 200);
+      // Statistics over time: Ada's file 1 and category 1, the example days, the defaults.
+      await run('dailyStats', 200);
+      await run('topFiles', 200);
+      await run('trendingFiles', 200);
       await run('listComments', 200);
       await run('listPurchases', 200);
       await run('viewPage', 200);
