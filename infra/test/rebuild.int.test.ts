@@ -9,6 +9,7 @@ import { MongoClient } from 'mongodb';
 import { startServer, TARGET, REPO_ROOT, type Server } from '../../tests/support/server.ts';
 import { api, type Api, type RegisteredUser } from '../../tests/support/client.ts';
 import { sampleOf, scrape } from '../../tests/support/metrics.ts';
+import { addDays, daily, dayOf, serverNow, top, trending, viewAs } from '../../tests/support/analytics.ts';
 
 const need = (name: string): string => {
   const value = process.env[name];
@@ -30,6 +31,8 @@ describe('npm run rebuild', { skip: TARGET !== 'distributed' ? 'needs DOCSHARE_T
   let mongo: MongoClient;
   let ns: string;
   const users: RegisteredUser[] = [];
+  /** The days the statistics over time are read for (fixed once: the answers must not move with the clock). */
+  let days = { from: '', to: '' };
 
   before(async () => {
     server = await startServer();
@@ -43,10 +46,18 @@ describe('npm run rebuild', { skip: TARGET !== 'distributed' ? 'needs DOCSHARE_T
       const { fileId } = await c.uploadOk(owner.token, { title: `rebuild notes ${i}`, tags: `t${i % 2},shared` });
       await c.comment(users[(i + 1) % 3]!.token, { file_id: fileId, comment: `comment on ${i}` });
       await c.view(fileId);
+      // Views v2 with viewer keys (signed in, anonymous by User-Agent, the owner's own) and
+      // downloads v2: the statistics over time (daily_files, daily_users, hourly_files) replay them.
+      for (let k = 0; k <= i % 4; k++) await viewAs(c, fileId, { token: users[(i + 1 + k) % 3]!.token });
+      await viewAs(c, fileId, { userAgent: `rebuild agent ${i % 2}` });
+      await viewAs(c, fileId, { token: owner.token });
       if (i % 3 === 0) await c.download(users[(i + 2) % 3]!.token, fileId);
+      if (i % 2 === 0) await c.download(owner.token, fileId);
       if (i === 4) await c.update(owner.token, { id: fileId, enabled: false });
       if (i === 5) assert.equal((await c.del(owner.token, fileId)).status, 200);
     }
+    const today = dayOf(await serverNow(c));
+    days = { from: addDays(today, -7), to: addDays(today, 1) };
   });
   after(async () => {
     await mongo?.close();
@@ -72,6 +83,10 @@ describe('npm run rebuild', { skip: TARGET !== 'distributed' ? 'needs DOCSHARE_T
     comments: await Promise.all(users.map(async (u) => (await c.comments(u.token)).body)),
     search: (await c.search(users[0]!.token, { search: 'rebuild notes', per_page: 100 })).body,
     load: (await c.search(users[0]!.token, { search: 'load', per_page: 100 })).body,
+    daily: await Promise.all(users.map(async (u) => (await daily(c, u.token, days)).body)),
+    top: await Promise.all(users.map(async (u) => Promise.all(['views', 'unique_viewers', 'downloads', 'comments']
+      .map(async (metric) => (await top(c, u.token, { metric, days: 90, limit: 50 })).body)))),
+    trending: (await trending(c, users[0]!.token, { hours: 168, limit: 50 })).body,
   });
 
   it('rebuilds stats, files and search into equal models, swapped in while the services run', async () => {
@@ -79,6 +94,15 @@ describe('npm run rebuild', { skip: TARGET !== 'distributed' ? 'needs DOCSHARE_T
     while (!(await caughtUp())) await new Promise((r) => setTimeout(r, 50));
     const before = { stats: await snapshot('stats'), files: await snapshot('files'), answers: await answers() };
     assert.ok((before.files.files ?? []).length >= 9, 'the live files model has the uploads');
+    // The views and downloads are v2 events (outside the files' streams), and the statistics over
+    // time hold them: the equality below covers those collections too.
+    const types = await mongo.db(`docshare_${ns}`).collection('events').distinct('events.type');
+    for (const type of ['docs.file.viewed.v2', 'docs.file.downloaded.v2']) assert.ok(types.includes(type), `${type} in the log: ${types.join(', ')}`);
+    for (const name of ['stored_files', 'daily_files', 'daily_users', 'hourly_files']) {
+      assert.ok((before.stats[name] ?? []).length > 0, `the live stats model has ${name}: ${Object.keys(before.stats).join(', ')}`);
+    }
+    const viewed = before.answers.daily.map((d) => (d as { totals?: { views?: number; unique_viewers?: number } }).totals);
+    assert.ok(viewed.every((t) => (t?.views ?? 0) > 0 && (t?.unique_viewers ?? 0) > 0), `every owner's days have views and viewers: ${JSON.stringify(viewed)}`);
     const result = await run(['infra/rebuild.ts', 'all'], {
       MONGO_COMMAND_DB: `docshare_${ns}`, MONGO_READ_DB: `docshare_${ns}_read`, ELASTICSEARCH_ALIAS: `docshare-files-${ns}`,
     });
@@ -123,6 +147,7 @@ describe('npm run rebuild', { skip: TARGET !== 'distributed' ? 'needs DOCSHARE_T
         const target = mine[n % mine.length]!;
         await c.comment(users[(i + 1) % users.length]!.token, { file_id: target, comment: `load comment ${n}` });
         await c.view(target);
+        await viewAs(c, target, { token: users[(i + 1) % users.length]!.token });
         await c.download(users[(i + 2) % users.length]!.token, target);
         if (n % 4 === 3) await c.del(user.token, mine.shift()!);
         writes += 1;
