@@ -5,6 +5,11 @@ import { sendError, sendUnavailable } from './errors.ts';
 
 /** The header the gateway sets to the authenticated user's id; any client-sent value is removed first. */
 export const IDENTITY_HEADER = 'x-docshare-user-id';
+/**
+ * The header the gateway sets to the client's address (express `req.ip`: TRUST_PROXY decides
+ * whether a load balancer's X-Forwarded-For is believed); any client-sent value is removed first.
+ */
+export const CLIENT_ADDRESS_HEADER = 'x-docshare-client-address';
 export const REQUEST_ID_HEADER = 'x-request-id';
 export const CORRELATION_HEADER = 'x-correlation-id';
 
@@ -43,6 +48,19 @@ export const actorOf = (req: Request): number => {
   const id = raw === undefined ? NaN : Number(raw);
   if (!Number.isSafeInteger(id) || id <= 0) throw unauthorized(M.missingToken);
   return id;
+};
+
+/**
+ * Who asks, as far as counting viewers goes: the user the gateway authenticated (null without a
+ * valid token), the client's address as the gateway saw it, and the User-Agent.
+ */
+export const requesterOf = (req: Request): { userId: number | null; address: string; userAgent: string } => {
+  const id = Number(req.get(IDENTITY_HEADER) ?? NaN);
+  return {
+    userId: Number.isSafeInteger(id) && id > 0 ? id : null,
+    address: req.get(CLIENT_ADDRESS_HEADER) ?? req.ip ?? '',
+    userAgent: req.get('user-agent') ?? '',
+  };
 };
 
 const JSON_TYPES = ['application/json', 'application/*+json'];

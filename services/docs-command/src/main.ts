@@ -17,6 +17,8 @@ import {
 } from '@docshare/runtime/config';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { openMongoStorageLedger } from '@docshare/storage-ledger/mongo';
+import { makeViewerKeys } from '@docshare/analytics';
+import { makeMongoViewerSalts } from '@docshare/analytics/mongo';
 import { makeFilesQueries } from '@docshare/files-projector';
 import { makeDocsCommands } from './commands/docs-commands.ts';
 import { makeDocsCommandApp } from './http/app.ts';
@@ -95,8 +97,11 @@ const storageMetrics = makeStorageMetrics(ops.registry, { totalStored: ledger.to
 const filesQueries = makeFilesQueries(makeGenerationalReadStore(readDb, 'files', (prefix) => makeMongoReadStore(readDb, { prefix, indexes: {} })), config.service.publicBaseUrl);
 const filesApplied = makeConsistencyGate(makeMongoCheckpoints(readDb), `files-projector${config.kafka.groupSuffix}`, config.kafka.eventsPartitions);
 
+// Who viewed: the anonymous viewers' salt of the day, shared by every replica (libs/analytics).
+const viewerSalts = makeMongoViewerSalts(db);
 const commands = makeDocsCommands({
   events, claims, blobs, logger,
+  viewerKeys: makeViewerKeys({ salts: viewerSalts }),
   tokens: makeTokens(jwtSecret, config.auth.jwtTtlSeconds),
   signer: makeUrlSigner(jwtSecret),
   publicBaseUrl: config.service.publicBaseUrl,
@@ -142,6 +147,7 @@ exitGracefully(logger, [
   () => sweeper.stop(),
   () => idempotencyKeys.close(),
   () => ledger.close(),
+  () => viewerSalts.close(),
   () => relay.stop(),
   () => bus.close(),
   () => client.close(),

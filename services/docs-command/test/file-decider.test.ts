@@ -2,7 +2,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DocshareError, M, type FileUploaded } from '@docshare/contracts';
 import {
-  decideFile, evolveFile, initialFileState, type FileCommand, type FileEventBody, type FileState,
+  decideDownload, decideFile, decideView, evolveFile, initialFileState,
+  type ActivityBody, type FileCommand, type FileEventBody, type FileState,
 } from '../src/commands/domain/file.ts';
 
 const NOW = '2026-11-20T10:00:00.000Z';
@@ -23,6 +24,12 @@ const deleted: FileEventBody = { type: 'docs.file.deleted.v1', data: { fileId: 7
 const given = (events: FileEventBody[]) => {
   const state: FileState = events.reduce(evolveFile, initialFileState());
   return {
+    /** A view or a download (recorded outside the stream): the event, or a refusal. */
+    whenActivity: (decide: (state: FileState) => { event: ActivityBody }) => ({
+      then: (expected: ActivityBody) => assert.deepEqual(decide(state).event, expected),
+      thenThrows: (kind: DocshareError['kind'], message: string) =>
+        assert.throws(() => decide(state), (e: unknown) => e instanceof DocshareError && e.kind === kind && e.message === message),
+    }),
     when: (command: FileCommand) => ({
       then: (expected: FileEventBody[]) => assert.deepEqual(decideFile(command, state), expected),
       thenThrows: (kind: DocshareError['kind'], message: string) =>
@@ -33,8 +40,8 @@ const given = (events: FileEventBody[]) => {
 };
 
 const del = (actorId: number): FileCommand => ({ type: 'DeleteFile', fileId: 7, actorId, now: NOW });
-const download = (actorId: number): FileCommand => ({ type: 'AuthorizeDownload', fileId: 7, actorId, now: NOW });
-const view: FileCommand = { type: 'ViewFile', fileId: 7, now: NOW };
+const download = (actorId: number) => (state: FileState) => decideDownload(state, actorId, NOW);
+const view = (state: FileState) => decideView(state, 'u:2', NOW);
 const purchase = (actorId: number): FileCommand => ({ type: 'PurchaseFile', fileId: 7, actorId, saleId: 9, now: NOW });
 const comment = (actorId: number): FileCommand => ({ type: 'PostComment', fileId: 7, actorId, commentId: 4, comment: 'Nice', now: NOW });
 const change = (actorId: number, changes: Record<string, unknown>): FileCommand =>
@@ -57,28 +64,34 @@ describe('file decider', () => {
   });
 
   describe('download', () => {
-    it('counts a download of an enabled file not for sale', () => given([upload]).when(download(STRANGER)).then([{
-      type: 'docs.file.downloaded.v1', data: { fileId: 7, ownerId: OWNER, downloadedBy: STRANGER, downloadedAt: NOW },
-    }]));
+    it('counts a download of an enabled file not for sale', () => given([upload]).whenActivity(download(STRANGER)).then({
+      type: 'docs.file.downloaded.v2', data: { fileId: 7, ownerId: OWNER, downloadedBy: STRANGER, downloadedAt: NOW },
+    }));
     it('refuses a file for sale', () =>
-      given([upload, update({ forSale: true })]).when(download(STRANGER)).thenThrows('forbidden', M.notDownloadable));
+      given([upload, update({ forSale: true })]).whenActivity(download(STRANGER)).thenThrows('forbidden', M.notDownloadable));
     it('refuses a disabled file to its owner too', () =>
-      given([upload, update({ enabled: false })]).when(download(OWNER)).thenThrows('forbidden', M.notDownloadable));
+      given([upload, update({ enabled: false })]).whenActivity(download(OWNER)).thenThrows('forbidden', M.notDownloadable));
     it('refuses a disabled file to others with the same message (spec §7)', () =>
-      given([upload, update({ enabled: false })]).when(download(STRANGER)).thenThrows('forbidden', M.notDownloadable));
-    it('does not find a deleted file', () => given([upload, deleted]).when(download(OWNER)).thenThrows('not_found', M.fileNotFound));
+      given([upload, update({ enabled: false })]).whenActivity(download(STRANGER)).thenThrows('forbidden', M.notDownloadable));
+    it('does not find a deleted file', () => given([upload, deleted]).whenActivity(download(OWNER)).thenThrows('not_found', M.fileNotFound));
     it('downloads again once the file is off sale', () =>
-      given([upload, update({ forSale: true }), update({ forSale: false })]).when(download(STRANGER)).then([{
-        type: 'docs.file.downloaded.v1', data: { fileId: 7, ownerId: OWNER, downloadedBy: STRANGER, downloadedAt: NOW },
-      }]));
+      given([upload, update({ forSale: true }), update({ forSale: false })]).whenActivity(download(STRANGER)).then({
+        type: 'docs.file.downloaded.v2', data: { fileId: 7, ownerId: OWNER, downloadedBy: STRANGER, downloadedAt: NOW },
+      }));
   });
 
   describe('view', () => {
-    it('counts a view', () => given([upload]).when(view).then([
-      { type: 'docs.file.viewed.v1', data: { fileId: 7, ownerId: OWNER, viewedAt: NOW } },
-    ]));
-    it('has no page for a disabled file', () => given([upload, update({ enabled: false })]).when(view).thenThrows('not_found', M.fileNotFound));
-    it('has no page for a deleted file', () => given([upload, deleted]).when(view).thenThrows('not_found', M.fileNotFound));
+    it('counts a view by its viewer', () => given([upload]).whenActivity(view).then(
+      { type: 'docs.file.viewed.v2', data: { fileId: 7, ownerId: OWNER, viewer: 'u:2', viewedAt: NOW } },
+    ));
+    it('has no page for a disabled file, its owner included', () =>
+      given([upload, update({ enabled: false })]).whenActivity((state) => decideView(state, 'u:1', NOW)).thenThrows('not_found', M.fileNotFound));
+    it('leaves the file\'s state as it was: a view is no event of its stream', () => {
+      const before = [upload].reduce(evolveFile, initialFileState());
+      assert.deepEqual(decideView(before, 'a:x', NOW).file, before.status === 'active' ? before.file : null);
+    });
+    it('has no page for a disabled file', () => given([upload, update({ enabled: false })]).whenActivity(view).thenThrows('not_found', M.fileNotFound));
+    it('has no page for a deleted file', () => given([upload, deleted]).whenActivity(view).thenThrows('not_found', M.fileNotFound));
   });
 
   describe('purchase', () => {
@@ -164,9 +177,9 @@ describe('file decider', () => {
       });
     });
     it('changes nothing a download, view or comment decides', () => {
-      given([upload, extracted]).when(download(STRANGER)).then([{
-        type: 'docs.file.downloaded.v1', data: { fileId: 7, ownerId: OWNER, downloadedBy: STRANGER, downloadedAt: NOW },
-      }]);
+      given([upload, extracted]).whenActivity(download(STRANGER)).then({
+        type: 'docs.file.downloaded.v2', data: { fileId: 7, ownerId: OWNER, downloadedBy: STRANGER, downloadedAt: NOW },
+      });
     });
   });
 });

@@ -3,7 +3,7 @@ import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { M } from '@docshare/contracts';
 import { tokenFrom, type Tokens } from '@docshare/auth';
 import {
-  CORRELATION_HEADER, DEFAULT_HTTP_LIMITS, IDENTITY_HEADER, PROBE_PATHS, REQUEST_ID_HEADER, counter, errorHandler, requestDeadline,
+  CLIENT_ADDRESS_HEADER, CORRELATION_HEADER, DEFAULT_HTTP_LIMITS, IDENTITY_HEADER, PROBE_PATHS, REQUEST_ID_HEADER, counter, errorHandler, requestDeadline,
   requestId, requestLog, sendError, uploadSlot, type Logger, type Ops,
 } from '@docshare/http';
 import { ROUTES, type Upstream } from './routes.ts';
@@ -83,6 +83,7 @@ export const makeGateway = (options: GatewayOptions): Express => {
 
   app.use((req, res, next) => {
     delete req.headers[IDENTITY_HEADER];
+    req.headers[CLIENT_ADDRESS_HEADER] = req.ip ?? '';
     req.headers[CORRELATION_HEADER] = res.locals.requestId as string;
     req.headers[REQUEST_ID_HEADER] = res.locals.requestId as string;
     const token = tokenFrom(req.get('x-authorization'), req.get('authorization'));

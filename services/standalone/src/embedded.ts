@@ -8,6 +8,7 @@ import { openFileClaimStore } from '@docshare/claim-store';
 import { openFileIdempotencyStore } from '@docshare/idempotency-store';
 import { makeLogBus } from '@docshare/event-bus';
 import { openFileEventLog } from '@docshare/event-store';
+import { makeViewerKeys, openFileViewerSalts } from '@docshare/analytics';
 import { closeServer, counter, listen, makeLogger, makeOps, serveMetrics, type Logger } from '@docshare/http';
 import { honourConsistency, makeConsistencyGate, makeMemoryCheckpoints } from '@docshare/consistency';
 import { loadProjectorModules, registerReadModelGenerations, runProjector, type ProjectorModule } from '@docshare/projection';
@@ -107,8 +108,11 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
 
   const ledger = await openEmbeddedStorageLedger(dir('storage'), events, (message) => logger.warn(message));
   const storageMetrics = makeStorageMetrics(ops.registry, { totalStored: ledger.total, logger });
+  // The anonymous viewers' salt of the day, on disk so a restart keeps counting them as the same (libs/analytics).
+  const viewerSalts = await openFileViewerSalts(dir('viewers'));
   const commands = makeDocsCommands({
     events, claims, blobs, tokens, signer, logger,
+    viewerKeys: makeViewerKeys({ salts: viewerSalts }),
     publicBaseUrl: config.publicBaseUrl,
     downloadUrlTtlSeconds: config.downloadUrlTtlSeconds,
     storageQuotaBytes: config.storageQuotaBytes,
@@ -173,7 +177,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
       storageMetrics.stop();
       await sweeper.stop();
       await Promise.all([...projectors.map((p) => p.stop()), extracting.stop()]);
-      await Promise.all([events.close(), claims.close(), idempotencyKeys.close(), ledger.close(), ...[...readModels.values()].map((model) => model.close())]);
+      await Promise.all([events.close(), claims.close(), idempotencyKeys.close(), ledger.close(), viewerSalts.close(), ...[...readModels.values()].map((model) => model.close())]);
       await unlock();
     })();
     return stopping;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DocshareError, EVENT_SOURCE, makeKeyedQueue, retrying, type CloudEvent } from '@docshare/contracts';
+import { DocshareError, EVENT_SOURCE, makeFreshReads, makeKeyedQueue, retrying, type CloudEvent } from '@docshare/contracts';
 import { VersionConflict, type EventStore } from '@docshare/event-store';
 
 /** A pure decider: the state of one entity folded from its events, and what a command records. */
@@ -49,7 +49,7 @@ export const envelope = (
 /**
  * handleCommand = read the stream, fold, decide, append at the expected version; on a concurrent
  * append, read again and decide again. Folded states are cached by stream and only the newer
- * events are read, so hot streams (views, downloads) stay cheap.
+ * events are read. (Views and downloads record nothing in the file's stream: context.ts `record`.)
  *
  * A stream whose fold is cached is not read first at all (nor one this process has not seen: it
  * is taken for empty): the command is decided on the cached (or empty) fold and appended at its version, which the store refuses (a version conflict) when another
@@ -71,25 +71,41 @@ export const makeCommandHandler = (store: EventStore, options: CommandHandlerOpt
     }
   };
 
+  /** A fold read from the store replaces the cached one only when it is newer (an append may have landed meanwhile). */
+  const rememberRead = (streamId: string, state: unknown, version: number): { state: unknown; version: number } => {
+    const cached = cache.get(streamId);
+    if (cached && cached.version >= version) return cached;
+    remember(streamId, state, version);
+    return { state, version };
+  };
+
+  // Reads of one stream are coalesced: the callers that come while one runs share the next one,
+  // which begins after all of them came (so each sees every append acknowledged before its call).
+  const freshRead = makeFreshReads();
+
   /**
-   * The entity's current state and version. With `settled`, a cached fold it holds for final (a
-   * state no later event can change in what the caller asks, e.g. a user who is registered) is
-   * returned as it is, without a read.
+   * The entity's current state and version: the cached fold and the stream's newer events. With
+   * `settled`, a cached fold it holds for final (a state no later event can change in what the
+   * caller asks, e.g. a user who is registered) is returned as it is, without a read. A popular
+   * file's views all load its state: concurrent loads of one stream cost one read.
    */
   const load = async <C, S, E extends { type: string; data: unknown }>(
     decider: Decider<C, S, E>, streamId: string, settled?: (state: S) => boolean,
   ): Promise<{ state: S; version: number }> => {
     const cached = cache.get(streamId);
     if (cached && settled?.(cached.state as S)) return { state: cached.state as S, version: cached.version };
-    let state = cached ? (cached.state as S) : decider.initialState();
-    let version = cached?.version ?? 0;
-    const newer = await store.readStream(streamId, version);
-    for (const { event } of newer) {
-      state = decider.evolve(state, { type: event.type, data: event.data } as E);
-      version = event.streamversion;
-    }
-    if (newer.length > 0 || !cached) remember(streamId, state, version);
-    return { state, version };
+    const folded = await freshRead(streamId, async () => {
+      const from = cache.get(streamId);
+      let state = from ? (from.state as S) : decider.initialState();
+      let version = from?.version ?? 0;
+      const newer = await store.readStream(streamId, version);
+      for (const { event } of newer) {
+        state = decider.evolve(state, { type: event.type, data: event.data } as E);
+        version = event.streamversion;
+      }
+      return rememberRead(streamId, state, version);
+    });
+    return { state: folded.state as S, version: folded.version };
   };
 
   // Commands on one stream run one at a time in this process: they would only conflict with each

@@ -2,10 +2,9 @@ import { forbidden, M, notFound, positiveId } from '@docshare/contracts';
 import { RangeNotSatisfiable, type BlobStore, type BlobStream, type ByteRange } from '@docshare/blob-store';
 import type { UrlSigner } from '@docshare/auth';
 import type { CommandMeta } from './command-handler.ts';
-import { saleById, type FileFacts } from './domain/file.ts';
+import { decideDownload, saleById, type FileFacts } from './domain/file.ts';
 import type { CommandContext } from './context.ts';
 import { contentPath, saleResource, type ContentLinks } from './links.ts';
-import { recordedBy } from './recorded.ts';
 
 /**
  * A signed content link opened: the bytes to stream, the blob store's own URL to redirect to, or
@@ -39,13 +38,12 @@ export interface ContentCommandsDeps {
 export const makeContentCommands = ({ ctx, blobs, signer, links }: ContentCommandsDeps) => {
   const authorizeDownload = async (actorId: number, fileId: number, meta: CommandMeta) => {
     const now = ctx.clock();
-    const result = await ctx.onFile(fileId, { type: 'AuthorizeDownload', fileId, actorId, now: now.toISOString() }, meta);
-    // The decider refused anything but an active file, so the state is active here.
-    if (result.state.status !== 'active') throw notFound(M.fileNotFound);
+    // Like a view (files.ts): the file's state brought up to date, the download recorded outside its stream.
+    const { file, event } = decideDownload(await ctx.loadFile(fileId), actorId, now.toISOString());
     return {
-      originalFileName: result.state.file.originalFileName,
+      originalFileName: file.originalFileName,
       downloadUrl: links.downloadUrl(fileId, now),
-      recorded: recordedBy(result),
+      recorded: await ctx.recordActivity(event, meta),
     };
   };
 

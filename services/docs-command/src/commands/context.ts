@@ -1,12 +1,12 @@
 import { M, streamIds, unauthorized } from '@docshare/contracts';
 import type { EventStore } from '@docshare/event-store';
-import { makeCommandHandler, type CommandMeta, type Decider, type Handled } from './command-handler.ts';
-import { decideFile, evolveFile, initialFileState, type FileCommand, type FileEventBody, type FileState } from './domain/file.ts';
+import { envelope, makeCommandHandler, type CommandMeta, type Decider, type Handled } from './command-handler.ts';
+import { decideFile, evolveFile, initialFileState, type ActivityBody, type FileCommand, type FileEventBody, type FileState } from './domain/file.ts';
 import { decideUser, evolveUser, initialUserState, type UserCommand, type UserEventBody, type UserState } from './domain/user.ts';
 import {
   decideCategory, evolveCategory, initialCategoryState, type CategoryCommand, type CategoryEventBody, type CategoryState,
 } from './domain/category.ts';
-import type { Committed } from './recorded.ts';
+import type { Committed, Recorded } from './recorded.ts';
 
 /*
  * What every use case module shares: one command handler (its cache of folded streams), the
@@ -36,6 +36,11 @@ export interface CommandContext {
   committed: <R extends Handled<unknown> | null>(result: R) => R;
   /** Decides `command` on the file's stream and records what it decided. */
   onFile: (fileId: number, command: FileCommand, meta: CommandMeta) => Promise<Handled<FileState>>;
+  /**
+   * Records a view or a download outside the file's stream (EventStore.appendUnversioned): no
+   * version, so never a conflict and no queue behind the file's other views; afterCommit is told.
+   */
+  recordActivity: (body: ActivityBody, meta: CommandMeta) => Promise<Recorded>;
   /** The file's current state, folded from its stream. */
   loadFile: (fileId: number) => Promise<FileState>;
   /** The acting user, registered; refused as an invalid token otherwise. */
@@ -64,6 +69,13 @@ export const makeCommandContext = ({ events, afterCommit, now }: CommandContextD
     onFile: async (fileId, command, meta) => {
       const at = command.type === 'UploadFile' ? command.file.uploadedAt : command.now;
       return committed(await handler.handle(fileDecider, streamIds.file(fileId), command, at, meta));
+    },
+    recordActivity: async (body, meta) => {
+      const subject = streamIds.file(body.data.fileId);
+      const time = body.type === 'docs.file.viewed.v2' ? body.data.viewedAt : body.data.downloadedAt;
+      const { position } = await events.appendUnversioned([envelope(body, subject, 0, time, meta)]);
+      afterCommit?.({ position, subject, version: 0 });
+      return { position, users: [body.data.ownerId] };
     },
     loadFile: async (fileId) => (await handler.load(fileDecider, streamIds.file(fileId))).state,
     author: async (userId) => {

@@ -5,11 +5,12 @@ import type { Tokens, UrlSigner } from '@docshare/auth';
 import type { Logger } from '@docshare/http';
 import type { makeFilesQueries } from '@docshare/files-projector';
 import { makeMemoryStorageLedger, type StorageLedger } from '@docshare/storage-ledger';
+import { makeMemoryViewerSalts, makeViewerKeys } from '@docshare/analytics';
 import { makeCommandContext } from './context.ts';
 import { makeUserCommands } from './users.ts';
 import { makeCategories } from './categories.ts';
 import { makeUploadCommands } from './uploads.ts';
-import { makeFileCommands } from './files.ts';
+import { makeFileCommands, type ViewerKeys } from './files.ts';
 import { makeContentCommands } from './content.ts';
 import { makeContentLinks } from './links.ts';
 import { makeSalesCommands } from './sales.ts';
@@ -35,6 +36,8 @@ export interface DocsCommandsDeps {
   passwordCost?: number;
   /** Bytes each user may store (STORAGE_QUOTA_BYTES); 0 or absent means unlimited. */
   storageQuotaBytes?: number;
+  /** Who viewed (libs/analytics makeViewerKeys on the process's salt store); default: salts in memory. */
+  viewerKeys?: ViewerKeys;
   /** Bytes each user's files take (libs/storage-ledger), moved by uploads and deletions; default: in memory. */
   ledger?: StorageLedger;
   /** The files a user bought, a page of them, from the files read model (read-only); absent: api-purchases answers 503. */
@@ -56,7 +59,8 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
 
   const { register, login, issueToken } = makeUserCommands({ ctx, claims, tokens, passwordCost: deps.passwordCost });
   const { reserveStorage, uploadSink, upload } = makeUploadCommands({ ctx, blobs, logger, quota, ledger, categories, onStored });
-  const { update, remove, comment, view, peek } = makeFileCommands({ ctx, blobs, logger, quota, ledger, onStored });
+  const viewerKeys = deps.viewerKeys ?? makeViewerKeys({ salts: makeMemoryViewerSalts({ now: ctx.clock }), now: ctx.clock });
+  const { update, remove, comment, view, peek } = makeFileCommands({ ctx, blobs, logger, quota, ledger, viewerKeys, onStored });
   const { authorizeDownload, openContent } = makeContentCommands({ ctx, blobs, signer, links });
   const { purchase, purchases, purchaseUrl } = makeSalesCommands({ ctx, links, purchasesOf: deps.purchasesOf });
   const { extractionStatus, recordExtraction } = makeExtractionCommands({ ctx });

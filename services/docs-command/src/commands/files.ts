@@ -1,12 +1,18 @@
-import { DocshareError, M, notFound, type FileChanges } from '@docshare/contracts';
+import { DocshareError, M, notFound, type FileChanges, type ViewerKey } from '@docshare/contracts';
 import type { BlobStore } from '@docshare/blob-store';
 import type { Logger } from '@docshare/http';
 import { changeKey, type StorageLedger } from '@docshare/storage-ledger';
 import type { CommandMeta, Handled } from './command-handler.ts';
-import type { FileFacts, FileState } from './domain/file.ts';
+import { decideView, type FileFacts, type FileState } from './domain/file.ts';
 import type { CommandContext } from './context.ts';
 import type { makeStorageQuota } from './storage-quota.ts';
 import { recordedBy, type Recorded, type StoredChange } from './recorded.ts';
+
+/** Who asks for a page: the user when the request carries a valid token, else where it comes from. */
+export interface ViewerRequest { userId: number | null; address: string; userAgent: string }
+
+/** The viewer key of a request (libs/analytics makeViewerKeys: the user, or an anonymous key of the day). */
+export interface ViewerKeys { keyOf(request: ViewerRequest): Promise<ViewerKey> }
 
 export interface FileCommandsDeps {
   ctx: CommandContext;
@@ -14,12 +20,14 @@ export interface FileCommandsDeps {
   logger: Logger;
   quota: ReturnType<typeof makeStorageQuota>;
   ledger: StorageLedger;
+  /** Who is viewing (libs/analytics: the user, or an anonymous key of the day). */
+  viewerKeys: ViewerKeys;
   /** Told after each recorded deletion, with the file's size (metrics). */
   onStored?: (change: StoredChange) => void;
 }
 
 /** A recorded file: changed, deleted, commented on, its public page viewed. */
-export const makeFileCommands = ({ ctx, blobs, logger, quota, ledger, onStored }: FileCommandsDeps) => {
+export const makeFileCommands = ({ ctx, blobs, logger, quota, ledger, viewerKeys, onStored }: FileCommandsDeps) => {
   const update = async (actorId: number, fileId: number, changes: FileChanges, meta: CommandMeta) => {
     const result = await ctx.onFile(fileId, { type: 'UpdateFile', fileId, actorId, changes, now: ctx.clock().toISOString() }, meta);
     return { recorded: recordedBy(result) };
@@ -68,11 +76,16 @@ export const makeFileCommands = ({ ctx, blobs, logger, quota, ledger, onStored }
     return state.file;
   };
 
-  /** Counts a view of the public page and returns the file shown. */
-  const view = async (fileId: number, meta: CommandMeta): Promise<{ file: FileFacts; recorded: Recorded | null }> => {
-    const result = await ctx.onFile(fileId, { type: 'ViewFile', fileId, now: ctx.clock().toISOString() }, meta);
-    if (result.state.status !== 'active') throw notFound(M.fileNotFound);
-    return { file: result.state.file, recorded: recordedBy(result) };
+  /**
+   * Counts a view of the public page by `viewer` and returns the file shown. The file's state is
+   * its cached fold brought up to date (concurrent views of one file share one read of its
+   * stream), and the view is recorded outside the stream: a popular file queues nothing.
+   */
+  const view = async (fileId: number, viewer: ViewerRequest, meta: CommandMeta): Promise<{ file: FileFacts; recorded: Recorded }> => {
+    const now = ctx.clock();
+    const state = await ctx.loadFile(fileId);
+    const { file, event } = decideView(state, await viewerKeys.keyOf(viewer), now.toISOString());
+    return { file, recorded: await ctx.recordActivity(event, meta) };
   };
 
   return { update, remove, comment, peek, view };

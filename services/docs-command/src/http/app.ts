@@ -5,7 +5,7 @@ import {
 } from '@docshare/contracts';
 import { RangeNotSatisfiable, type ByteRange } from '@docshare/blob-store';
 import {
-  actorOf, BLOB_HANDOFF_HEADER, BLOB_KEY_HEADER, BLOB_RANGE_HEADER, bodyOf, errorHandler, failureMessage, IDENTITY_HEADER, jsonBody, metaOf, sendError, uploadSlot, type Logger,
+  actorOf, BLOB_HANDOFF_HEADER, BLOB_KEY_HEADER, BLOB_RANGE_HEADER, bodyOf, errorHandler, failureMessage, IDENTITY_HEADER, jsonBody, metaOf, requesterOf, sendError, uploadSlot, type Logger,
 } from '@docshare/http';
 import { pageOf } from '@docshare/http';
 import type { DocsCommands } from '../commands/docs-commands.ts';
@@ -239,7 +239,7 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     if (fileId === null) return sendPage(404, renderNotFoundPage());
     try {
       // A HEAD (link checkers, crawlers) answers like GET but is not a view.
-      const { file, recorded } = req.method === 'HEAD' ? { file: await commands.peek(fileId), recorded: null } : await commands.view(fileId, metaOf(req));
+      const { file, recorded } = req.method === 'HEAD' ? { file: await commands.peek(fileId), recorded: null } : await commands.view(fileId, requesterOf(req), metaOf(req));
       res.set(consistencyHeaders(recorded));
       // The validators describe what the page shows, not its per-response nonce (http-caching.ts).
       const validators = pageValidators(renderFilePage(file, options.publicBaseUrl, ''), file);

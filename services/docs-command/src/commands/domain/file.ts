@@ -1,12 +1,15 @@
 import {
   conflict, forbidden, invalid, M, notFound,
-  type FileChanges, type FileDeleted, type FileDownloaded, type FilePurchased, type FileUpdated,
-  type FileUploaded, type FileViewed, type CommentPosted, type ContentExtracted, type ContentExtractionFailed,
+  type FileChanges, type FileDeleted, type FileDownloaded, type FileDownloadedV2, type FilePurchased, type FileUpdated,
+  type FileUploaded, type FileViewed, type FileViewedV2, type CommentPosted, type ViewerKey, type ContentExtracted, type ContentExtractionFailed,
   type ExtractFormat, type ExtractionFailure, type ExtractionReport,
 } from '@docshare/contracts';
 import { keptText } from './extraction-text.ts';
 
-/** The file events a decision can produce, before they get their envelope. */
+/**
+ * The file events a decision can produce, before they get their envelope. (v1 views and downloads
+ * are only read, from older logs: what is recorded now is ActivityBody, outside the stream.)
+ */
 export type FileEventBody =
   | { type: 'docs.file.uploaded.v1'; data: FileUploaded }
   | { type: 'docs.file.updated.v1'; data: FileUpdated }
@@ -115,8 +118,6 @@ export type FileCommand =
   | { type: 'UploadFile'; file: FileUploaded }
   | { type: 'UpdateFile'; fileId: number; actorId: number; changes: FileChanges; now: string }
   | { type: 'DeleteFile'; fileId: number; actorId: number; now: string }
-  | { type: 'AuthorizeDownload'; fileId: number; actorId: number; now: string }
-  | { type: 'ViewFile'; fileId: number; now: string }
   | { type: 'PurchaseFile'; fileId: number; actorId: number; saleId: number; now: string }
   | { type: 'PostComment'; fileId: number; actorId: number; commentId: number; comment: string; now: string }
   | { type: 'RecordExtraction'; fileId: number; blobKey: string; report: ExtractionReport; now: string };
@@ -182,20 +183,6 @@ export const decideFile = (command: FileCommand, state: FileState): FileEventBod
         data: { fileId: file.fileId, ownerId: file.ownerId, blobKey: file.blobKey, deletedAt: command.now },
       }];
     }
-    case 'AuthorizeDownload': {
-      // The spec's download rule names disabled files for everyone, so no visibility check here.
-      if (state.status !== 'active') throw notFound(M.fileNotFound);
-      const file = state.file;
-      if (file.forSale || !file.enabled) throw forbidden(M.notDownloadable);
-      return [{
-        type: 'docs.file.downloaded.v1',
-        data: { fileId: file.fileId, ownerId: file.ownerId, downloadedBy: command.actorId, downloadedAt: command.now },
-      }];
-    }
-    case 'ViewFile': {
-      const file = visibleTo(state, null);
-      return [{ type: 'docs.file.viewed.v1', data: { fileId: file.fileId, ownerId: file.ownerId, viewedAt: command.now } }];
-    }
     case 'PurchaseFile': {
       // Decided on the stream at its version, so two purchases at once (any replica) make one sale.
       if (purchaseOf(state, command.actorId) === 'repeat') return [];
@@ -242,4 +229,31 @@ export const decideFile = (command: FileCommand, state: FileState): FileEventBod
       }];
     }
   }
+};
+
+/**
+ * A view or a download: recorded outside the file's stream (EventStore.appendUnversioned), so
+ * that they never conflict with each other nor with the file's commands. Decided on the file's
+ * state like a command, but nothing later depends on it: no version to hold.
+ */
+export type ActivityBody =
+  | { type: 'docs.file.viewed.v2'; data: FileViewedV2 }
+  | { type: 'docs.file.downloaded.v2'; data: FileDownloadedV2 };
+
+/** A view of the file's public page by `viewer`: the file as shown (active, enabled), and the view. Pure. */
+export const decideView = (state: FileState, viewer: ViewerKey, now: string): { file: FileFacts; event: ActivityBody } => {
+  const file = visibleTo(state, null);
+  return { file, event: { type: 'docs.file.viewed.v2', data: { fileId: file.fileId, ownerId: file.ownerId, viewer, viewedAt: now } } };
+};
+
+/** A download authorized for `actorId`: the file, and the download. Pure. */
+export const decideDownload = (state: FileState, actorId: number, now: string): { file: FileFacts; event: ActivityBody } => {
+  // The spec's download rule names disabled files for everyone, so no visibility check here.
+  if (state.status !== 'active') throw notFound(M.fileNotFound);
+  const file = state.file;
+  if (file.forSale || !file.enabled) throw forbidden(M.notDownloadable);
+  return {
+    file,
+    event: { type: 'docs.file.downloaded.v2', data: { fileId: file.fileId, ownerId: file.ownerId, downloadedBy: actorId, downloadedAt: now } },
+  };
 };
