@@ -6,7 +6,7 @@
 import { createHash, randomBytes, randomInt } from 'node:crypto';
 
 export type Op = 'register' | 'upload' | 'comment' | 'view' | 'download' | 'content' | 'delete' | 'sell' | 'purchase'
-  | 'stats' | 'files' | 'search' | 'comments';
+  | 'stats' | 'files' | 'search' | 'comments' | 'daily';
 
 /** One request and what became of it. */
 export interface Rec {
@@ -68,11 +68,12 @@ export class Recorder {
 
   /** Sends one request with a fresh X-Request-Id and records it. Never throws. */
   /** `extra.sha` on a content request: the bytes must hash to it (else `badBytes` is set). */
-  async send(client: string, op: Op, method: string, path: string, init: { token?: string; json?: unknown; form?: FormData; url?: string } = {}, extra: Partial<Rec> = {}): Promise<Rec> {
+  async send(client: string, op: Op, method: string, path: string, init: { token?: string; json?: unknown; form?: FormData; url?: string; userAgent?: string } = {}, extra: Partial<Rec> = {}): Promise<Rec> {
     this.seq += 1;
     const id = `chaos-${this.runId}-${client}-${this.seq}`;
     const headers: Record<string, string> = { 'X-Request-Id': id };
     if (init.token) headers['X-Authorization'] = `Bearer ${init.token}`;
+    if (init.userAgent) headers['User-Agent'] = init.userAgent;
     let body: string | FormData | undefined;
     if (init.form) body = init.form;
     else if (init.json !== undefined) {
@@ -173,6 +174,28 @@ export const uploadOne = async (rec: Recorder, client: string, user: User, runTa
 
 const pick = <T>(items: readonly T[]): T | undefined => items.length === 0 ? undefined : items[randomInt(0, items.length)];
 
+/** A view of a file's page, signed in as `user` or anonymous (told apart by the client's User-Agent). */
+const viewOne = (rec: Recorder, client: string, fileId: string, user: User | undefined): Promise<Rec> =>
+  rec.send(client, 'view', 'GET', `/docs/${fileId}`, user ? { token: user.token } : { userAgent: `docshare-chaos ${client}` }, { fileId, ...(user ? { userId: user.userId } : {}) });
+
+/**
+ * One viewer: registers, then views pages until `stop()` says so, half of them on one hot file (the
+ * oldest one still there), half signed in, the others anonymous under one of a few User-Agents: the
+ * view load the statistics over time must count exactly through every fault.
+ */
+export const runViewer = async (rec: Recorder, client: string, stop: () => boolean, thinkMs: number): Promise<void> => {
+  const user = await rec.register(client, rec.now() + 120_000);
+  while (!stop()) {
+    const alive = [...rec.files.values()].filter((f) => !f.deleted);
+    const f = Math.random() < 0.5 ? alive[0] : pick(alive);
+    if (f) {
+      if (Math.random() < 0.5) await viewOne(rec, client, f.id, user);
+      else await rec.send(client, 'view', 'GET', `/docs/${f.id}`, { userAgent: `docshare-chaos ${client} agent ${randomInt(0, 4)}` }, { fileId: f.id });
+    }
+    await sleep(thinkMs / 2 + Math.random() * thinkMs);
+  }
+};
+
 /** One client: registers, then runs random operations until `stop()` says so. */
 export const runClient = async (rec: Recorder, client: string, runTag: string, stop: () => boolean, thinkMs: number): Promise<void> => {
   const user = await rec.register(client, rec.now() + 120_000);
@@ -192,7 +215,7 @@ export const runClient = async (rec: Recorder, client: string, runTag: string, s
       }
     } else if (roll < 0.56) {
       const f = pick(alive);
-      if (f) await rec.send(client, 'view', 'GET', `/docs/${f.id}`, {}, { fileId: f.id });
+      if (f) await viewOne(rec, client, f.id, Math.random() < 0.5 ? user : undefined);
     } else if (roll < 0.70) {
       const f = pick(free);
       if (f) {

@@ -5,14 +5,18 @@
  *    ports (defaults + CHAOS_PORT_OFFSET) and data dir, and one distributed instance on them.
  * 2. Runs CHAOS_CLIENTS (8) clients: register, upload random bytes (sha256 known), comment, view
  *    pages, authorize downloads (and fetch the bytes), sell, buy, delete, read; every request has
- *    its own X-Request-Id and is recorded with its answer.
+ *    its own X-Request-Id and is recorded with its answer. Beside them, CHAOS_VIEWERS (4) viewers
+ *    view pages (half on one hot file; signed in and anonymous).
  * 3. Under that load, one fault at a time: kill -9 and restart of each server, kill -9 of each
  *    service (the instance's supervisor restarts it), a SIGSTOP of Elasticsearch. After each, a
  *    probe round-trips every route; the time until one whole round succeeds is its recovery.
  * 4. Stops the load and proves, from the record and the event store: no acknowledged write lost,
  *    none recorded twice, no event nobody asked for, only clean JSON 503s during outages, exact
- *    counters, file lists, comment lists and search equal to the events, a rebuild (infra/rebuild.ts
- *    all) answering the same, and every surviving upload's bytes intact.
+ *    counters, file lists, comment lists and search equal to the events, the statistics over time
+ *    (api-daily of each user and file) equal to the events day by day, each file's views and
+ *    downloads between what was acknowledged and that plus what failed in flight, and every
+ *    user's days adding up to api-stats' totals, a rebuild (infra/rebuild.ts all) answering the
+ *    same, and every surviving upload's bytes intact.
  * 5. Prints requests by status, the fault table and every violation; exits 1 on any violation.
  * Servers, instance and temp dirs are always removed; on failure the record and logs are kept
  * (their path is printed).
@@ -21,7 +25,7 @@
  * kafka,ferretdb,elasticsearch,minio,redis, then every service of the registry in start order
  * (libs/contracts/src/services.ts), then elasticsearch-pause), CHAOS_FAULT_SECONDS (5: how long a killed server
  * stays down), CHAOS_PAUSE_SECONDS (20), CHAOS_CALM_SECONDS (2: load between faults),
- * CHAOS_WARMUP_SECONDS (5), CHAOS_CLIENTS (8), CHAOS_THINK_MS (100), CHAOS_REQUEST_TIMEOUT_MS
+ * CHAOS_WARMUP_SECONDS (5), CHAOS_CLIENTS (8), CHAOS_VIEWERS (4), CHAOS_THINK_MS (100), CHAOS_REQUEST_TIMEOUT_MS
  * (30000), CHAOS_RECOVERY_TIMEOUT_SECONDS (120: "never recovered"), CHAOS_PORT_OFFSET (3000),
  * CHAOS_KEEP=1 (keep the temp dir), CHAOS_ARTIFACTS (where to keep record and logs on failure),
  * CHAOS_LOG_LEVEL (services' LOG_LEVEL, warn).
@@ -35,10 +39,10 @@ import { MongoClient } from 'mongodb';
 import { sleep } from '@docshare/contracts';
 import { GATEWAY_SERVICE } from '@docshare/contracts/services';
 import { Instance, SERVICE_NAMES, type ServiceName } from './instance.ts';
-import { Recorder, runClient, type Rec, type User } from './load.ts';
+import { Recorder, runClient, runViewer, type Rec, type User } from './load.ts';
 import { Probe } from './probe.ts';
 import { SERVER_NAMES, Servers, type ServerName } from './servers.ts';
-import { checkRecord, modelOf, type Event, type Window } from './verify.ts';
+import { checkDailyCounts, checkRecord, modelOf, type AnalyticsAnswers, type DailyAnswer, type Event, type Window } from './verify.ts';
 import { freePort } from '../stack/ports.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -60,6 +64,7 @@ const cfg = {
   calmSeconds: num('CHAOS_CALM_SECONDS', 2),
   warmupSeconds: num('CHAOS_WARMUP_SECONDS', 5),
   clients: num('CHAOS_CLIENTS', 8),
+  viewers: num('CHAOS_VIEWERS', 4),
   thinkMs: num('CHAOS_THINK_MS', 100),
   requestTimeoutMs: num('CHAOS_REQUEST_TIMEOUT_MS', 30_000),
   recoveryTimeoutMs: num('CHAOS_RECOVERY_TIMEOUT_SECONDS', 120) * 1000,
@@ -151,6 +156,8 @@ try {
   await inst.start();
   log(`instance ${inst.ns}: ready on ${inst.baseUrl} in ${secs(performance.now() - t)} s`);
 
+  // The statistics over time are read over the UTC days of the run (the servers share this clock).
+  const firstDay = new Date().toISOString().slice(0, 10);
   const runId = randomBytes(4).toString('hex');
   const runTag = `chaos${runId}`;
   const rec = new Recorder(inst.baseUrl, runId, cfg.requestTimeoutMs);
@@ -159,9 +166,13 @@ try {
   const probe = new Probe(rec, probeUser, runTag);
 
   let stopLoad = false;
-  const clients = Array.from({ length: cfg.clients }, (_, i) => runClient(rec, `c${i}`, runTag, () => stopLoad, cfg.thinkMs)
-    .catch((e: unknown) => violation(`client c${i} stopped: ${String(e)}`)));
-  log(`load: ${cfg.clients} clients`);
+  const clients = [
+    ...Array.from({ length: cfg.clients }, (_, i) => runClient(rec, `c${i}`, runTag, () => stopLoad, cfg.thinkMs)
+      .catch((e: unknown) => violation(`client c${i} stopped: ${String(e)}`))),
+    ...Array.from({ length: cfg.viewers }, (_, i) => runViewer(rec, `v${i}`, () => stopLoad, cfg.thinkMs / 2)
+      .catch((e: unknown) => violation(`viewer v${i} stopped: ${String(e)}`))),
+  ];
+  log(`load: ${cfg.clients} clients, ${cfg.viewers} viewers`);
   await sleep(cfg.warmupSeconds * 1000);
   const baseline = await probe.untilRecovered(cfg.recoveryTimeoutMs);
   if (!baseline.recovered) throw new Error(`the probe never succeeded before any fault: ${baseline.lastFailure}`);
@@ -303,6 +314,26 @@ try {
     return all;
   };
 
+  /** api-stats and api-daily over the run's days of every user, and api-daily of every file still there. */
+  const dailyAnswers = async (): Promise<AnalyticsAnswers> => {
+    const range = `from=${firstDay}&to=${new Date().toISOString().slice(0, 10)}`;
+    const dailyOf = async (user: User, fileId?: string): Promise<DailyAnswer | string> => {
+      const r = await rec.send('verify', 'daily', 'GET', `/api/V1/stats/api-daily?${range}${fileId === undefined ? '' : `&file_id=${fileId}`}`, { token: user.token }, fileId === undefined ? {} : { fileId });
+      return ok(r) && r.json ? r.json as unknown as DailyAnswer : `api-daily${fileId === undefined ? '' : ` of file ${fileId}`}: ${r.status || r.error} ${r.body ?? ''}`;
+    };
+    const out: AnalyticsAnswers = { users: new Map(), files: new Map() };
+    for (const u of users) {
+      const stats = await rec.send('verify', 'stats', 'POST', '/api/V1/stats/api-stats', { token: u.token });
+      const data = stats.json?.data as { total_views: number; total_downloads: number } | undefined;
+      out.users.set(u.userId, { stats: data ?? `api-stats: ${stats.status || stats.error} ${stats.body ?? ''}`, daily: await dailyOf(u) });
+    }
+    for (const [fileId, f] of model.alive) {
+      const owner = rec.users.get(f.ownerId);
+      if (owner) out.files.set(fileId, await dailyOf(owner, fileId));
+    }
+    return out;
+  };
+
   /** Differences between the API's answers and the model; empty when equal. */
   const compare = async (): Promise<{ diffs: string[]; answers: unknown }> => {
     const diffs: string[] = [];
@@ -336,6 +367,9 @@ try {
       }
       answers[u.userId] = { stats: got, files: typeof files === 'string' ? files : [...new Set((files as Array<{ file_id: unknown }>).map((f) => String(f.file_id)))].sort(), comments: typeof comments === 'string' ? comments : (comments as Array<{ comment_id: unknown }>).map((c) => Number(c.comment_id)).sort((a, b) => a - b) };
     }
+    const analytics = await dailyAnswers();
+    diffs.push(...checkDailyCounts(rec.records, model, analytics));
+    answers.analytics = { users: [...analytics.users], files: [...analytics.files] };
     const found = await pages('search', users[0] as User);
     if (typeof found === 'string') diffs.push(`search: ${found}`);
     else {

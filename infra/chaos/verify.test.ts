@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Rec } from './load.ts';
-import { checkRecord, modelOf, type Event } from './verify.ts';
+import { checkDailyCounts, checkRecord, modelOf, type AnalyticsAnswers, type DailyAnswer, type Event } from './verify.ts';
 
 const json = (status: number, body: Record<string, unknown>, extra: Partial<Rec> = {}): Rec => ({
   id: `r${Math.random().toString(16).slice(2)}`, client: 'c0', op: 'stats', method: 'POST', path: '/x', at: 1000, ms: 5,
@@ -129,5 +129,112 @@ describe('chaos checker', () => {
     assert.deepEqual([...(model.users.get(1)?.comments ?? [])], [8]);
     assert.deepEqual([...model.searchable], ['2']);
     assert.equal(model.alive.get('2')?.forSale, true);
+  });
+
+  // Views and downloads (issue 21): v2 events of no stream, counted per UTC day by api-daily.
+  const page = (fileId: string, status: number, extra: Partial<Rec> = {}): Rec => ({
+    ...json(200, {}), op: 'view', method: 'GET', path: `/docs/${fileId}`, fileId, status,
+    contentType: status === 0 ? undefined : status >= 500 ? 'application/json; charset=utf-8' : 'text/html; charset=utf-8',
+    json: status >= 500 ? { status: 'error', message: 'Service unavailable' } : undefined, body: '', ...(status >= 500 ? { retryAfter: '1' } : {}),
+    ...(status === 0 ? { error: 'TypeError: fetch failed (ECONNRESET)' } : {}), ...extra,
+  });
+  const authorized = (fileId: string, status = 200): Rec => json(status, { status: 'success', download_url: 'http://x/c' }, { op: 'download', method: 'GET', path: '/api/V1/docs/api-download', fileId });
+  const viewed = (r: Rec, fileId: string, at: string, ownerId = 1): Event => ({
+    ...event('docs.file.viewed.v2', r.id, { fileId: Number(fileId), ownerId, viewer: `u:${r.userId ?? 9}`, viewedAt: at }), subject: `file-${fileId}`, streamversion: 0,
+  });
+  const downloaded = (r: Rec, fileId: string, at: string, ownerId = 1): Event => ({
+    ...event('docs.file.downloaded.v2', r.id, { fileId: Number(fileId), ownerId, downloadedBy: 9, downloadedAt: at }), subject: `file-${fileId}`, streamversion: 0,
+  });
+  const answer = (days: Array<[string, number, number]>): DailyAnswer => ({
+    days: days.map(([date, views, downloads]) => ({ date, views, downloads })),
+    totals: { views: days.reduce((n, d) => n + d[1], 0), downloads: days.reduce((n, d) => n + d[2], 0) },
+  });
+
+  it('an acknowledged view or download is its v2 event (or a v1 of an older log); lost, duplicated and unasked-for ones are found', () => {
+    const a = upload('1');
+    const v = page('1', 200);
+    const d = authorized('1');
+    const up = uploaded(a, '1');
+    assert.deepEqual(checkRecord([a, v, d], [up, viewed(v, '1', '2026-03-01T10:00:00.000Z'), downloaded(d, '1', '2026-03-01T10:00:01.000Z')], []).violations, []);
+    assert.deepEqual(checkRecord([a, v], [up, event('docs.file.viewed.v1', v.id, { fileId: 1, ownerId: 1, viewedAt: '2026-03-01T10:00:00.000Z' })], []).violations, []);
+    assert.match(checkRecord([a, v], [up], []).violations.join('\n'), /LOST: acknowledged view has no docs\.file\.viewed\.v2/);
+    assert.match(checkRecord([a, v], [up, viewed(v, '1', '2026-03-01T10:00:00.000Z'), viewed(v, '1', '2026-03-01T10:00:00.000Z')], []).violations.join('\n'), /DUPLICATED: 2 × docs\.file\.viewed\.v2/);
+    assert.match(checkRecord([a], [up, viewed(page('1', 200), '1', '2026-03-01T10:00:00.000Z')], []).violations.join('\n'), /causationid no request of the run had/);
+    // A view that failed in flight may have been recorded, once.
+    const lostAnswer = page('1', 0);
+    const result = checkRecord([a, lostAnswer], [up, viewed(lostAnswer, '1', '2026-03-01T10:00:00.000Z')], []);
+    assert.equal(result.recordedUnacknowledged.length, 1);
+    // A 404 (a file disabled meanwhile) that was recorded anyway is a violation.
+    const refused = page('1', 404);
+    assert.match(checkRecord([a, refused], [up, viewed(refused, '1', '2026-03-01T10:00:00.000Z')], []).violations.join('\n'), /a 404 answer, yet the view was recorded/);
+  });
+
+  it('models views and downloads per owner and per file and UTC day, v1 and v2 alike', () => {
+    const a = upload('1');
+    const v1 = page('1', 200);
+    const v2 = page('1', 200);
+    const v3 = page('1', 200);
+    const d = authorized('1');
+    const model = modelOf([
+      uploaded(a, '1'),
+      event('docs.file.viewed.v1', v1.id, { fileId: 1, ownerId: 1, viewedAt: '2026-02-28T23:59:59.999Z' }),
+      viewed(v2, '1', '2026-03-01T00:00:00.000Z'),
+      viewed(v3, '1', '2026-03-01T12:00:00.000Z'),
+      downloaded(d, '1', '2026-03-01T12:00:01.000Z'),
+    ], [1]);
+    assert.equal(model.users.get(1)?.stats.total_views, 3);
+    assert.equal(model.users.get(1)?.stats.total_downloads, 1);
+    assert.deepEqual([...(model.users.get(1)?.days ?? [])], [['2026-02-28', { views: 1, downloads: 0 }], ['2026-03-01', { views: 2, downloads: 1 }]]);
+    assert.deepEqual([...(model.fileDays.get('1') ?? [])], [['2026-02-28', { views: 1, downloads: 0 }], ['2026-03-01', { views: 2, downloads: 1 }]]);
+  });
+
+  describe('the statistics over time against the record and the events', () => {
+    // File 1 of user 1: three views answered 200, one that failed in flight (and was recorded),
+    // one that failed in flight (and was not), one 404 (not recorded); one download answered 200.
+    const a = upload('1');
+    const views = [page('1', 200), page('1', 200), page('1', 200), page('1', 0), page('1', 503), page('1', 404)];
+    const dl = authorized('1');
+    const records = [a, ...views, dl];
+    const at = '2026-03-01T10:00:00.000Z';
+    const events = [uploaded(a, '1'), ...views.slice(0, 4).map((r) => viewed(r, '1', at)), downloaded(dl, '1', at)];
+    const model = modelOf(events, [1]);
+    const right = answer([['2026-02-28', 0, 0], ['2026-03-01', 4, 1]]);
+    const answers = (file: DailyAnswer | string, user: DailyAnswer | string = file, stats: { total_views: number; total_downloads: number } | string = { total_views: 4, total_downloads: 1 }): AnalyticsAnswers => ({
+      users: new Map([[1, { stats, daily: user }]]), files: new Map([['1', file]]),
+    });
+
+    it('passes when every number equals the events and lies within what was acknowledged and in flight', () => {
+      assert.deepEqual(checkDailyCounts(records, model, answers(right)), []);
+    });
+
+    it('finds a view lost (fewer than acknowledged) and one counted twice (more than acknowledged and in flight)', () => {
+      const fewer = answer([['2026-03-01', 2, 1]]);
+      assert.match(checkDailyCounts(records, model, answers(fewer, right)).join('\n'), /file 1: LOST views: api-daily counts 2, 3 were acknowledged/);
+      const more = answer([['2026-03-01', 6, 1]]);
+      assert.match(checkDailyCounts(records, model, answers(more, right)).join('\n'), /file 1: views counted twice or unasked for: api-daily counts 6, 3 acknowledged and 2 failed in flight/);
+      // Within the bounds, yet not what the events say: still a difference.
+      const five = answer([['2026-03-01', 5, 1]]);
+      assert.match(checkDailyCounts(records, model, answers(five, right)).join('\n'), /file 1: api-daily \[date, views, downloads\] \[\["2026-03-01",5,1\]\] ≠ events \[\["2026-03-01",4,1\]\]/);
+      const noDownload = answer([['2026-03-01', 4, 0]]);
+      assert.match(checkDailyCounts(records, model, answers(noDownload, right)).join('\n'), /file 1: LOST downloads/);
+    });
+
+    it('finds views on the wrong day', () => {
+      const early = answer([['2026-02-28', 4, 1], ['2026-03-01', 0, 0]]);
+      assert.match(checkDailyCounts(records, model, answers(early)).join('\n'), /user 1: api-daily .* ≠ events/);
+    });
+
+    it('finds days that do not add up to api-stats\' totals, and totals that are not the days\' sum', () => {
+      assert.match(checkDailyCounts(records, model, answers(right, right, { total_views: 5, total_downloads: 1 })).join('\n'), /user 1: api-daily's views add up to 4, api-stats total_views is 5/);
+      assert.match(checkDailyCounts(records, model, answers(right, right, { total_views: 4, total_downloads: 2 })).join('\n'), /user 1: api-daily's downloads add up to 1, api-stats total_downloads is 2/);
+      const padded: DailyAnswer = { ...right, totals: { views: 5, downloads: 1 } };
+      assert.match(checkDailyCounts(records, model, answers(right, padded, { total_views: 5, total_downloads: 1 })).join('\n'), /are not its days' sum/);
+    });
+
+    it('reports an answer that is not one', () => {
+      const text = checkDailyCounts(records, model, answers('api-daily of file 1: 503 Service unavailable', right, 'api-stats: 0 TimeoutError')).join('\n');
+      assert.match(text, /api-daily of file 1: 503/);
+      assert.match(text, /analytics of user 1: api-stats: 0 TimeoutError/);
+    });
   });
 });

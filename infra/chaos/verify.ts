@@ -19,13 +19,17 @@ export interface Event {
   position: number;
 }
 
-/** The event a successful request of each write operation records, and how its answer names it. */
-export const WRITES: Record<string, { type: string; key?: (e: Event) => unknown; answer?: (r: Rec) => unknown }> = {
+/**
+ * The event a successful request of each write operation records, and how its answer names it.
+ * Views and downloads record v2 (outside the file's stream, with a viewer key); a log written
+ * before that holds v1, which counts the same.
+ */
+export const WRITES: Record<string, { type: string; also?: readonly string[]; key?: (e: Event) => unknown; answer?: (r: Rec) => unknown }> = {
   register: { type: 'docs.user.registered.v1', key: (e) => Number(e.data.userId), answer: (r) => Number(r.json?.user_id) },
   upload: { type: 'docs.file.uploaded.v1', key: (e) => String(e.data.fileId), answer: (r) => String(r.json?.file_id) },
   comment: { type: 'docs.comment.posted.v1', key: (e) => Number(e.data.commentId), answer: (r) => Number(r.json?.comment_id) },
-  view: { type: 'docs.file.viewed.v1', key: (e) => String(e.data.fileId), answer: (r) => r.fileId },
-  download: { type: 'docs.file.downloaded.v1', key: (e) => String(e.data.fileId), answer: (r) => r.fileId },
+  view: { type: 'docs.file.viewed.v2', also: ['docs.file.viewed.v1'], key: (e) => String(e.data.fileId), answer: (r) => r.fileId },
+  download: { type: 'docs.file.downloaded.v2', also: ['docs.file.downloaded.v1'], key: (e) => String(e.data.fileId), answer: (r) => r.fileId },
   delete: { type: 'docs.file.deleted.v1', key: (e) => String(e.data.fileId), answer: (r) => r.fileId },
   sell: { type: 'docs.file.updated.v1', key: (e) => String(e.data.fileId), answer: (r) => r.fileId },
   purchase: { type: 'docs.file.purchased.v1', key: (e) => String(e.data.saleId), answer: (r) => String(r.json?.sale_id) },
@@ -117,8 +121,9 @@ export const checkRecord = (records: readonly Rec[], events: readonly Event[], g
     if (!write) {
       if (mine.length > 0) violations.push(`a read recorded events: ${short(r)}: ${mine.map((e) => e.type).join(', ')}`);
     } else {
-      const own = mine.filter((e) => e.type === write.type);
-      const other = mine.filter((e) => e.type !== write.type && !(COMPANIONS[r.op] ?? []).includes(e.type));
+      const isOwn = (e: Event): boolean => e.type === write.type || (write.also ?? []).includes(e.type);
+      const own = mine.filter(isOwn);
+      const other = mine.filter((e) => !isOwn(e) && !(COMPANIONS[r.op] ?? []).includes(e.type));
       if (other.length > 0) violations.push(`unexpected events for ${short(r)}: ${other.map((e) => e.type).join(', ')}`);
       for (const type of COMPANIONS[r.op] ?? []) {
         if (mine.filter((e) => e.type === type).length > 1) violations.push(`duplicated ${type} for ${short(r)}`);
@@ -163,17 +168,57 @@ export const checkRecord = (records: readonly Rec[], events: readonly Event[], g
   return { violations, recordedUnacknowledged, connectionErrorsInWindows, timeouts };
 };
 
+/** Views and downloads of one UTC day. */
+export interface DayCounts { views: number; downloads: number }
+
 export interface UserModel {
   stats: { total_files: number; total_comments: number; total_views: number; total_downloads: number; total_sales: number };
   files: Map<string, string>;
   comments: Set<number>;
+  /** The owner's views and downloads per UTC day (of all their files, deleted ones included). */
+  days: Map<string, DayCounts>;
 }
 
+/** The UTC day of an event's time ('YYYY-MM-DD'); an event without a valid time is on no day (a difference with any answer). */
+const dayOfTime = (time: unknown): string => {
+  const at = new Date(String(time));
+  return Number.isNaN(at.getTime()) ? `(no time: ${String(time)})` : at.toISOString().slice(0, 10);
+};
+
+const countDay = (days: Map<string, DayCounts>, day: string, what: keyof DayCounts): void => {
+  const counts = days.get(day) ?? { views: 0, downloads: 0 };
+  counts[what] += 1;
+  days.set(day, counts);
+};
+
 /** The read models as the events define them (docs/architecture.md "Decisions worth knowing"). */
-export const modelOf = (events: readonly Event[], userIds: readonly number[]): { users: Map<number, UserModel>; searchable: Set<string>; alive: Map<string, { ownerId: number; causationid: string; forSale: boolean }> } => {
+export interface Model {
+  users: Map<number, UserModel>;
+  searchable: Set<string>;
+  alive: Map<string, { ownerId: number; causationid: string; forSale: boolean }>;
+  /** Views and downloads of each file per UTC day (of its event's time). */
+  fileDays: Map<string, Map<string, DayCounts>>;
+}
+
+export const modelOf = (events: readonly Event[], userIds: readonly number[]): Model => {
   const users = new Map<number, UserModel>(userIds.map((id) => [id, {
-    stats: { total_files: 0, total_comments: 0, total_views: 0, total_downloads: 0, total_sales: 0 }, files: new Map(), comments: new Set(),
+    stats: { total_files: 0, total_comments: 0, total_views: 0, total_downloads: 0, total_sales: 0 }, files: new Map(), comments: new Set(), days: new Map(),
   }]));
+  const fileDays = new Map<string, Map<string, DayCounts>>();
+  /** A view or download (v1 or v2: they count the same) of a file, on the day of its time. */
+  const counted = (d: Record<string, unknown>, what: keyof DayCounts, time: unknown): void => {
+    const day = dayOfTime(time);
+    const u = user(d.ownerId);
+    if (u) {
+      if (what === 'views') u.stats.total_views += 1;
+      else u.stats.total_downloads += 1;
+      countDay(u.days, day, what);
+    }
+    const fileId = String(d.fileId);
+    const days = fileDays.get(fileId) ?? new Map<string, DayCounts>();
+    countDay(days, day, what);
+    fileDays.set(fileId, days);
+  };
   const user = (id: unknown): UserModel | undefined => users.get(Number(id));
   const files = new Map<string, { ownerId: number; title: string; causationid: string; deleted: boolean; forSale: boolean; enabled: boolean; comments: number[] }>();
   for (const e of events) {
@@ -195,8 +240,10 @@ export const modelOf = (events: readonly Event[], userIds: readonly number[]): {
         if (f) f.deleted = true;
         break;
       }
-      case 'docs.file.viewed.v1': { const u = user(d.ownerId); if (u) u.stats.total_views += 1; break; }
-      case 'docs.file.downloaded.v1': { const u = user(d.ownerId); if (u) u.stats.total_downloads += 1; break; }
+      case 'docs.file.viewed.v1':
+      case 'docs.file.viewed.v2': counted(d, 'views', d.viewedAt); break;
+      case 'docs.file.downloaded.v1':
+      case 'docs.file.downloaded.v2': counted(d, 'downloads', d.downloadedAt); break;
       case 'docs.file.purchased.v1': { const u = user(d.ownerId); if (u) u.stats.total_sales += 1; break; }
       case 'docs.comment.posted.v1': {
         const u = user(d.fileOwnerId);
@@ -219,5 +266,76 @@ export const modelOf = (events: readonly Event[], userIds: readonly number[]): {
     u.files.set(id, f.title);
     for (const c of f.comments) u.comments.add(c);
   }
-  return { users, searchable, alive };
+  return { users, searchable, alive, fileDays };
+};
+
+/** What the record says of one counter: requests answered 200, and requests that failed in flight (no answer, or a 5xx): maybe recorded. */
+export interface Bound { acked: number; unsure: number }
+
+/** The bound on each file's views and downloads, from the record. */
+export const boundsOf = (records: readonly Rec[]): Map<string, Record<keyof DayCounts, Bound>> => {
+  const bounds = new Map<string, Record<keyof DayCounts, Bound>>();
+  for (const r of records) {
+    if ((r.op !== 'view' && r.op !== 'download') || r.fileId === undefined) continue;
+    const file = bounds.get(r.fileId) ?? { views: { acked: 0, unsure: 0 }, downloads: { acked: 0, unsure: 0 } };
+    const bound = file[r.op === 'view' ? 'views' : 'downloads'];
+    if (r.status === 200) bound.acked += 1;
+    else if (r.status === 0 || r.status >= 500) bound.unsure += 1;
+    bounds.set(r.fileId, file);
+  }
+  return bounds;
+};
+
+/** An api-daily answer (only what the check reads), or why there is none. */
+export interface DailyAnswer {
+  days: ReadonlyArray<{ date: string; views: number; downloads: number }>;
+  totals: { views: number; downloads: number };
+}
+export interface AnalyticsAnswers {
+  /** Per user: api-stats' totals and api-daily over the run's days (all their files). */
+  users: Map<number, { stats: { total_views: number; total_downloads: number } | string; daily: DailyAnswer | string }>;
+  /** Per file not deleted: api-daily with its file_id over the run's days. */
+  files: Map<string, DailyAnswer | string>;
+}
+
+const dayCounts = (answer: DailyAnswer): string => JSON.stringify(answer.days.filter((d) => d.views + d.downloads > 0).map((d) => [d.date, d.views, d.downloads]));
+const modelDays = (days: Map<string, DayCounts> | undefined): string => JSON.stringify([...(days ?? new Map<string, DayCounts>())]
+  .sort(([a], [b]) => a.localeCompare(b)).map(([date, c]) => [date, c.views, c.downloads]));
+
+/**
+ * The statistics over time against the record and the events; pure. Every file's api-daily views
+ * and downloads lie between what was acknowledged and that plus what failed in flight, and equal
+ * the events day by day; every user's days add up to api-stats' total_views and total_downloads.
+ */
+export const checkDailyCounts = (records: readonly Rec[], model: Model, answers: AnalyticsAnswers): string[] => {
+  const diffs: string[] = [];
+  const bounds = boundsOf(records);
+  for (const [userId, answer] of answers.users) {
+    if (typeof answer.stats === 'string' || typeof answer.daily === 'string') {
+      diffs.push(`analytics of user ${userId}: ${typeof answer.stats === 'string' ? answer.stats : ''}${typeof answer.daily === 'string' ? answer.daily : ''}`);
+      continue;
+    }
+    const { stats, daily } = answer;
+    if (daily.totals.views !== stats.total_views) diffs.push(`user ${userId}: api-daily's views add up to ${daily.totals.views}, api-stats total_views is ${stats.total_views}`);
+    if (daily.totals.downloads !== stats.total_downloads) diffs.push(`user ${userId}: api-daily's downloads add up to ${daily.totals.downloads}, api-stats total_downloads is ${stats.total_downloads}`);
+    const sum = daily.days.reduce((n, d) => ({ views: n.views + d.views, downloads: n.downloads + d.downloads }), { views: 0, downloads: 0 });
+    if (sum.views !== daily.totals.views || sum.downloads !== daily.totals.downloads) diffs.push(`user ${userId}: api-daily's totals ${JSON.stringify(daily.totals)} are not its days' sum ${JSON.stringify(sum)}`);
+    const m = model.users.get(userId);
+    if (m && dayCounts(daily) !== modelDays(m.days)) diffs.push(`user ${userId}: api-daily [date, views, downloads] ${dayCounts(daily)} ≠ events ${modelDays(m.days)}`);
+  }
+  for (const [fileId, answer] of answers.files) {
+    if (typeof answer === 'string') {
+      diffs.push(`api-daily of file ${fileId}: ${answer}`);
+      continue;
+    }
+    const bound = bounds.get(fileId) ?? { views: { acked: 0, unsure: 0 }, downloads: { acked: 0, unsure: 0 } };
+    for (const what of ['views', 'downloads'] as const) {
+      const got = answer.totals[what];
+      const b = bound[what];
+      if (got < b.acked) diffs.push(`file ${fileId}: LOST ${what}: api-daily counts ${got}, ${b.acked} were acknowledged`);
+      else if (got > b.acked + b.unsure) diffs.push(`file ${fileId}: ${what} counted twice or unasked for: api-daily counts ${got}, ${b.acked} acknowledged and ${b.unsure} failed in flight`);
+    }
+    if (dayCounts(answer) !== modelDays(model.fileDays.get(fileId))) diffs.push(`file ${fileId}: api-daily [date, views, downloads] ${dayCounts(answer)} ≠ events ${modelDays(model.fileDays.get(fileId))}`);
+  }
+  return diffs;
 };
