@@ -234,6 +234,9 @@ const ENDPOINTS: Endpoint[] = [
   { name: 'categories', method: 'GET', path: '/api/V1/docs/api-categories', kind: 'query', fields: ['page', 'per_page'] },
   { name: 'purchases', method: 'GET', path: '/api/V1/users/api-purchases', kind: 'query', fields: ['page', 'per_page'] },
   { name: 'openapi', method: 'GET', path: '/api/V1/openapi.json', kind: 'none', fields: [] },
+  { name: 'daily', method: 'GET', path: '/api/V1/stats/api-daily', kind: 'query', fields: ['from', 'to', 'file_id'] },
+  { name: 'top', method: 'GET', path: '/api/V1/stats/api-top', kind: 'query', fields: ['metric', 'days', 'limit'] },
+  { name: 'trending', method: 'GET', path: '/api/V1/stats/api-trending', kind: 'query', fields: ['hours', 'category_id', 'limit'] },
 ];
 
 const OTHER_PATHS = ['/', '/healthz', '/readyz', '/metrics', '/docs', '/docs/', '/files', '/files/1', '/api', '/api/V1', '/api/V1/', '/favicon.ico', '/robots.txt', '/.env', '/api/V1/docs', '/api/V2/users/api-files'];
@@ -422,6 +425,8 @@ const queryString = (ctx: FuzzContext, fields: string[]): fc.Arbitrary<string> =
   const value = fc.oneof(
     { weight: 5, arbitrary: idInUrl(ctx) },
     { weight: 1, arbitrary: fc.constantFrom('1', '20', '100', '0', '-1', '101', '1.5', '1e3', '99999999999999999999', 'abc', '') },
+    // The statistics' dates, metrics and bounds (api-daily, api-top, api-trending).
+    { weight: 1, arbitrary: fc.constantFrom('2026-11-28', '2025-11-28', '2024-02-29', '2026-02-30', '1970-01-01', '9999-12-31', '2026-1-1', 'views', 'unique_viewers', 'sales', '366', '367', '168', '90', '50') },
     { weight: 2, arbitrary: nastyString().map(encodeURIComponentLoose) },
   );
   const param = (f: string): fc.Arbitrary<string> => fc.oneof(
