@@ -163,6 +163,36 @@ describe('SDK (@docshare/client)', () => {
     assert.match(gone.requestId ?? '', /\S/);
   });
 
+  it('statistics over time through typed methods: dailyStats, topFiles, trending', async () => {
+    const owner = await newUser();
+    const reader = await newUser();
+    const word = randomWord(12);
+    const up = await owner.upload({ file: Buffer.from(`text ${word}`), fileName: 'daily.txt', title: `Daily ${word}`, description: 'd', tags: 'daily', cc_license: 'CC BY', new_category_name: 'SDK daily' });
+    // Two downloads by one reader and a view of the page by another client: one unique downloader, one viewer.
+    await reader.authorizeDownload(up.file_id);
+    await reader.authorizeDownload(up.file_id);
+    assert.equal((await fetch(`${fx.server.baseUrl}/docs/${up.file_id}`, { headers: { 'User-Agent': `sdk-test-${word}` } })).status, 200);
+    // The days around the client's today (the server's may have turned already).
+    const day = (offset: number): string => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+    const today = day(0);
+    const daily = await eventually(async () => {
+      const answer = await owner.dailyStats({ from: day(-1), to: day(1), fileId: up.file_id });
+      assert.deepEqual([answer.totals.views, answer.totals.unique_viewers, answer.totals.downloads], [1, 1, 2]);
+      return answer;
+    });
+    assert.equal(daily.timezone, 'UTC');
+    assert.deepEqual(daily.days.map((d) => d.date), [day(-1), today, day(1)]);
+    assert.ok(daily.totals.unique_downloaders >= 1 && daily.totals.unique_downloaders <= 2, 'one reader (two if the day turned between the downloads)');
+    const top = await owner.topFiles({ metric: 'downloads', days: 2 });
+    assert.deepEqual(top.results.map((r) => [r.id, r.value]), [[String(up.file_id), 2]]);
+    const trending = await reader.trending({ hours: 2, limit: 50 });
+    assert.ok(trending.results.some((r) => r.id === String(up.file_id) && r.title === `Daily ${word}` && r.category === 'SDK daily'));
+    const refused = await owner.dailyStats({ from: today, to: '2020-01-01' }).catch((e: unknown) => e);
+    assert.ok(refused instanceof DocshareApiError);
+    assert.equal(refused.status, 400);
+    assert.equal(refused.message, 'from must not be after to');
+  });
+
   it('searchAll walks every page through next_cursor', async () => {
     const client = await newUser();
     const word = randomWord(12);
