@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { api, DEFAULT_UPLOAD, type Api, type RegisteredUser } from '../support/client.ts';
 import { expectSuccess } from '../support/expect.ts';
 import { TEST_JWT_SECRET } from '../support/jwt.ts';
+import { makeKillSwitch } from '../support/kill-switch.ts';
 import { localOnly, startServer, type Server } from '../support/server.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -57,23 +58,13 @@ describe('SIGKILL mid-stream loses no acknowledged command', { skip: localOnly }
   async function stream(round: number): Promise<{ acked: number; killAt: number; errors: string[] }> {
     assert.ok(server);
     const srv = server;
-    const killAt = randomInt(Math.floor(OPS_PER_ROUND * 0.25), Math.floor(OPS_PER_ROUND * 0.75));
-    let acked = 0;
-    let killed = false;
-    let killing: Promise<void> = Promise.resolve();
+    const trigger = makeKillSwitch(srv, OPS_PER_ROUND);
     const errors: string[] = [];
-
-    const ack = (): void => {
-      acked += 1;
-      if (!killed && acked >= killAt) {
-        killed = true;
-        killing = srv.kill();
-      }
-    };
+    const ack = trigger.ack;
 
     async function client(idx: number): Promise<void> {
       const user = users[idx] as RegisteredUser;
-      for (let n = 0; n < OPS_PER_ROUND / CLIENTS && !killed; n += 1) {
+      for (let n = 0; n < OPS_PER_ROUND / CLIENTS && !trigger.killed; n += 1) {
         const known = [...files.values()];
         if (known.length === 0 || Math.random() < 0.5) {
           const title = `k9 r${round} c${idx} n${n} ${randomBytes(4).toString('hex')}`;
@@ -97,7 +88,7 @@ describe('SIGKILL mid-stream loses no acknowledged command', { skip: localOnly }
               return;
             }
           } catch (err) {
-            if (!killed) errors.push(`upload failed before the kill: ${String(err)}`);
+            if (!trigger.killed) errors.push(`upload failed before the kill: ${String(err)}`);
             return;
           }
         } else {
@@ -124,7 +115,7 @@ describe('SIGKILL mid-stream loses no acknowledged command', { skip: localOnly }
               return;
             }
           } catch (err) {
-            if (!killed) errors.push(`comment failed before the kill: ${String(err)}`);
+            if (!trigger.killed) errors.push(`comment failed before the kill: ${String(err)}`);
             return;
           }
         }
@@ -132,13 +123,8 @@ describe('SIGKILL mid-stream loses no acknowledged command', { skip: localOnly }
     }
 
     await Promise.all(users.map((_, i) => client(i)));
-    if (!killed) {
-      // Every op finished before reaching the threshold (should not happen): kill now.
-      killed = true;
-      killing = srv.kill();
-    }
-    await killing;
-    return { acked, killAt, errors };
+    await trigger.finish();
+    return { acked: trigger.acked, killAt: trigger.killAt, errors };
   }
 
   async function listAll(token: string): Promise<Array<{ file_id: number; title: string }>> {

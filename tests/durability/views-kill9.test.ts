@@ -14,6 +14,7 @@ import { daily, dayOf, serverNow, viewAs, type Viewer } from '../support/analyti
 import { api, type Api, type RegisteredUser } from '../support/client.ts';
 import { expectSuccess } from '../support/expect.ts';
 import { TEST_JWT_SECRET } from '../support/jwt.ts';
+import { makeKillSwitch } from '../support/kill-switch.ts';
 import { localOnly, startServer, type Server } from '../support/server.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -65,27 +66,17 @@ describe('SIGKILL during a view load changes no final count', { skip: localOnly 
   async function stream(): Promise<{ acked: number; killAt: number; errors: string[] }> {
     assert.ok(server);
     const srv = server;
-    const killAt = randomInt(Math.floor(OPS_PER_ROUND * 0.25), Math.floor(OPS_PER_ROUND * 0.75));
-    let acked = 0;
+    const trigger = makeKillSwitch(srv, OPS_PER_ROUND);
     let started = 0;
-    let killed = false;
-    let killing: Promise<void> = Promise.resolve();
     const errors: string[] = [];
-
-    const ack = (): void => {
-      acked += 1;
-      if (!killed && acked >= killAt) {
-        killed = true;
-        killing = srv.kill();
-      }
-    };
+    const ack = trigger.ack;
 
     async function client(idx: number): Promise<void> {
       // Even clients are signed in (one of the viewers), odd ones anonymous with their own User-Agent.
       const user = idx % 2 === 0 ? viewers[(idx / 2) % viewers.length] as RegisteredUser : undefined;
       const who: Viewer = user !== undefined ? { token: user.token } : { userAgent: `k9-visitor-${idx}` };
       const key = user !== undefined ? `u:${user.userId}` : `anonymous ${idx}`;
-      while (!killed && started < OPS_PER_ROUND) {
+      while (!trigger.killed && started < OPS_PER_ROUND) {
         started += 1;
         const fileId = files[randomInt(0, files.length)] as string;
         const download = user !== undefined && Math.random() < DOWNLOAD_SHARE;
@@ -100,7 +91,7 @@ describe('SIGKILL during a view load changes no final count', { skip: localOnly 
             counts.acked += 1;
             seen.acked.add(key);
             ack();
-          } else if (killed) {
+          } else if (trigger.killed) {
             counts.unsure += 1; // answered by a dying server: maybe recorded
           } else {
             errors.push(`${download ? 'download' : 'view'} answered ${res.status}: ${res.text.slice(0, 200)}`);
@@ -108,19 +99,15 @@ describe('SIGKILL during a view load changes no final count', { skip: localOnly 
           }
         } catch (err) {
           counts.unsure += 1;
-          if (!killed) errors.push(`${download ? 'download' : 'view'} failed before the kill: ${String(err)}`);
+          if (!trigger.killed) errors.push(`${download ? 'download' : 'view'} failed before the kill: ${String(err)}`);
           return;
         }
       }
     }
 
     await Promise.all(Array.from({ length: CLIENTS }, (_, i) => client(i)));
-    if (!killed) {
-      killed = true;
-      killing = srv.kill();
-    }
-    await killing;
-    return { acked, killAt, errors };
+    await trigger.finish();
+    return { acked: trigger.acked, killAt: trigger.killAt, errors };
   }
 
   const sum = (tallies: Iterable<Tally>, pick: keyof Tally): number => [...tallies].reduce((n, t) => n + t[pick], 0);
