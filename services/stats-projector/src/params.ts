@@ -29,14 +29,14 @@ const integerIn = (value: unknown, min: number, max: number): number | null => {
 };
 
 /** An optional integer parameter: `fallback` when absent, else in range or `message`. */
-const optionalInteger = (value: unknown, fallback: number | undefined, min: number, max: number, message: string): number | undefined => {
+const optionalInteger = <F extends number | undefined>(value: unknown, fallback: F, min: number, max: number, message: string): number | F => {
   if (absent(value)) return fallback;
   const n = integerIn(value, min, max);
   if (n === null) throw invalid(message);
   return n;
 };
 
-const limitOf = (query: Query): number => optionalInteger(query.limit, 10, 1, 50, M.invalidLimit) as number;
+const limitOf = (query: Query): number => optionalInteger(query.limit, 10, 1, 50, M.invalidLimit);
 
 export interface DailyParams { from: string; to: string; fileId?: number }
 
@@ -62,7 +62,7 @@ export const topParams = (query: Query): TopParams => {
     if (found === undefined) throw invalid(M.invalidMetric);
     metric = found;
   }
-  const days = optionalInteger(query.days, 7, 1, 90, M.invalidDays) as number;
+  const days = optionalInteger(query.days, 7, 1, 90, M.invalidDays);
   return { metric, days, limit: limitOf(query) };
 };
 
@@ -70,7 +70,7 @@ export interface TrendingParams { hours: number; categoryId?: number; limit: num
 
 /** api-trending: `hours` 1..168 (default 24), optional `category_id`, `limit` 1..50 (default 10). */
 export const trendingParams = (query: Query): TrendingParams => {
-  const hours = optionalInteger(query.hours, 24, 1, 168, M.invalidHours) as number;
+  const hours = optionalInteger(query.hours, 24, 1, 168, M.invalidHours);
   const categoryId = optionalInteger(query.category_id, undefined, 1, Number.MAX_SAFE_INTEGER, M.invalidCategoryId);
   const limit = limitOf(query);
   return categoryId === undefined ? { hours, limit } : { hours, categoryId, limit };

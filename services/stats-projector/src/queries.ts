@@ -37,17 +37,16 @@ const count = (value: unknown): number => (typeof value === 'number' && Number.i
 const text = (value: unknown): string => (typeof value === 'string' ? value : '');
 const DAY_FIELDS = ['views', 'unique_viewers', 'downloads', 'unique_downloaders', 'sales', 'comments'] as const;
 
-const dayOf = (doc: Doc | undefined): DayStats => {
-  const day = {} as DayStats;
-  for (const field of DAY_FIELDS) day[field] = count(doc?.[field]);
-  return day;
-};
+const dayOf = (doc: Doc | undefined): DayStats => ({
+  views: count(doc?.views), unique_viewers: count(doc?.unique_viewers), downloads: count(doc?.downloads),
+  unique_downloaders: count(doc?.unique_downloaders), sales: count(doc?.sales), comments: count(doc?.comments),
+});
 
 /** Highest value first, then the lower file id: a stable order whatever the store returns. */
 const byValueThenId = <T extends { fileId: number }>(value: (item: T) => number[]) => (a: T, b: T): number => {
   const va = value(a);
   const vb = value(b);
-  for (let i = 0; i < va.length; i++) if (va[i] !== vb[i]) return (vb[i] as number) - (va[i] as number);
+  for (let i = 0; i < va.length; i++) if (va[i] !== vb[i]) return (vb[i] ?? 0) - (va[i] ?? 0);
   return a.fileId - b.fileId;
 };
 
@@ -102,7 +101,7 @@ export const makeStatsQueries = (store: ReadStore, options: StatsQueryOptions = 
       const dates = daysFrom(from, to);
       const ids = dates.map((date) => (fileId === undefined ? dailyUserId(userId, date) : dailyFileId(fileId, date)));
       const docs = new Map((await store.find(fileId === undefined ? DAILY_USERS : DAILY_FILES, { _id: { in: ids } })).map((d) => [d._id, d]));
-      const days = dates.map((date, i) => ({ date, ...dayOf(docs.get(ids[i] as string)) }));
+      const days = dates.map((date, i) => ({ date, ...dayOf(docs.get(ids[i] ?? '')) }));
       const totals = dayOf(undefined);
       for (const day of days) for (const field of DAY_FIELDS) totals[field] += day[field];
       return { timezone: 'UTC', from, to, days, totals };
