@@ -280,6 +280,18 @@ export function readStoreContract(name: string, make: () => Promise<ReadStore>):
       assert.deepEqual(await store.find(files, { status: { in: [] } }), []);
     });
 
+    it('finds only the fields asked for, with `_id`', async () => {
+      const files = fresh('files');
+      await seedFiles(files);
+      const sort: [string, 1][] = [['_id', 1]];
+      const all = await store.find(files, { ownerId: 1 }, { sort });
+      const picked = await store.find(files, { ownerId: 1 }, { sort, fields: ['status', 'nowhere'] });
+      assert.deepEqual(picked, all.map((doc) => ({ _id: doc._id, ...('status' in doc ? { status: doc.status } : {}) })));
+      assert.deepEqual(await store.find(files, { _id: 'a' }, { fields: [] }), [{ _id: 'a' }]);
+      await assert.rejects(store.find(files, {}, { fields: ['_pos'] }));
+      await assert.rejects(store.find(files, {}, { fields: ['a.b'] }));
+    });
+
     it('treats a missing field as null', async () => {
       const files = fresh('files');
       await seedFiles(files);

@@ -1,5 +1,5 @@
 import type { Doc, Filter, FindOptions, GuardedUpdate, ReadStore, Scalar } from './port.ts';
-import { checkCount, checkGuardedUpdate, checkName, checkQueryField, compareScalars } from './validate.ts';
+import { checkCount, checkGuardedUpdate, checkName, checkQueryField, compareScalars, fieldsOf } from './validate.ts';
 
 interface Stored {
   id: string;
@@ -132,9 +132,9 @@ function fieldOf(stored: Stored, field: string): unknown {
   return field === '_id' ? stored.id : stored.fields.get(field);
 }
 
-function toDoc(stored: Stored): Doc {
+function toDoc(stored: Stored, only?: ReadonlySet<string>): Doc {
   const fields: [string, unknown][] = [];
-  for (const [name, value] of stored.fields) fields.push([name, copy(value)]);
+  for (const [name, value] of stored.fields) if (!only || only.has(name)) fields.push([name, copy(value)]);
   // `_id` first, then the fields, each an own property (a field named __proto__ included).
   return { _id: stored.id, ...Object.fromEntries(fields) };
 }
@@ -288,6 +288,8 @@ export function makeMemoryReadStore(): ReadStore {
     async find(collectionName: string, filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
       for (const field of Object.keys(filter)) checkQueryField('filter', field);
       for (const [field] of options.sort ?? []) checkQueryField('sort', field);
+      const only = fieldsOf(options.fields);
+      const pick = (stored: Stored): Doc => toDoc(stored, only);
       const skip = checkCount('skip', options.skip) ?? 0;
       const limit = checkCount('limit', options.limit);
       const collection = collectionOf(collectionName, false);
@@ -296,7 +298,7 @@ export function makeMemoryReadStore(): ReadStore {
       const end = limit === undefined ? undefined : skip + limit;
       // Unsorted, insertion order is final: the scan may stop once it has the page.
       const selected = select(collection, filter, sort.length === 0 ? end : undefined);
-      if (sort.length === 0) return selected.slice(skip, end).map(toDoc);
+      if (sort.length === 0) return selected.slice(skip, end).map(pick);
       // Read each sort key once per document rather than once per comparison.
       const keyed = selected.map((stored) => ({ stored, keys: sort.map(([field]) => fieldOf(stored, field)) }));
       const compare = (a: Keyed, b: Keyed): number => {
@@ -312,7 +314,7 @@ export function makeMemoryReadStore(): ReadStore {
         ? firstSorted(keyed, compare, end)
         // Array.prototype.sort is stable: equal keys keep insertion order.
         : keyed.sort(compare);
-      return sorted.slice(skip, end).map(({ stored }) => toDoc(stored));
+      return sorted.slice(skip, end).map(({ stored }) => pick(stored));
     },
 
     async count(collectionName: string, filter: Filter): Promise<number> {

@@ -2,7 +2,7 @@ import { retrying } from '@docshare/contracts';
 import { MongoBulkWriteError, MongoServerError } from 'mongodb';
 import type { AnyBulkWriteOperation, Collection, Db, Document, Filter as MongoFilter, UpdateFilter } from 'mongodb';
 import type { Doc, Filter, FindOptions, GuardedUpdate, ReadStore, Scalar } from './port.ts';
-import { checkCount, checkGuardedUpdate, checkName, checkQueryField, compareScalars } from './validate.ts';
+import { checkCount, checkGuardedUpdate, checkName, checkQueryField, compareScalars, fieldsOf } from './validate.ts';
 
 /*
  * Read models on MongoDB (and on its stand-in, FerretDB 2 on PostgreSQL + DocumentDB, which runs
@@ -388,12 +388,15 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
         checkQueryField('sort', field);
         if (direction !== 1 && direction !== -1) throw new Error(`sort direction of ${field} must be 1 or -1`);
       }
+      const only = fieldsOf(options.fields);
       // Mongo reads limit 0 as "no limit"; the port means "no documents".
       if (limit === 0) return [];
       // Always sorted, by `_id` when the caller gives no order: the stand-in's unsorted cursors can
       // hand a document out twice once it spans more than one batch (see the header).
       const sort: FindOptions['sort'] = options.sort && options.sort.length > 0 ? options.sort : [['_id', 1]];
-      let cursor = target.find(query, { projection: HIDDEN }).sort(sort);
+      // An inclusion projection leaves `_pos` out as HIDDEN does (`_id` named: an empty one would mean every field).
+      const projection = only ? { _id: 1, ...Object.fromEntries([...only].map((field) => [field, 1])) } : HIDDEN;
+      let cursor = target.find(query, { projection }).sort(sort);
       if (skip > 0) cursor = cursor.skip(skip);
       if (limit !== undefined) cursor = cursor.limit(limit);
       return (await cursor.toArray()).map(toDoc);

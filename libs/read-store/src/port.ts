@@ -29,6 +29,12 @@ export interface FindOptions {
   sort?: [field: string, direction: 1 | -1][];
   skip?: number;
   limit?: number;
+  /**
+   * Only these top-level fields of each document (and `_id`), when given: what a query that does
+   * not need a document's large fields (a sketch) leaves in the store. A field a document lacks is
+   * absent from it. `_pos` is refused.
+   */
+  fields?: readonly string[];
 }
 
 /** A stored document: its fields plus `_id`. */

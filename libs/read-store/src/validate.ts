@@ -29,6 +29,16 @@ export function checkQueryField(kind: string, name: string): void {
   if (BOOKKEEPING.has(name)) throw new Error(`cannot ${kind} on ${name}: it is reserved`);
 }
 
+/** The fields a find keeps (FindOptions.fields), checked; undefined keeps every field. */
+export function fieldsOf(fields: readonly string[] | undefined): ReadonlySet<string> | undefined {
+  if (fields === undefined) return undefined;
+  for (const field of fields) {
+    checkName('field', field);
+    checkQueryField('select', field);
+  }
+  return new Set(fields);
+}
+
 /** `value` (skip or limit) when absent or a non-negative integer; throws otherwise. */
 export function checkCount(kind: string, value: number | undefined): number | undefined {
   if (value !== undefined && !(Number.isInteger(value) && value >= 0)) {

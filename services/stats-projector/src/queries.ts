@@ -36,6 +36,8 @@ export interface StatsQueryOptions {
 const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
 const text = (value: unknown): string => (typeof value === 'string' ? value : '');
 const DAY_FIELDS = ['views', 'unique_viewers', 'downloads', 'unique_downloaders', 'sales', 'comments'] as const;
+/** What api-top and api-trending show or filter by of a file. */
+const FILE_FIELDS = ['title', 'category_id', 'category_name', 'enabled', 'deleted'];
 
 const dayOf = (doc: Doc | undefined): DayStats => ({
   views: count(doc?.views), unique_viewers: count(doc?.unique_viewers), downloads: count(doc?.downloads),
@@ -56,7 +58,7 @@ export const makeStatsQueries = (store: ReadStore, options: StatsQueryOptions = 
   const now = options.now ?? (() => new Date());
   /** The stored facts of `fileIds`, by id (one `find` by `_id`). */
   const filesById = async (fileIds: readonly number[]): Promise<Map<number, Doc>> => new Map(fileIds.length === 0 ? []
-    : (await store.find(STORED_FILES, { _id: { in: fileIds.map(String) } })).map((doc) => [Number(doc._id), doc]));
+    : (await store.find(STORED_FILES, { _id: { in: fileIds.map(String) } }, { fields: FILE_FIELDS })).map((doc) => [Number(doc._id), doc]));
   return {
     statsOf: async (userId: number): Promise<UserStats> => {
       const doc = await store.get(STATS, String(userId));
@@ -100,7 +102,8 @@ export const makeStatsQueries = (store: ReadStore, options: StatsQueryOptions = 
       }
       const dates = daysFrom(from, to);
       const ids = dates.map((date) => (fileId === undefined ? dailyUserId(userId, date) : dailyFileId(fileId, date)));
-      const docs = new Map((await store.find(fileId === undefined ? DAILY_USERS : DAILY_FILES, { _id: { in: ids } })).map((d) => [d._id, d]));
+      // The counters only: a popular day's sketches are kilobytes each, and the counts sit beside them.
+      const docs = new Map((await store.find(fileId === undefined ? DAILY_USERS : DAILY_FILES, { _id: { in: ids } }, { fields: DAY_FIELDS })).map((d) => [d._id, d]));
       const days = dates.map((date, i) => ({ date, ...dayOf(docs.get(ids[i] ?? '')) }));
       const totals = dayOf(undefined);
       for (const day of days) for (const field of DAY_FIELDS) totals[field] += day[field];
@@ -113,7 +116,7 @@ export const makeStatsQueries = (store: ReadStore, options: StatsQueryOptions = 
      */
     top: async (userId: number, { metric, days, limit }: TopParams): Promise<TopFile[]> => {
       const totals = new Map<number, number>();
-      for (const doc of await store.find(DAILY_FILES, { owner_id: userId, date: { in: lastDays(now(), days) } })) {
+      for (const doc of await store.find(DAILY_FILES, { owner_id: userId, date: { in: lastDays(now(), days) } }, { fields: ['file_id', metric] })) {
         const fileId = count(doc.file_id);
         totals.set(fileId, (totals.get(fileId) ?? 0) + count(doc[metric]));
       }
@@ -128,17 +131,24 @@ export const makeStatsQueries = (store: ReadStore, options: StatsQueryOptions = 
     /**
      * api-trending: every user's enabled, not-deleted files viewed in the last `hours` UTC hours
      * (the current one included), optionally of one category, by unique viewers over the window
-     * (the union of the hours' sketches), then views, then id. One `find` of the window's hours
-     * (index hour), one of the files' facts by `_id`.
+     * (the union of the hours' sketches), then views, then id. One `find` of the window's hours'
+     * counts (index hour), one of the files' facts by `_id`, and one of the sketches of the files
+     * that can still rank (by `_id`): the bytes read follow the window's activity, and the sketches
+     * only that of the files near the top.
      */
     trending: async ({ hours, categoryId, limit }: TrendingParams): Promise<TrendingFile[]> => {
-      const perFile = new Map<number, { views: number; hours: Doc[] }>();
-      for (const doc of await store.find(HOURLY_FILES, { hour: { in: lastHours(now(), hours) } })) {
+      // First the hours' counts without their sketches: each file's views, and bounds of its
+      // unique viewers over the window (at least its busiest hour's, at most the hours' sum).
+      const perFile = new Map<number, { views: number; low: number; high: number; hours: string[] }>();
+      for (const doc of await store.find(HOURLY_FILES, { hour: { in: lastHours(now(), hours) } }, { fields: ['file_id', 'views', 'unique_viewers'] })) {
         const fileId = count(doc.file_id);
         let entry = perFile.get(fileId);
-        if (!entry) perFile.set(fileId, entry = { views: 0, hours: [] });
+        if (!entry) perFile.set(fileId, entry = { views: 0, low: 0, high: 0, hours: [] });
+        const unique = count(doc.unique_viewers);
         entry.views += count(doc.views);
-        entry.hours.push(doc);
+        entry.low = Math.max(entry.low, unique);
+        entry.high += unique;
+        entry.hours.push(doc._id);
       }
       const files = await filesById([...perFile.keys()]);
       const visible = (fileId: number): boolean => {
@@ -146,16 +156,25 @@ export const makeStatsQueries = (store: ReadStore, options: StatsQueryOptions = 
         return file !== undefined && file.enabled === true && file.deleted !== true
           && (categoryId === undefined || file.category_id === categoryId);
       };
-      const ranked = [...perFile].filter(([fileId, entry]) => entry.views > 0 && visible(fileId)).map(([fileId, entry]) => {
-        // One hour's count is stored beside its sketch; several hours are a union of sketches.
-        let unique = count(entry.hours[0]?.unique_viewers);
-        if (entry.hours.length > 1) {
-          const union = UniqueCounter.empty(HOURLY_PRECISION);
-          for (const hour of entry.hours) union.merge(UniqueCounter.decode(hour.viewers, HOURLY_PRECISION));
-          unique = union.count();
+      const shown = [...perFile].filter(([fileId, entry]) => entry.views > 0 && visible(fileId));
+      // Only a file that may rank among the first `limit` needs its hours' sketches merged: one
+      // whose most possible unique viewers reach the `limit`-th best least possible.
+      const lows = shown.map(([, entry]) => entry.low).sort((a, b) => b - a);
+      const bar = lows.length < limit ? 0 : (lows[limit - 1] ?? 0);
+      const contenders = shown.filter(([, entry]) => entry.high >= bar);
+      const merging = contenders.filter(([, entry]) => entry.hours.length > 1);
+      const sketches = new Map<number, UniqueCounter>();
+      if (merging.length > 0) {
+        const ids = merging.flatMap(([, entry]) => entry.hours);
+        for (const doc of await store.find(HOURLY_FILES, { _id: { in: ids } }, { fields: ['file_id', 'viewers'] })) {
+          const fileId = count(doc.file_id);
+          let union = sketches.get(fileId);
+          if (!union) sketches.set(fileId, union = UniqueCounter.empty(HOURLY_PRECISION));
+          union.merge(UniqueCounter.decode(doc.viewers, HOURLY_PRECISION));
         }
-        return { fileId, views: entry.views, unique };
-      });
+      }
+      // One hour's count is stored beside its sketch; several hours' is their sketches' union.
+      const ranked = contenders.map(([fileId, entry]) => ({ fileId, views: entry.views, unique: sketches.get(fileId)?.count() ?? entry.low }));
       return ranked.sort(byValueThenId((r) => [r.unique, r.views])).slice(0, limit).map((r) => {
         const file = files.get(r.fileId);
         return {

@@ -99,6 +99,37 @@ describe('stats queries over the memory read store', () => {
   });
 });
 
+describe('api-trending reads the sketches of the files that can rank only', () => {
+  it('merges the hours of the contenders, and ranks exactly as merging every file would', async () => {
+    // Over 2026-11-22 11h and 12h: 20 files with the same 3 viewers each hour (3 unique); file 1
+    // with 30 viewers each hour, different ones (60 unique); file 2 with 40 in one hour.
+    const h = makeAnalyticsHistory();
+    h.user(1, 'Ada');
+    for (let fileId = 1; fileId <= 22; fileId++) h.upload(fileId, 1, `file ${fileId}`);
+    for (let i = 0; i < 30; i++) { h.viewV2(1, 1, `a:p${i}`, at('2026-11-22', '11')); h.viewV2(1, 1, `a:q${i}`, at('2026-11-22', '12')); }
+    for (let i = 0; i < 40; i++) h.viewV2(2, 1, `a:r${i}`, at('2026-11-22', '12'));
+    for (let fileId = 3; fileId <= 22; fileId++) {
+      for (const hour of ['11', '12']) for (let i = 0; i < 3; i++) h.viewV2(fileId, 1, `a:s${i}`, at('2026-11-22', hour));
+    }
+    const projectedStore = await projected(h.records);
+    const sketchReads: string[] = [];
+    const watched: ReadStore = {
+      ...projectedStore,
+      find: async (collection, filter, options) => {
+        if (options?.fields?.includes('viewers')) sketchReads.push(...(filter._id as { in: string[] }).in);
+        return projectedStore.find(collection, filter, options);
+      },
+    };
+    const q = makeStatsQueries(watched, { now });
+    const top = await q.trending({ hours: 2, limit: 2 });
+    assert.deepEqual(top.map((r) => [r.id, r.unique_viewers, r.views]), [['1', 60, 60], ['2', 40, 40]]);
+    assert.deepEqual(new Set(sketchReads), new Set(['1:2026-11-22T11', '1:2026-11-22T12']), 'only file 1 (two hours, might rank) is merged');
+    const all = await q.trending({ hours: 2, limit: 50 });
+    assert.deepEqual(all.slice(0, 3).map((r) => [r.id, r.unique_viewers]), [['1', 60], ['2', 40], ['3', 3]]);
+    assert.equal(all.length, 22);
+  });
+});
+
 describe('stats query API', () => {
   let base = '';
   let stop = async (): Promise<void> => {};
