@@ -1,9 +1,9 @@
 /**
  * The days' viewer salts in MongoDB (the distributed mode: every docs-command replica must hash
  * a visitor with the same salt). Collection `viewer_salts`, one document per day
- * `{_id: 'YYYY-MM-DD', salt: Binary(32 bytes), created_at: Date}`. A day's salt is got or created
- * in one atomic upsert (`$setOnInsert` of a fresh random salt, the stored document returned), so
- * replicas racing on a new day all get the winner's salt. Days before yesterday are deleted
+ * `{_id: 'YYYY-MM-DD', salt: Binary(32 bytes), created_at: Date}`. A day's salt is created by
+ * the first insert of the day (the `_id` refuses any other: a duplicate key is taken as "there is
+ * one") and then read back, so replicas racing on a new day all get the winner's salt. Days before yesterday are deleted
  * whenever a salt is handed out; a TTL index on `created_at` (3 days) deletes them anyway if no
  * salt is asked for (a quiet deployment), created once per process on first use. `created_at` is
  * the real time of creation, not the injectable clock's: the TTL monitor runs on the server's clock.
@@ -39,19 +39,15 @@ export const makeMongoViewerSalts = (db: Db, options: ViewerSaltsOptions = {}): 
       checkSaltDay(day, oldest);
       await ensureIndex();
       await salts.deleteMany({ _id: { $lt: oldest } });
-      const upsert = () => salts.findOneAndUpdate(
-        { _id: day },
-        { $setOnInsert: { salt: new Binary(randomBytes(SALT_BYTES)), created_at: new Date() } },
-        { upsert: true, returnDocument: 'after', projection: { salt: 1 } },
-      );
-      let stored: SaltDoc | null;
+      // Insert a fresh salt unless the day has one, then read the day's: whoever inserted first,
+      // every replica reads the same. (Not one upsert returning the document: on the stand-in,
+      // FerretDB, two concurrent first upserts each answered the salt it drew, one not stored.)
       try {
-        stored = await upsert();
+        await salts.insertOne({ _id: day, salt: new Binary(randomBytes(SALT_BYTES)), created_at: new Date() });
       } catch (error) {
-        // Two first upserts of a day at once: one inserts, the other may fail on the _id; the salt is the winner's.
         if (!isDuplicate(error)) throw error;
-        stored = await salts.findOne({ _id: day }, { projection: { salt: 1 } });
       }
+      const stored = await salts.findOne({ _id: day }, { projection: { salt: 1 } });
       const salt = stored?.salt.value();
       if (!salt || salt.length !== SALT_BYTES) throw new Error(`viewer salt of ${day}: the stored document has no ${SALT_BYTES}-byte salt`);
       return Buffer.from(salt);
