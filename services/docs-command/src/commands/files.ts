@@ -1,4 +1,5 @@
-import { DocshareError, M, notFound, type FileChanges, type ViewerKey } from '@docshare/contracts';
+import { DocshareError, M, notFound, type FileChanges } from '@docshare/contracts';
+import type { ViewerKeys, ViewerRequest } from '@docshare/analytics';
 import type { BlobStore } from '@docshare/blob-store';
 import type { Logger } from '@docshare/http';
 import { changeKey, type StorageLedger } from '@docshare/storage-ledger';
@@ -7,12 +8,6 @@ import { decideView, type FileFacts, type FileState } from './domain/file.ts';
 import type { CommandContext } from './context.ts';
 import type { makeStorageQuota } from './storage-quota.ts';
 import { recordedBy, type Recorded, type StoredChange } from './recorded.ts';
-
-/** Who asks for a page: the user when the request carries a valid token, else where it comes from. */
-export interface ViewerRequest { userId: number | null; address: string; userAgent: string }
-
-/** The viewer key of a request (libs/analytics makeViewerKeys: the user, or an anonymous key of the day). */
-export interface ViewerKeys { keyOf(request: ViewerRequest): Promise<ViewerKey> }
 
 export interface FileCommandsDeps {
   ctx: CommandContext;
