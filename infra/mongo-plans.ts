@@ -369,7 +369,10 @@ export async function collectPlans(url: string, options: PlansOptions = {}): Pro
     const filesQueries = makeFilesQueries(filesStore, 'http://plans.test');
     // The analytics windows end with the seeded activity (a minute per file from 2026-01-01).
     const statsQueries = makeStatsQueries(statsStore, { publicBaseUrl: 'http://plans.test', now: () => new Date(at(files)) });
-    const target = fx.users * 3 + owner - 1; // a file of `owner`, neither disabled nor deleted below
+    // A file of `owner` (f % users = owner - 1), neither disabled (f % 7) nor deleted (f % 11) below,
+    // whatever the number of users (api-daily of one file answers File not found for a deleted one).
+    let target = fx.users * 3 + owner - 1;
+    while (target % 7 === 0 || target % 11 === 0) target += fx.users;
     const fileV = (await events.readStream(streamIds.file(target))).length;
 
     const reopened = await record('docs-command: opening the event store', () => openMongoEventStore(commandDb));
