@@ -49,7 +49,7 @@ export const envelope = (
 /**
  * handleCommand = read the stream, fold, decide, append at the expected version; on a concurrent
  * append, read again and decide again. Folded states are cached by stream and only the newer
- * events are read. (Views and downloads record nothing in the file's stream: context.ts `record`.)
+ * events are read. (Views and downloads record nothing in the file's stream: context.ts `recordActivity`.)
  *
  * A stream whose fold is cached is not read first at all (nor one this process has not seen: it
  * is taken for empty): the command is decided on the cached (or empty) fold and appended at its version, which the store refuses (a version conflict) when another
