@@ -101,6 +101,29 @@ export interface CommentPosted {
   comment: string; postedAt: string;
 }
 
+/** The category a resumable upload names, as validated when it started (created at completion when new). */
+export type UploadCategory =
+  | { kind: 'existing'; categoryId: number }
+  | { kind: 'new'; name: string; description: string; tags: string[] };
+/**
+ * A resumable upload started (POST /api/V1/docs/api-uploads): its own stream `upload-<uploadId>`.
+ * The file id is taken now and the blob key names it (`f<fileId>-<uploadId>`), so the file the
+ * completion records, and any bytes left behind, are known from the start. The bytes go to the
+ * object store's multipart upload `storeUploadId`; completion records the unchanged
+ * `docs.file.uploaded.v1` on the file's stream (docs/api-decisions.md, resumable uploads).
+ */
+export interface UploadStarted {
+  uploadId: string; ownerId: number; fileId: number; blobKey: string; storeUploadId: string;
+  fileName: string; contentType: string; size: number; partSize: number; partCount: number;
+  title: string; description: string; tags: string[]; license: string; category: UploadCategory; videoUrl: string | null;
+  startedAt: string; expiresAt: string;
+}
+/** Why a resumable upload ended without a file. */
+export const UPLOAD_ABORT_REASONS = ['aborted', 'expired', 'size_mismatch'] as const;
+export type UploadAbortReason = (typeof UPLOAD_ABORT_REASONS)[number];
+/** A resumable upload ended without a file: its parts are removed and its quota released. */
+export interface UploadAborted { uploadId: string; ownerId: number; fileId: number; reason: UploadAbortReason; abortedAt: string }
+
 export interface EventDataByType {
   'docs.user.registered.v1': UserRegistered;
   'docs.category.created.v1': CategoryCreated;
@@ -115,6 +138,8 @@ export interface EventDataByType {
   'docs.comment.posted.v1': CommentPosted;
   'docs.file.content-extracted.v1': ContentExtracted;
   'docs.file.content-extraction-failed.v1': ContentExtractionFailed;
+  'docs.upload.started.v1': UploadStarted;
+  'docs.upload.aborted.v1': UploadAborted;
 }
 export type EventType = keyof EventDataByType;
 
@@ -139,6 +164,8 @@ export const streamIds = {
   user: (id: number): string => `user-${id}`,
   file: (id: number): string => `file-${id}`,
   category: (id: number): string => `category-${id}`,
+  /** A resumable upload's session: `upload-<uploadId>` (a UUID). */
+  upload: (id: string): string => `upload-${id}`,
 };
 
 /**
@@ -153,7 +180,7 @@ export const partitionKeyOf = (event: CloudEvent): string => {
   const data = event.data as Partial<Record<'ownerId' | 'fileOwnerId' | 'userId', unknown>> | null;
   const owner = event.type === 'docs.comment.posted.v1' ? data?.fileOwnerId
     : event.type === 'docs.user.registered.v1' ? data?.userId
-    : event.type.startsWith('docs.file.') ? data?.ownerId
+    : event.type.startsWith('docs.file.') || event.type.startsWith('docs.upload.') ? data?.ownerId
     : undefined;
   return typeof owner === 'number' && Number.isSafeInteger(owner) ? `user-${owner}` : event.subject;
 };
