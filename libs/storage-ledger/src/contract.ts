@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { changeKey, holdKey, type Resolution, type StorageChange, type StorageLedger, type StorageLedgerOptions } from './port.ts';
+import { changeKey, holdKey, type HoldState, type Resolution, type StorageChange, type StorageLedger, type StorageLedgerOptions } from './port.ts';
 
 /**
  * The behaviour every StorageLedger adapter must show. `make` opens a ledger on fresh, empty
@@ -9,10 +9,15 @@ import { changeKey, holdKey, type Resolution, type StorageChange, type StorageLe
 export const storageLedgerContract = (name: string, make: (options: StorageLedgerOptions) => Promise<StorageLedger>): void =>
   void describe(`StorageLedger contract: ${name}`, () => {
     const LEASE = 60_000;
-    /** A ledger on a clock the test moves, and a resolver that answers from `recorded`. */
-    const open = async (recorded = new Set<string>()) => {
+    /**
+     * A ledger on a clock the test moves, a resolver that answers from `recorded`, and (unless
+     * `withoutResolveHold`) a hold resolver that answers from `sessions` ('open' when not listed).
+     */
+    const open = async (recorded = new Set<string>(), { withoutResolveHold = false } = {}) => {
       const clock = { now: 1_000_000 };
       const asked: StorageChange[] = [];
+      const askedHolds: string[] = [];
+      const sessions = new Map<string, HoldState>();
       const ledger = await make({
         now: () => clock.now,
         leaseMs: LEASE,
@@ -20,8 +25,14 @@ export const storageLedgerContract = (name: string, make: (options: StorageLedge
           asked.push(change);
           return recorded.has(changeKey(change)) ? 'recorded' : 'not_recorded';
         },
+        ...(withoutResolveHold ? {} : {
+          resolveHold: async (holdId: string): Promise<HoldState> => {
+            askedHolds.push(holdId);
+            return sessions.get(holdId) ?? 'open';
+          },
+        }),
       });
-      return { ledger, clock, asked };
+      return { ledger, clock, asked, askedHolds, sessions };
     };
     const upload = (fileId: number, bytes: number): StorageChange => ({ kind: 'upload', fileId, bytes });
     const deletion = (fileId: number, bytes: number): StorageChange => ({ kind: 'delete', fileId, bytes });
@@ -150,6 +161,126 @@ export const storageLedgerContract = (name: string, make: (options: StorageLedge
       await ledger.settle(10, deletion(101, 200));
       assert.equal(await ledger.usage(10), 300);
       assert.equal(await ledger.total(), 300);
+      await ledger.close();
+    });
+
+    it('an exact reserve holds all it wants or nothing', async () => {
+      const { ledger } = await open();
+      await ledger.reserve(20, 'a', 300, 1_000);
+      assert.deepEqual(await ledger.reserve(20, 'b', 800, 1_000, { exact: true }), { held: 0, free: 700 });
+      assert.equal(await ledger.usage(20), 300);
+      assert.deepEqual(await ledger.reserve(20, 'b', 700, 1_000, { exact: true }), { held: 700, free: 700 });
+      assert.equal(await ledger.usage(20), 1_000);
+      await ledger.close();
+    });
+
+    it('of two exact reserves that together exceed the quota the second is refused and the first kept', async () => {
+      const { ledger } = await open();
+      assert.equal((await ledger.reserve(21, 's1', 600, 1_000, { exact: true, until: 2_000_000 })).held, 600);
+      assert.deepEqual(await ledger.reserve(21, 's2', 600, 1_000, { exact: true, until: 2_000_000 }), { held: 0, free: 400 });
+      assert.equal(await ledger.usage(21), 600);
+      // At once: one of them holds, never both.
+      const held = await Promise.all(['c1', 'c2'].map((id) => ledger.reserve(22, id, 600, 1_000, { exact: true }).then((r) => r.held)));
+      assert.deepEqual(held.sort(), [0, 600]);
+      assert.equal(await ledger.usage(22), 600);
+      await ledger.close();
+    });
+
+    it('a reserve of a hold already there replaces it, its own bytes free to it', async () => {
+      const { ledger } = await open();
+      assert.equal((await ledger.reserve(23, 's', 600, 1_000, { exact: true })).held, 600);
+      assert.deepEqual(await ledger.reserve(23, 's', 600, 1_000, { exact: true }), { held: 600, free: 1_000 });
+      assert.equal(await ledger.usage(23), 600);
+      await ledger.close();
+    });
+
+    it('a session hold outlives the lease while its session is open, asked once a lease, and goes when it has ended', async () => {
+      const { ledger, clock, askedHolds, sessions } = await open();
+      await ledger.reserve(24, 's', 500, 1_000, { exact: true, until: clock.now + 10 * LEASE });
+      clock.now += LEASE;
+      assert.equal(await ledger.usage(24), 500);
+      assert.deepEqual(askedHolds, [], 'not asked within the lease');
+      clock.now += 1;
+      assert.equal(await ledger.usage(24), 500);
+      assert.deepEqual(askedHolds, ['s']);
+      assert.equal(await ledger.usage(24), 500);
+      assert.equal((await ledger.reserve(24, 'other', undefined, 1_000)).held, 500);
+      assert.deepEqual(askedHolds, ['s'], 'an open hold\'s lease restarts: not asked on every call');
+      await ledger.cancel(24, holdKey('other'));
+      clock.now += LEASE + 1;
+      assert.equal(await ledger.usage(24), 500);
+      assert.deepEqual(askedHolds, ['s', 's']);
+      sessions.set('s', 'ended');
+      clock.now += LEASE + 1;
+      assert.equal(await ledger.usage(24), 0);
+      assert.deepEqual(askedHolds, ['s', 's', 's']);
+      await ledger.close();
+    });
+
+    it('a session hold goes once past its until, without asking, lease or not', async () => {
+      const { ledger, clock, askedHolds } = await open();
+      const start = clock.now;
+      await ledger.reserve(25, 'short', 100, 1_000, { until: start + 1_000 });
+      await ledger.reserve(25, 'long', 200, 1_000, { until: start + 3 * LEASE });
+      clock.now = start + 1_000;
+      assert.equal(await ledger.usage(25), 300, 'kept up to its until');
+      clock.now = start + 1_001;
+      assert.equal(await ledger.usage(25), 200);
+      clock.now = start + 3 * LEASE + 1;
+      assert.equal(await ledger.usage(25), 0);
+      assert.deepEqual(askedHolds, []);
+      await ledger.close();
+    });
+
+    it('without resolveHold a session hold is kept past the lease until its until', async () => {
+      const { ledger, clock } = await open(new Set(), { withoutResolveHold: true });
+      const start = clock.now;
+      await ledger.reserve(26, 's', 400, 1_000, { until: start + 5 * LEASE });
+      clock.now = start + 5 * LEASE;
+      assert.equal(await ledger.usage(26), 400);
+      clock.now += 1;
+      assert.equal(await ledger.usage(26), 0);
+      await ledger.close();
+    });
+
+    it('a session hold resized keeps its until; pended, it becomes the upload\'s pending change', async () => {
+      const { ledger, clock, asked, askedHolds } = await open(new Set([changeKey(upload(270, 350))]));
+      const start = clock.now;
+      await ledger.reserve(27, 's', 500, 1_000, { exact: true, until: start + 3 * LEASE });
+      assert.equal(await ledger.resize(27, 's', 400, 1_000), true);
+      assert.equal(await ledger.usage(27), 400);
+      clock.now = start + LEASE + 1;
+      assert.equal(await ledger.usage(27), 400, 'still a session hold: kept past the lease');
+      assert.deepEqual(askedHolds, ['s']);
+      clock.now = start + 3 * LEASE + 1;
+      assert.equal(await ledger.usage(27), 0, 'its until kept: gone after it');
+      assert.deepEqual(askedHolds, ['s']);
+      // A resize of a hold no longer there makes it again (a plain hold).
+      assert.equal(await ledger.resize(27, 's', 300, 1_000), true);
+      assert.equal(await ledger.usage(27), 300);
+      clock.now += LEASE + 1;
+      assert.equal(await ledger.usage(27), 0);
+      assert.deepEqual(askedHolds, ['s']);
+
+      await ledger.reserve(27, 't', 500, 1_000, { exact: true, until: clock.now + 3 * LEASE });
+      await ledger.pend(27, upload(270, 350), 't');
+      assert.equal(await ledger.usage(27), 350);
+      clock.now += 4 * LEASE;
+      assert.equal(await ledger.usage(27), 350, 'the pending change is repaired from the event log, not by the hold\'s until');
+      assert.deepEqual(asked.map(changeKey), ['upload:270']);
+      assert.deepEqual(askedHolds, ['s']);
+      await ledger.settle(27, upload(270, 350));
+      assert.equal(await ledger.total(), 350);
+      await ledger.close();
+    });
+
+    it('a hold without until is dropped after the lease as before, resolveHold not asked', async () => {
+      const { ledger, clock, askedHolds } = await open();
+      await ledger.reserve(28, 'request', 100, 1_000);
+      await ledger.reserve(28, 'session', 200, 1_000, { until: clock.now + 3 * LEASE });
+      clock.now += LEASE + 1;
+      assert.equal(await ledger.usage(28), 200);
+      assert.deepEqual(askedHolds, ['session']);
       await ledger.close();
     });
 

@@ -20,6 +20,15 @@
  * the lease by asking the event log (`resolve`): recorded → settled, not recorded → dropped; a
  * hold left by a crash is dropped. So an acknowledged upload is always counted (pending, then
  * used), and a ledger left by a crash is wrong for at most a lease, never for good.
+ *
+ * A session hold (`reserve` with `until`): the room a resumable upload's session claims, from its
+ * creation until it is completed (pended as `upload:<fileId>`), aborted (cancelled) or expires at
+ * `until` (ms epoch). It outlives any request, so the lease alone cannot tell it was left by a
+ * crash: once older than the lease the repair asks `resolveHold` (docs-command: is the session
+ * still pending and unexpired?) — 'ended' → dropped, 'open' → kept and its lease restarted, so it
+ * is asked at most once a lease; without `resolveHold` it is kept. Once `now() > until` it is
+ * dropped without asking. Entries written without `until` (every hold before session holds
+ * existed) are repaired as before; a record holding an entry with `until` is for this version on.
  */
 
 /** A recorded upload adds its bytes; a recorded deletion gives them back. */
@@ -36,16 +45,32 @@ export const holdKey = (holdId: string): string => `hold:${holdId}`;
 /** What a stale pending change turned out to be, asked of the event log. */
 export type Resolution = 'recorded' | 'not_recorded';
 
+export interface ReserveOptions {
+  /** A session hold: kept past the lease while `resolveHold` says 'open', dropped once `now() > until` (ms epoch). */
+  until?: number;
+  /** All of `wanted` or nothing (no partial hold). */
+  exact?: boolean;
+}
+
+/** Whether the session a session hold belongs to is still going, asked of its owner (docs-command: the upload's stream). */
+export type HoldState = 'open' | 'ended';
+
 export interface StorageLedger {
   /** Bytes the user's files take (settled) plus what is held or pending for them. */
   usage(userId: number): Promise<number>;
   /**
    * Holds room for an upload whose body declares `wanted` bytes (undefined: not declared): the
-   * whole free space at most. Resolves with the bytes held and the free space before the hold;
-   * `held` 0 (nothing held) when the user has no free space left.
+   * whole free space at most, or with `exact` all of `wanted` or nothing. Resolves with the bytes
+   * held and the free space before the hold; `held` 0 (nothing held) when the user has no free
+   * space left, or (`exact`) less than `wanted`. `until` makes it a session hold (see above). A
+   * reserve of a hold already there replaces it (its own bytes are free to it: a retried reserve
+   * of one session holds once).
    */
-  reserve(userId: number, holdId: string, wanted: number | undefined, quotaBytes: number): Promise<{ held: number; free: number }>;
-  /** Sets the hold to the file's real size; false (hold unchanged) when that no longer fits the quota. */
+  reserve(userId: number, holdId: string, wanted: number | undefined, quotaBytes: number, options?: ReserveOptions): Promise<{ held: number; free: number }>;
+  /**
+   * Sets the hold to the file's real size (a session hold keeps its `until`; a hold no longer
+   * there is made again); false (hold unchanged) when that no longer fits the quota.
+   */
   resize(userId: number, holdId: string, bytes: number, quotaBytes: number): Promise<boolean>;
   /**
    * Records a change about to be appended (before the append), taking the hold's place when one
@@ -71,5 +96,10 @@ export interface StorageLedgerOptions {
   resolve: (change: StorageChange) => Promise<Resolution>;
   /** How long an entry is left to its request before the user's next operation repairs it (default 10 minutes). */
   leaseMs?: number;
+  /**
+   * Whether the session of a session hold older than the lease (and not past its `until`) still
+   * goes on: 'ended' → the hold is dropped. Absent: such holds are kept until their `until`.
+   */
+  resolveHold?: (holdId: string) => Promise<HoldState>;
   now?: () => number;
 }

@@ -1,8 +1,11 @@
 import { retrying } from '@docshare/contracts';
 import { changeKey, holdKey, type StorageChange, type StorageLedger, type StorageLedgerOptions } from './port.ts';
 
-/** One entry in flight: a hold (no `change`) or a pending change; `at` is when it was made (ms). */
-export interface LedgerEntry { bytes: number; at: number; change?: StorageChange }
+/**
+ * One entry in flight: a hold (no `change`) or a pending change; `at` is when it was made or its
+ * lease last restarted (ms); `until` (ms epoch) only on a session hold (port.ts).
+ */
+export interface LedgerEntry { bytes: number; at: number; change?: StorageChange; until?: number }
 
 /** A user's record (port.ts); `recent` holds the keys of the last RECENT_KEYS changes settled. */
 export interface UserRecord { used: number; entries: Record<string, LedgerEntry>; recent: string[] }
@@ -34,6 +37,17 @@ export const emptyRecord = (): UserRecord => ({ used: 0, entries: {}, recent: []
 const inFlight = (record: UserRecord): number => Object.values(record.entries).reduce((sum, entry) => sum + entry.bytes, 0);
 const usageOf = (record: UserRecord): number => record.used + inFlight(record);
 
+const HOLD_PREFIX = holdKey('');
+
+/** A hold entry of `bytes` made now; a session hold's `until` only when there is one (no `until: undefined` stored). */
+const holdEntry = (bytes: number, at: number, until: number | undefined): LedgerEntry =>
+  until === undefined ? { bytes, at } : { bytes, at, until };
+
+const without = (record: UserRecord, key: string): UserRecord => {
+  const { [key]: _gone, ...entries } = record.entries;
+  return { ...record, entries };
+};
+
 /** Applies a recorded change to a record, once. */
 const applied = (record: UserRecord, key: string): UserRecord => {
   const entry = record.entries[key];
@@ -64,17 +78,28 @@ export const makeLedger = (records: LedgerRecords, options: StorageLedgerOptions
       return next.result;
     }, { attempts: 50, baseMs: 1, capMs: 20, retryIf: (error) => error instanceof Raced });
 
-  /** The record with its entries older than the lease resolved: holds dropped, changes settled or dropped. */
+  /**
+   * The record with its entries older than the lease resolved: holds dropped, changes settled or
+   * dropped; session holds dropped past their `until`, else (older than the lease) as
+   * `resolveHold` answers, once each, an open one's lease restarted.
+   */
   const repair = async (record: UserRecord): Promise<UserRecord> => {
-    const stale = Object.entries(record.entries).filter(([, entry]) => now() - entry.at > leaseMs);
     let repaired = record;
-    for (const [key, entry] of stale) {
-      const recorded = entry.change ? await options.resolve(entry.change) === 'recorded' : false;
-      if (recorded) repaired = applied(repaired, key);
-      else {
-        const { [key]: _gone, ...entries } = repaired.entries;
-        repaired = { ...repaired, entries };
+    for (const [key, entry] of Object.entries(record.entries)) {
+      const at = now();
+      if (entry.until !== undefined) {
+        if (at > entry.until) repaired = without(repaired, key);
+        else if (at - entry.at > leaseMs && options.resolveHold) {
+          const state = await options.resolveHold(key.slice(HOLD_PREFIX.length));
+          repaired = state === 'ended'
+            ? without(repaired, key)
+            : { ...repaired, entries: { ...repaired.entries, [key]: { ...entry, at: now() } } };
+        }
+        continue;
       }
+      if (at - entry.at <= leaseMs) continue;
+      const recorded = entry.change ? await options.resolve(entry.change) === 'recorded' : false;
+      repaired = recorded ? applied(repaired, key) : without(repaired, key);
     }
     return repaired;
   };
@@ -82,18 +107,20 @@ export const makeLedger = (records: LedgerRecords, options: StorageLedgerOptions
   return {
     usage: (userId) => update(userId, (record) => ({ record, result: usageOf(record) })),
 
-    reserve: (userId, holdId, wanted, quotaBytes) => update(userId, (record) => {
-      const free = quotaBytes - usageOf(record);
-      if (free <= 0) return { record, result: { held: 0, free } };
+    reserve: (userId, holdId, wanted, quotaBytes, { until, exact = false } = {}) => update(userId, (record) => {
+      const key = holdKey(holdId);
+      const free = quotaBytes - usageOf(record) + (record.entries[key]?.bytes ?? 0);
+      if (free <= 0 || (exact && wanted !== undefined && free < wanted)) return { record, result: { held: 0, free } };
       const held = Math.min(free, wanted ?? free);
-      return { record: { ...record, entries: { ...record.entries, [holdKey(holdId)]: { bytes: held, at: now() } } }, result: { held, free } };
+      return { record: { ...record, entries: { ...record.entries, [key]: holdEntry(held, now(), until) } }, result: { held, free } };
     }),
 
     resize: (userId, holdId, bytes, quotaBytes) => update(userId, (record) => {
       const key = holdKey(holdId);
-      const held = record.entries[key]?.bytes ?? 0;
+      const entry = record.entries[key];
+      const held = entry?.bytes ?? 0;
       if (bytes > held && usageOf(record) - held + bytes > quotaBytes) return { record, result: false };
-      return { record: { ...record, entries: { ...record.entries, [key]: { bytes, at: now() } } }, result: true };
+      return { record: { ...record, entries: { ...record.entries, [key]: holdEntry(bytes, now(), entry?.until) } }, result: true };
     }),
 
     pend: (userId, change, holdId) => update(userId, (record) => {
@@ -108,11 +135,7 @@ export const makeLedger = (records: LedgerRecords, options: StorageLedgerOptions
       return { record: key in record.entries ? applied(record, key) : record, result: undefined };
     }),
 
-    cancel: (userId, key) => update(userId, (record) => {
-      if (!(key in record.entries)) return { record, result: undefined };
-      const { [key]: _gone, ...entries } = record.entries;
-      return { record: { ...record, entries }, result: undefined };
-    }),
+    cancel: (userId, key) => update(userId, (record) => ({ record: key in record.entries ? without(record, key) : record, result: undefined })),
 
     total: () => records.total(),
     seed: (count) => records.seed(count),

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { crc32 } from 'node:zlib';
 import { storageLedgerContract } from '../src/contract.ts';
 import { openFileStorageLedger } from '../src/file-storage-ledger.ts';
 
@@ -33,6 +34,31 @@ describe('file storage ledger', () => {
     assert.equal(await second.seed(async () => new Map([[1, 999]])), false);
     await second.settle(1, { kind: 'upload', fileId: 7 });
     assert.equal(await second.usage(1), 140);
+    await second.close();
+  });
+
+  it('reads a log the previous version wrote (entries without until) and repairs it as before', async () => {
+    const dir = freshDir();
+    await mkdir(dir, { recursive: true });
+    const payload = JSON.stringify({ u: 1, v: 1, r: { used: 100, entries: { 'hold:h': { bytes: 50, at: 1_000 } }, recent: [] } });
+    await writeFile(join(dir, 'storage-ledger.log'), `${crc32(payload).toString(16).padStart(8, '0')} ${payload}\n`);
+    const ledger = await openFileStorageLedger(dir, { resolve, now: () => 1_000 + 60_001, leaseMs: 60_000, resolveHold: async () => 'open' });
+    assert.equal(await ledger.usage(1), 100);
+    await ledger.close();
+  });
+
+  it('keeps a session hold\'s until across a reopen', async () => {
+    const dir = freshDir();
+    const clock = { now: 1_000 };
+    const options = { resolve, now: () => clock.now, leaseMs: 60_000 };
+    const first = await openFileStorageLedger(dir, options);
+    await first.reserve(1, 's', 40, 1_000, { until: 200_000 });
+    await first.close();
+    clock.now = 200_000;
+    const second = await openFileStorageLedger(dir, options);
+    assert.equal(await second.usage(1), 40);
+    clock.now += 1;
+    assert.equal(await second.usage(1), 0);
     await second.close();
   });
 

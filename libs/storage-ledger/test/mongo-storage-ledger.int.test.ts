@@ -22,6 +22,25 @@ describe('mongo storage ledger', () => {
     await Promise.all([a.close(), b.close()]);
   });
 
+  it('reads a document the previous version wrote (entries without until) and repairs it as before', async () => {
+    const db = server.freshDb('ledger_old_shape');
+    await db.collection('storage_ledger').insertOne({ _id: 1 as never, used: 100, entries: { 'hold:h': { bytes: 50, at: 1_000 } }, recent: [], v: 1 });
+    const ledger = await openMongoStorageLedger(db, { resolve, now: () => 1_000 + 60_001, leaseMs: 60_000, resolveHold: async () => 'open' });
+    assert.equal(await ledger.usage(1), 100);
+    await ledger.close();
+  });
+
+  it('stores a session hold\'s until as a number in its entry', async () => {
+    const db = server.freshDb('ledger_until');
+    const ledger = await openMongoStorageLedger(db, { resolve });
+    const until = Date.now() + 86_400_000;
+    await ledger.reserve(1, 's', 10, 100, { until, exact: true });
+    const doc = await db.collection('storage_ledger').findOne({ _id: 1 as never });
+    assert.equal(doc?.entries['hold:s'].until, until);
+    assert.equal(typeof doc?.entries['hold:s'].until, 'number');
+    await ledger.close();
+  });
+
   it('a step is one find and one write by _id, in no transaction', async () => {
     const { db, commands } = await server.recordedDb('ledger_commands');
     const ledger = await openMongoStorageLedger(db, { resolve });
