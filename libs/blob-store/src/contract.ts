@@ -3,8 +3,8 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { after, before, describe, it } from 'node:test';
-import { BlobTooLarge, RangeNotSatisfiable } from './port.ts';
-import type { BlobStore } from './port.ts';
+import { BlobTooLarge, InvalidPart, MIN_PART_BYTES, NoSuchUpload, PartSizeMismatch, RangeNotSatisfiable } from './port.ts';
+import type { BlobStore, PartInfo } from './port.ts';
 
 /** The behaviour every BlobStore adapter must show; `make` gives a ready store (called once). */
 export const blobStoreContract = (name: string, make: () => Promise<BlobStore>): void =>
@@ -21,7 +21,10 @@ export const blobStoreContract = (name: string, make: () => Promise<BlobStore>):
     before(async () => {
       store = await make();
     });
+    // Multipart uploads made by the tests, aborted at the end (a no-op for those that ended).
+    const uploads: { key: string; uploadId: string }[] = [];
     after(async () => {
+      for (const { key, uploadId } of uploads) await store.abortMultipart(key, uploadId);
       for (const key of used) await store.remove(key);
     });
 
@@ -369,6 +372,204 @@ export const blobStoreContract = (name: string, make: () => Promise<BlobStore>):
         }
         assert.equal(count, 1);
         assert.ok(first && second && second.getTime() >= first.getTime());
+      });
+    });
+
+    describe('multipart uploads', () => {
+      const md5Etag = (bytes: Uint8Array): string => `"${createHash('md5').update(bytes).digest('hex')}"`;
+      // Uneven chunks, so nothing lines up with the part's size.
+      const chunked = (bytes: Buffer, step = 70_001): Readable => {
+        const chunks: Buffer[] = [];
+        for (let at = 0; at < bytes.length; at += step) chunks.push(bytes.subarray(at, at + step));
+        return Readable.from(chunks);
+      };
+      const start = async (contentType = 'application/octet-stream'): Promise<{ key: string; uploadId: string }> => {
+        const key = newKey();
+        const uploadId = await store.createMultipart(key, contentType);
+        assert.equal(typeof uploadId, 'string');
+        uploads.push({ key, uploadId });
+        return { key, uploadId };
+      };
+      const inProgress = async (): Promise<Map<string, { key: string; initiated: Date }>> => {
+        const out = new Map<string, { key: string; initiated: Date }>();
+        for await (const { key, uploadId, initiated } of store.listMultipart()) out.set(uploadId, { key, initiated });
+        return out;
+      };
+      const part1 = randomBytes(MIN_PART_BYTES);
+      const part2 = randomBytes(MIN_PART_BYTES);
+      const part3 = randomBytes(123_457);
+
+      it('parts sent out of order, one twice, make the blob in part order, with the content type given at creation', async () => {
+        const { key, uploadId } = await start('application/zip');
+        const etag3 = await store.putPart(key, uploadId, 3, chunked(part3), part3.length);
+        // Part 1 first sent with other bytes, then again: the second replaces the first.
+        const stale = randomBytes(MIN_PART_BYTES);
+        assert.equal(await store.putPart(key, uploadId, 1, chunked(stale), stale.length), md5Etag(stale));
+        const etag1 = await store.putPart(key, uploadId, 1, chunked(part1), part1.length);
+        const etag2 = await store.putPart(key, uploadId, 2, Readable.from([part2]), part2.length);
+        assert.deepEqual([etag1, etag2, etag3], [md5Etag(part1), md5Etag(part2), md5Etag(part3)], 'etags are S3\'s: the quoted md5 of the part');
+        const expected: PartInfo[] = [
+          { partNumber: 1, size: part1.length, etag: etag1 },
+          { partNumber: 2, size: part2.length, etag: etag2 },
+          { partNumber: 3, size: part3.length, etag: etag3 },
+        ];
+        assert.deepEqual(await store.listParts(key, uploadId), expected);
+        assert.equal(await store.stat(key), null, 'no blob before completion');
+
+        const whole = Buffer.concat([part1, part2, part3]);
+        const parts = expected.map(({ partNumber, etag }) => ({ partNumber, etag }));
+        assert.equal(await store.completeMultipart(key, uploadId, parts), whole.length);
+        const blob = await store.get(key);
+        assert.ok(blob);
+        assert.equal(blob.size, whole.length);
+        assert.equal(blob.contentType, 'application/zip');
+        assert.equal(sha256(await buffer(blob.body)), sha256(whole));
+        // Completing again (a retried call) answers the same size; the upload itself is gone.
+        assert.equal(await store.completeMultipart(key, uploadId, parts), whole.length);
+        assert.equal(await store.listParts(key, uploadId), null);
+        assert.equal((await inProgress()).has(uploadId), false);
+        await assert.rejects(store.putPart(key, uploadId, 4, Readable.from([Buffer.from('late')]), 4), NoSuchUpload);
+        const tail = await store.get(key, { start: whole.length - 10, end: whole.length + 10 });
+        assert.ok(tail);
+        assert.deepEqual(await buffer(tail.body), whole.subarray(-10));
+      });
+
+      it('etags may be given quoted or bare; a single part may be small', async () => {
+        const { key, uploadId } = await start('text/plain');
+        const etag = await store.putPart(key, uploadId, 1, Readable.from([Buffer.from('tiny')]), 4);
+        assert.equal(await store.completeMultipart(key, uploadId, [{ partNumber: 1, etag: etag.slice(1, -1) }]), 4);
+        assert.deepEqual(await read(key), Buffer.from('tiny'));
+        assert.deepEqual(await store.stat(key), { size: 4, contentType: 'text/plain' });
+      });
+
+      it('a long or short part body is refused with PartSizeMismatch, destroyed, and the part sent before stays', async () => {
+        const { key, uploadId } = await start();
+        const etag = await store.putPart(key, uploadId, 2, Readable.from([part3]), part3.length);
+        const bodies = [
+          Readable.from([part3, Buffer.from('x')]), // one byte too many, after the whole part
+          Readable.from([part3.subarray(0, 1000)]), // short
+          Readable.from([]), // empty
+        ];
+        for (const body of bodies) {
+          await assert.rejects(store.putPart(key, uploadId, 2, body, part3.length), (err: unknown) => {
+            assert.ok(err instanceof PartSizeMismatch, String(err));
+            assert.equal(err.expected, part3.length);
+            return true;
+          });
+          assert.ok(body.destroyed, 'a refused body is released');
+        }
+        // An endless body: refused soon after its declared size, never read to its end.
+        let pulled = 0;
+        const endless = new Readable({
+          read() {
+            pulled += 64 * 1024;
+            this.push(Buffer.alloc(64 * 1024, 7));
+          },
+        });
+        await assert.rejects(store.putPart(key, uploadId, 1, endless, MIN_PART_BYTES), PartSizeMismatch);
+        assert.ok(endless.destroyed);
+        assert.ok(pulled < MIN_PART_BYTES + 2 * 1024 * 1024, `read ${pulled} bytes of a part of ${MIN_PART_BYTES}`);
+        // A body failing midway is refused too, with its own error.
+        await assert.rejects(store.putPart(key, uploadId, 2, failingBody(part3.subarray(0, 5000)), part3.length), /connection reset/);
+        assert.deepEqual(await store.listParts(key, uploadId), [{ partNumber: 2, size: part3.length, etag }]);
+      });
+
+      it('a completion naming a wrong etag, a missing part, a too small part or parts out of order is InvalidPart, and the upload stays usable', async () => {
+        const { key, uploadId } = await start('application/pdf');
+        const small = randomBytes(1000);
+        const etag1 = await store.putPart(key, uploadId, 1, Readable.from([part1]), part1.length);
+        const etag2 = await store.putPart(key, uploadId, 2, Readable.from([small]), small.length);
+        const etag3 = await store.putPart(key, uploadId, 3, Readable.from([part3]), part3.length);
+        const wrong = md5Etag(Buffer.from('something else'));
+        const refused = [
+          [{ partNumber: 1, etag: wrong }, { partNumber: 3, etag: etag3 }],
+          [{ partNumber: 1, etag: etag1 }, { partNumber: 4, etag: etag3 }],
+          [{ partNumber: 1, etag: etag1 }, { partNumber: 2, etag: etag2 }, { partNumber: 3, etag: etag3 }],
+          [{ partNumber: 3, etag: etag3 }, { partNumber: 1, etag: etag1 }],
+          [{ partNumber: 1, etag: etag1 }, { partNumber: 1, etag: etag1 }],
+          [],
+        ];
+        for (const parts of refused) {
+          await assert.rejects(store.completeMultipart(key, uploadId, parts), InvalidPart, JSON.stringify(parts));
+        }
+        assert.equal(await store.stat(key), null);
+        assert.equal((await store.listParts(key, uploadId))?.length, 3);
+        // A part may be sent again after a refused completion; a too small part may still be the last.
+        const etag2b = await store.putPart(key, uploadId, 2, Readable.from([part2]), part2.length);
+        assert.equal(await store.completeMultipart(key, uploadId, [
+          { partNumber: 1, etag: etag1 }, { partNumber: 2, etag: etag2b }, { partNumber: 3, etag: etag3 },
+        ]), part1.length + part2.length + part3.length);
+        assert.equal(sha256((await read(key))!), sha256(Buffer.concat([part1, part2, part3])));
+        assert.equal((await store.stat(key))?.contentType, 'application/pdf');
+      });
+
+      it('an aborted upload is gone: no parts, not listed, no blob; aborting again is a no-op', async () => {
+        const { key, uploadId } = await start();
+        const etag = await store.putPart(key, uploadId, 1, Readable.from([part3]), part3.length);
+        assert.equal((await inProgress()).has(uploadId), true);
+        await store.abortMultipart(key, uploadId);
+        assert.equal(await store.listParts(key, uploadId), null);
+        assert.equal((await inProgress()).has(uploadId), false);
+        await assertAbsent(key);
+        await store.abortMultipart(key, uploadId);
+        const body = Readable.from([part3]);
+        await assert.rejects(store.putPart(key, uploadId, 1, body, part3.length), NoSuchUpload);
+        assert.ok(body.destroyed);
+        await assert.rejects(store.completeMultipart(key, uploadId, [{ partNumber: 1, etag }]), NoSuchUpload);
+        await assertAbsent(key);
+      });
+
+      it('uploads in progress are listed with when they began; their parts are never listed as blobs', async () => {
+        const before = Date.now() - 1_000;
+        const a = await start();
+        const b = await start();
+        await store.putPart(a.key, a.uploadId, 1, Readable.from([part3]), part3.length);
+        const afterwards = Date.now() + 1_000;
+        const listed = await inProgress();
+        for (const { key, uploadId } of [a, b]) {
+          const entry = listed.get(uploadId);
+          assert.ok(entry, 'an upload in progress is listed');
+          assert.equal(entry.key, key);
+          const at = entry.initiated.getTime();
+          assert.ok(at >= before && at <= afterwards, `initiated ${entry.initiated.toISOString()} is when it began`);
+        }
+        for await (const { key } of store.list()) assert.ok(key !== a.key && key !== b.key, 'list() shows blobs only');
+      });
+
+      it('an upload belongs to its key: another key finds no such upload', async () => {
+        const { key, uploadId } = await start();
+        const other = newKey();
+        assert.equal(await store.listParts(other, uploadId), null);
+        await assert.rejects(store.putPart(other, uploadId, 1, Readable.from([Buffer.from('x')]), 1), NoSuchUpload);
+        await store.abortMultipart(other, uploadId);
+        assert.deepEqual(await store.listParts(key, uploadId), [], 'still there for its own key');
+      });
+
+      it('refuses malformed keys, upload ids and part numbers with a TypeError, releasing the body', async () => {
+        const { key, uploadId } = await start();
+        for (const [k, id] of [['../x', uploadId], [key, ''], [key, 'a/b'], [key, '../up'], [key, 'id with space']] as const) {
+          const body = Readable.from([Buffer.from('x')]);
+          await assert.rejects(store.putPart(k, id, 1, body, 1), TypeError, `${k} ${id}`);
+          assert.ok(body.destroyed);
+          await assert.rejects(store.listParts(k, id), TypeError);
+          await assert.rejects(store.completeMultipart(k, id, [{ partNumber: 1, etag: '"x"' }]), TypeError);
+          await assert.rejects(store.abortMultipart(k, id), TypeError);
+        }
+        for (const partNumber of [0, -1, 1.5, 10_001, Number.NaN]) {
+          const body = Readable.from([Buffer.from('x')]);
+          await assert.rejects(store.putPart(key, uploadId, partNumber, body, 1), TypeError, String(partNumber));
+          assert.ok(body.destroyed);
+          await assert.rejects(store.completeMultipart(key, uploadId, [{ partNumber, etag: '"x"' }]), TypeError);
+        }
+        for (const size of [-1, 0.5, Number.NaN]) {
+          await assert.rejects(store.putPart(key, uploadId, 1, Readable.from([]), size), TypeError, String(size));
+        }
+        await assert.rejects(store.createMultipart('a/b', 'text/plain'), TypeError);
+        assert.deepEqual(await store.listParts(key, uploadId), []);
+      });
+
+      it('presignPart is offered exactly where presignGet is (clients reach the store)', () => {
+        assert.equal(typeof store.presignPart, typeof store.presignGet);
       });
     });
 

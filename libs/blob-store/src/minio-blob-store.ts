@@ -4,9 +4,12 @@ import https from 'node:https';
 import type { Readable } from 'node:stream';
 import { retrying } from '@docshare/contracts';
 import { Client } from 'minio';
-import { BlobTooLarge, RangeNotSatisfiable } from './port.ts';
-import type { BlobEntry, BlobInfo, BlobStore, BlobStream, ByteRange, PresignOptions, PutOptions } from './port.ts';
-import { byteCounter, checkKey, checkPutSize, checkRange, isKey, toBytes } from './validate.ts';
+import { BlobTooLarge, InvalidPart, NoSuchUpload, RangeNotSatisfiable } from './port.ts';
+import type { BlobEntry, BlobInfo, BlobStore, BlobStream, ByteRange, MultipartEntry, PartInfo, PresignOptions, PutOptions } from './port.ts';
+import {
+  bareEtag, byteCounter, checkCompleteParts, checkKey, checkPartNumber, checkPartSize, checkPutSize, checkRange, checkUploadId,
+  isKey, partCounter, toBytes,
+} from './validate.ts';
 
 /*
  * One bucket, one object per blob, named by the blob key itself (keys are server-made and already
@@ -28,6 +31,11 @@ import { byteCounter, checkKey, checkPutSize, checkRange, isKey, toBytes } from 
  * Either way the object under `key` appears (or is replaced) only when the whole body was right:
  * a failed put leaves the previous object, or nothing, under the key. Memory held per put is at
  * most `partsInFlight + 1` parts plus the stream's own buffering, whatever the blob's size.
+ *
+ * The port's multipart uploads (resumable uploads, whose parts arrive one request each, or go
+ * straight from clients to the store by presigned URL) are S3's own, request for request; a part
+ * put through the adapter is read into one buffer of exactly its declared size first, so a body
+ * of another length never reaches the store.
  */
 
 // Header-safe: visible ASCII and spaces, bounded.
@@ -38,6 +46,10 @@ const DEFAULT_PARTS_IN_FLIGHT = 2;
 const MAX_PARTS = 10_000;
 // S3's longest presigned URL: 7 days.
 const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
+// The upload ids S3 and MinIO make (base64url-like): minio-js puts them unescaped in query strings.
+const S3_UPLOAD_ID = /^[A-Za-z0-9._~-]{1,1024}$/;
+// What S3 answers a completion naming a part that is missing, has another etag, is too small, or out of order.
+const INVALID_PART_CODES = new Set(['InvalidPart', 'EntityTooSmall', 'PartTooSmall', 'InvalidPartOrder']);
 // How often `get` retries when the object changes between a failed ranged read and the stat
 // that explains it.
 const RANGE_RETRIES = 3;
@@ -77,6 +89,14 @@ export interface MinioBlobStoreOptions {
   requestTimeoutMs?: number;
 }
 
+/** minio-js's Client, with its (protected) listing of an upload's parts made usable. */
+class StoreClient extends Client {
+  /** Every part of the upload (minio-js pages through them), etags without quotes. */
+  uploadParts(bucket: string, key: string, uploadId: string): ReturnType<Client['listParts']> {
+    return this.listParts(bucket, key, uploadId);
+  }
+}
+
 /**
  * http(s).request with a no-progress timeout until the response headers arrive. minio-js itself
  * has none: a frozen server (SIGSTOP, a dead peer without RST) held every request for ever.
@@ -110,7 +130,7 @@ export async function makeMinioBlobStore(options: MinioBlobStoreOptions): Promis
   if (!Number.isSafeInteger(requestTimeoutMs) || requestTimeoutMs < 1) {
     throw new RangeError(`requestTimeoutMs must be a positive integer, got ${requestTimeoutMs}`);
   }
-  const client = new Client({
+  const client = new StoreClient({
     ...endPoint,
     transport: timedTransport(endPoint.useSSL ? https : http, requestTimeoutMs),
     accessKey,
@@ -228,14 +248,24 @@ export async function makeMinioBlobStore(options: MinioBlobStoreOptions): Promis
     return { size: info.size, contentType: typeof contentType === 'string' ? contentType : 'application/octet-stream' };
   };
 
+  const checkContentType = (contentType: string): void => {
+    if (typeof contentType !== 'string' || !CONTENT_TYPE.test(contentType)) {
+      throw new TypeError(`blob content type must be 1-1024 printable ASCII characters, got ${JSON.stringify(contentType)}`);
+    }
+  };
+
+  /** Checks an upload's key and id (a TypeError when malformed). */
+  const checkUpload = (key: string, uploadId: string): void => {
+    checkKey(key);
+    checkUploadId(uploadId, S3_UPLOAD_ID);
+  };
+
   return {
     async put(key: string, body: Readable, size: number | undefined, contentType: string, options: PutOptions = {}): Promise<number> {
       try {
         checkKey(key);
         const limit = checkPutSize(key, size, options.maxBytes);
-        if (typeof contentType !== 'string' || !CONTENT_TYPE.test(contentType)) {
-          throw new TypeError(`blob content type must be 1-1024 printable ASCII characters, got ${JSON.stringify(contentType)}`);
-        }
+        checkContentType(contentType);
         return await putBody(key, body, size, options.maxBytes, limit, { 'Content-Type': contentType });
       } catch (err) {
         // The caller handed the body over; a rejected put must not leave it half read and paused.
@@ -324,7 +354,111 @@ export async function makeMinioBlobStore(options: MinioBlobStoreOptions): Promis
         // Pure computation (an HMAC): no request is made, the region is known.
         return publicClient.presignedGetObject(bucket, key, Math.min(expiresInSeconds, MAX_PRESIGN_SECONDS), answer);
       },
+
+      async presignPart(key: string, uploadId: string, partNumber: number, expiresInSeconds: number): Promise<string> {
+        checkUpload(key, uploadId);
+        checkPartNumber(partNumber);
+        if (!Number.isSafeInteger(expiresInSeconds) || expiresInSeconds < 1) {
+          throw new RangeError(`expiresInSeconds must be a positive integer, got ${expiresInSeconds}`);
+        }
+        // S3's UploadPart is a PUT with these two query parameters; they are part of the signed
+        // (canonical) query, so the URL cannot be turned to another part or upload.
+        return publicClient.presignedUrl('PUT', bucket, key, Math.min(expiresInSeconds, MAX_PRESIGN_SECONDS), {
+          partNumber: String(partNumber),
+          uploadId,
+        });
+      },
     }),
+
+    async createMultipart(key: string, contentType: string): Promise<string> {
+      checkKey(key);
+      checkContentType(contentType);
+      // The upload's Content-Type becomes the object's at completion.
+      return client.initiateNewMultipartUpload(bucket, key, { 'Content-Type': contentType });
+    },
+
+    async putPart(key: string, uploadId: string, partNumber: number, body: Readable, size: number): Promise<string> {
+      try {
+        checkUpload(key, uploadId);
+        checkPartNumber(partNumber);
+        checkPartSize(size);
+        // Exactly `size` bytes, then one more pull to know the body ends there: a longer body
+        // fails on the chunk that passes `size` (PartSizeMismatch), and is read no further.
+        const reader = partReader(body, partCounter(key, partNumber, size));
+        const bytes = Buffer.allocUnsafe(size);
+        await reader.fill(bytes);
+        await reader.ended();
+        reader.end();
+        const headers: Record<string, string> = md5Needed ? { 'Content-MD5': createHash('md5').update(bytes).digest('base64') } : {};
+        const { etag } = await client.uploadPart({ bucketName: bucket, objectName: key, uploadID: uploadId, partNumber, headers }, bytes);
+        return `"${etag}"`;
+      } catch (err) {
+        // The caller handed the body over; a rejected put must not leave it half read and paused.
+        body.destroy();
+        if (codeOf(err) === 'NoSuchUpload') throw new NoSuchUpload(key, uploadId);
+        throw err;
+      }
+    },
+
+    async listParts(key: string, uploadId: string): Promise<PartInfo[] | null> {
+      checkUpload(key, uploadId);
+      try {
+        const parts = await client.uploadParts(bucket, key, uploadId);
+        return parts.map(({ part, size, etag }) => ({ partNumber: part, size, etag: `"${etag}"` })).sort((a, b) => a.partNumber - b.partNumber);
+      } catch (err) {
+        if (codeOf(err) === 'NoSuchUpload') return null;
+        throw err;
+      }
+    },
+
+    async completeMultipart(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<number> {
+      checkUpload(key, uploadId);
+      checkCompleteParts(key, parts);
+      try {
+        await client.completeMultipartUpload(bucket, key, uploadId, parts.map(({ partNumber, etag }) => ({ part: partNumber, etag: bareEtag(etag) })));
+      } catch (err) {
+        const code = codeOf(err);
+        if (typeof code === 'string' && INVALID_PART_CODES.has(code)) throw new InvalidPart(key, `upload ${uploadId}: ${code}: ${String(fieldOf(err, 'message'))}`);
+        if (code !== 'NoSuchUpload') throw err;
+        // Completed before (or aborted): the object under the key is what the completion made.
+        const info = await stat(key);
+        if (info === null) throw new NoSuchUpload(key, uploadId);
+        return info.size;
+      }
+      const info = await stat(key);
+      if (info === null) throw new Error(`blob ${key}: gone right after its multipart upload ${uploadId} completed`);
+      return info.size;
+    },
+
+    async abortMultipart(key: string, uploadId: string): Promise<void> {
+      checkUpload(key, uploadId);
+      try {
+        await client.abortMultipartUpload(bucket, key, uploadId);
+      } catch (err) {
+        if (codeOf(err) !== 'NoSuchUpload') throw err;
+      }
+    },
+
+    async *listMultipart(): AsyncIterable<MultipartEntry> {
+      // ListMultipartUploads pages of 1000, one request each (minio-js's listIncompleteUploads
+      // also lists every upload's parts, and drops Initiated from its typing). The next page
+      // starts after the last upload of this one: that is what S3's NextKeyMarker and
+      // NextUploadIdMarker name, and minio-js 8.0.7 loses the latter.
+      let keyMarker = '';
+      let uploadIdMarker = '';
+      for (;;) {
+        const page = await client.listIncompleteUploadsQuery(bucket, '', keyMarker, uploadIdMarker, '');
+        for (const { key, uploadId, initiated } of page.uploads) {
+          if (isKey(key) && S3_UPLOAD_ID.test(uploadId) && initiated instanceof Date && !Number.isNaN(initiated.getTime())) {
+            yield { key, uploadId, initiated };
+          }
+        }
+        const last = page.uploads.at(-1);
+        if (!page.isTruncated || last === undefined) return;
+        keyMarker = last.key;
+        uploadIdMarker = last.uploadId;
+      }
+    },
   };
 }
 
