@@ -6,7 +6,7 @@ import {
   CLIENT_ADDRESS_HEADER, CORRELATION_HEADER, DEFAULT_HTTP_LIMITS, IDENTITY_HEADER, PROBE_PATHS, REQUEST_ID_HEADER, counter, errorHandler, requestDeadline,
   requestId, requestLog, sendError, uploadSlot, type Logger, type Ops,
 } from '@docshare/http';
-import { ROUTES, type Upstream } from './routes.ts';
+import { ROUTES, requestMatcher, type Upstream } from './routes.ts';
 import { rateLimit } from './rate-limit.ts';
 import { openApiDocument } from './openapi.ts';
 import { LOCAL_ROUTES, OPENAPI_PATH, mountDocs, unreadBody } from './docs-ui.ts';
@@ -40,11 +40,13 @@ export interface GatewayOptions {
 }
 
 /**
- * Transfers (an upload, a file's bytes) take as long as the bytes take: they are bounded by their
- * progress (the socket's idle timeout), never by a total time.
+ * Transfers (an upload, a file's bytes, a resumable upload's part) take as long as the bytes take:
+ * they are bounded by their progress (the socket's idle timeout), never by a total time.
  */
-const isTransfer = (req: Request): boolean =>
-  (req.method === 'POST' && req.path === '/api/V1/docs/api-upload') || /^\/files\/[^/]+\/content$/.test(req.path);
+const isTransfer: (req: Request) => boolean = requestMatcher(ROUTES.filter((route) => route.transfer === true));
+
+/** Requests the rate limit does not apply to at all (a resumable upload's part PUTs, routes.ts). */
+const isUnlimited: (req: Request) => boolean = requestMatcher(ROUTES.filter((route) => route.rateLimited === false));
 
 /**
  * The edge: request ids, JWT (verified once, algorithm pinned), the rate limit, routing to the
@@ -103,6 +105,7 @@ export const makeGateway = (options: GatewayOptions): Express => {
     windowSeconds: options.rateLimitWindowSeconds,
     keyOf: (res, ip) => authKey(res.locals.auth as Auth) ?? `ip:${ip}`,
     peekOnly: (req) => PROBE_PATHS.has(req.path),
+    exempt: isUnlimited,
     onLimited: (key) => rateLimited.inc({ by: key.startsWith('user:') ? 'user' : 'ip' }),
   }));
   app.use(ops.router);
@@ -140,7 +143,8 @@ export const makeGateway = (options: GatewayOptions): Express => {
       next();
     }];
     if (route.auth) handlers.push(requireAuth);
-    // Uploads in flight are capped per process and per user (HTTP_MAX_UPLOADS*, docs/ops.md).
+    // Uploads in flight are capped per process and per user (HTTP_MAX_UPLOADS*, docs/ops.md); a
+    // resumable upload's parts are not (a client sends several at once; docs-command bounds their bytes).
     if (route.operationId === 'upload') handlers.push(uploadSlot((_req, res) => authKey(res.locals.auth as Auth)));
     handlers.push(upstream);
     app[route.method](route.path, ...handlers);

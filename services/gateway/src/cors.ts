@@ -13,13 +13,13 @@ export { corsOriginsVar, normalizeOrigin, parseCorsOrigins, type CorsOrigins } f
  * `Access-Control-Allow-Credentials`: `*` is never combined with credentials.
  */
 
-/** The methods the API's routes use (preflight answer). */
-export const CORS_ALLOWED_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'DELETE'];
+/** The methods the API's routes use (preflight answer; PUT: a resumable upload's parts). */
+export const CORS_ALLOWED_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'];
 /** The request headers a browser app may send (preflight answer). */
 export const CORS_ALLOWED_HEADERS: readonly string[] = [
   'Content-Type', 'Authorization', 'X-Authorization', 'Idempotency-Key', 'X-Request-Id', 'Range', 'If-None-Match', 'If-Modified-Since', 'If-Range',
 ];
-/** The response headers a browser app may read besides the CORS-safelisted ones. */
+/** The response headers a browser app may read besides the CORS-safelisted ones (ETag: a part's, which completion names too). */
 export const CORS_EXPOSED_HEADERS: readonly string[] = [
   'X-Request-Id', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy', 'RateLimit', 'Retry-After',
   'ETag', 'Last-Modified', 'Content-Range', 'Content-Disposition', 'Content-Length', 'Idempotent-Replayed', 'Accept-Ranges',

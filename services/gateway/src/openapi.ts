@@ -45,6 +45,9 @@ const EXPIRES = 1763906500;
 const ETAG = '"q3L0Xw9c1nD8u2Jd5a7Rk1bT"';
 const PAGE_ETAG = 'W/"Zf2m8Qx1KcP0tR4vLw7yNa3b"';
 const LAST_MODIFIED = 'Sun, 23 Nov 2025 14:06:27 GMT';
+const UPLOAD_ID = '3b241101-e2bb-4255-8caf-4136c566a962';
+const PART_ETAG = '"5d41402abc4b2a76b9719d911017c592"';
+const MIB = 1024 * 1024;
 
 /** The name of a message in `M`, used as its example's key. */
 const MESSAGE_KEY = new Map<string, string>(Object.entries(M).map(([key, text]) => [text, key]));
@@ -106,6 +109,7 @@ const HEADERS: Record<string, Obj> = {
   AccessControlAllowHeaders: { description: 'CORS preflight: the request headers allowed.', schema: str, example: CORS_ALLOWED_HEADERS.join(', ') },
   AccessControlMaxAge: { description: 'CORS preflight: seconds a browser may keep this answer.', schema: { type: 'integer', minimum: 0 }, example: CORS_MAX_AGE_SECONDS },
   Vary: { description: 'The request headers the answer depends on.', schema: str, example: 'Origin' },
+  PartETag: { description: 'The part\'s entity tag, quoted (as S3 gives it): send it back in `complete`.', required: true, schema: str, example: PART_ETAG },
   ETag: { description: 'Strong entity tag of the file\'s bytes (they never change): send it back in `If-None-Match`, or in `If-Range` with `Range`.', schema: str, example: ETAG },
   PageETag: { description: 'Weak entity tag of what the page shows: send it back in `If-None-Match`.', schema: str, example: PAGE_ETAG },
   LastModified: { description: 'When the file (its bytes: the upload; its page: its facts) last changed: send it back in `If-Modified-Since`.', schema: str, example: LAST_MODIFIED },
@@ -149,6 +153,8 @@ const PARAMETERS: Record<string, Obj> = {
     schema: shownOnly({ type: 'integer', minimum: 0 }, 1287),
   },
   page: { name: 'page', in: 'query', required: false, description: 'Page number, from 1.', schema: { type: 'integer', minimum: 1, default: 1 }, example: 1 },
+  uploadIdPath: { name: 'uploadId', in: 'path', required: true, description: 'The `upload_id` answered when the upload started.', schema: { type: 'string', pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' }, example: UPLOAD_ID },
+  partNumberPath: { name: 'partNumber', in: 'path', required: true, description: 'The part\'s number, from 1 to `part_count`.', schema: { type: 'string', pattern: '^[1-9][0-9]*$' }, example: '1' },
   fileIdPath: { name: 'fileId', in: 'path', required: true, description: 'The file\'s id.', schema: { type: 'string', pattern: '^[0-9]+$' }, example: '1' },
   Range: { name: 'Range', in: 'header', required: false, description: 'One byte range (e.g. `bytes=0-99`): 206 with that part. Empty: the whole file.', schema: shownOnly(str, 'bytes=0-99') },
   IfNoneMatch: { name: 'If-None-Match', in: 'header', required: false, description: 'The `ETag` of the copy you hold (or `*`): 304 when it still matches (weak comparison).', schema: shownOnly(str, ETAG) },
@@ -207,6 +213,51 @@ const SCHEMAS: Record<string, Obj> = {
     cc_license: { type: 'string', enum: [...LICENSES], description: 'Matched ignoring case and extra spaces.', examples: ['CC BY'] },
     video: { type: 'string', maxLength: LIMITS.videoUrl, description: 'An http(s) URL; may be empty.', examples: ['', 'https://video.example.com/watch/quick-start'] },
   }, ['file', 'title', 'description', 'tags', 'cc_license']),
+  CreateUploadRequest: obj({
+    file_name: { type: 'string', minLength: 1, description: 'The file\'s name (as a form upload\'s file part names it).', examples: ['engine-notes.pdf'] },
+    size: { type: ['integer', 'string'], description: 'The file\'s size in bytes: a positive integer, as a number or a string of digits; at most MAX_RESUMABLE_BYTES (default 5 GiB), within your storage quota (open uploads count against it until they end).', examples: [12582912] },
+    content_type: { type: 'string', description: '`type/subtype`; used when the bytes are not of a known format (default `application/octet-stream`).', examples: ['application/pdf'] },
+    title: { type: 'string', maxLength: LIMITS.title, examples: ['Read me'] },
+    description: { type: 'string', maxLength: LIMITS.description, examples: ['The front door'] },
+    tags: { type: 'string', maxLength: LIMITS.tags, description: 'Comma-separated.', examples: ['docs,intro'] },
+    category_id: { type: ['string', 'integer'], description: 'An existing category; wins over new_category_name.', examples: ['1'] },
+    new_category_name: { type: 'string', maxLength: LIMITS.categoryName, description: 'Used when category_id is absent; an existing name (ignoring case) is reused.', examples: ['Documentation'] },
+    category_description: { type: 'string', maxLength: LIMITS.categoryDescription, description: 'A new category\'s description.', examples: ['How to use docshare'] },
+    category_tags: { type: 'string', description: 'A new category\'s tags, comma-separated.', examples: ['docs'] },
+    cc_license: { type: 'string', enum: [...LICENSES], description: 'Matched ignoring case and extra spaces.', examples: ['CC BY'] },
+    video: { type: 'string', maxLength: LIMITS.videoUrl, description: 'An http(s) URL; may be empty.', examples: [''] },
+  }, ['file_name', 'size', 'title', 'description', 'tags', 'cc_license']),
+  UploadPartUrl: obj({
+    part_number: { type: 'integer', minimum: 1 },
+    url: { ...uri, description: 'Where to PUT the part\'s bytes, until `expires_at`: opaque (a presigned URL of the blob store, or docshare\'s signed part URL); needs no token.' },
+  }),
+  UploadStarted: success({
+    message: str,
+    upload_id: { type: 'string', format: 'uuid' },
+    part_size: { type: 'integer', minimum: 5 * MIB, description: 'Every part is this many bytes but the last (the remainder).' },
+    part_count: { type: 'integer', minimum: 1 },
+    expires_at: { type: 'string', format: 'date-time', description: 'When the upload expires (UPLOAD_SESSION_TTL_SECONDS after its start, default 24 h): its parts are removed and its quota released.' },
+    parts: { type: 'array', items: schema('UploadPartUrl'), description: 'Every part, 1 to part_count.' },
+  }),
+  ReceivedPart: obj({ part_number: { type: 'integer', minimum: 1 }, size: { type: 'integer', minimum: 0 }, etag: str }),
+  UploadState: success({
+    upload: obj({
+      upload_id: { type: 'string', format: 'uuid' },
+      state: { type: 'string', enum: ['pending', 'completed', 'aborted', 'expired'] },
+      file_name: str, size: { type: 'integer', minimum: 1 }, part_size: { type: 'integer', minimum: 1 }, part_count: { type: 'integer', minimum: 1 },
+      expires_at: { type: 'string', format: 'date-time' },
+      received: { type: 'array', items: schema('ReceivedPart'), description: 'The parts the store holds, ascending.' },
+      parts: { type: 'array', items: schema('UploadPartUrl'), description: 'Pending: the parts not received yet, with fresh URLs. Otherwise empty.' },
+      file_id: { type: 'string', pattern: '^[0-9]+$', description: 'The file recorded, once completed.' },
+    }, ['upload_id', 'state', 'file_name', 'size', 'part_size', 'part_count', 'expires_at', 'received', 'parts']),
+  }),
+  CompleteUploadRequest: obj({
+    parts: {
+      type: 'array', description: 'Every part with the ETag its PUT answered. Absent: every part received.',
+      items: obj({ part_number: { type: 'integer', minimum: 1 }, etag: str }),
+    },
+  }, []),
+  PartReceived: success({ message: str, part_number: { type: 'integer', minimum: 1 }, etag: str }),
   Uploaded: success({ message: str, file_id: { type: 'string', pattern: '^[0-9]+$' }, category_id: { type: 'string', pattern: '^[0-9]+$' }, category_name: str }),
   DownloadReady: success({
     message: str, original_file_name: str,
@@ -338,7 +389,8 @@ const RESPONSES: Record<string, Obj> = {
 
 /* ---------- operations ---------- */
 
-type BodyKind = 'json' | 'multipart';
+/** json: a JSON body (its parse errors); multipart: a form; bytes: raw bytes (a part). */
+type BodyKind = 'json' | 'multipart' | 'bytes';
 
 interface OperationSpec {
   tag: string;
@@ -427,6 +479,92 @@ const operations = (base: string): Record<string, OperationSpec> => {
         // Beside the rate limit's: the user's uploads in flight (HTTP_MAX_UPLOADS_PER_USER).
         429: [M.tooManyUploads],
       },
+    },
+    createUpload: {
+      tag: 'Resumable uploads', body: 'json', write: true,
+      description: 'Starts a resumable upload of `size` bytes (up to MAX_RESUMABLE_BYTES, default 5 GiB) with the metadata of a form upload, checked the same way: answers the layout and a URL per part. PUT each part\'s bytes to its URL (in parallel, in any order), then `complete`. `part_size` is at least 5 MiB (UPLOAD_PART_BYTES, default 8 MiB, larger for files over 10,000 parts); every part is `part_size` bytes but the last. The open upload counts against your storage quota until it completes, is aborted or expires.',
+      requestBody: jsonBody('CreateUploadRequest', {
+        newCategory: {
+          summary: 'A 12 MiB PDF in a new category',
+          value: {
+            file_name: 'engine-notes.pdf', size: 12582912, content_type: 'application/pdf', title: 'Read me', description: 'The front door',
+            tags: 'docs,intro', new_category_name: 'Documentation', category_description: 'How to use docshare', category_tags: 'docs', cc_license: 'CC BY',
+          },
+        },
+        existingCategory: {
+          summary: 'A 5 MiB file in an existing category',
+          value: { file_name: 'quick-start.pdf', size: '5242880', title: 'Quick start', description: 'The first steps, printable', tags: 'docs,pdf', category_id: '1', cc_license: 'CC BY-NC-ND', video: '' },
+        },
+      }),
+      answers: {
+        201: jsonAnswer(M.uploadStarted, 'UploadStarted', {
+          status: 'success', message: M.uploadStarted, upload_id: UPLOAD_ID, part_size: 8 * MIB, part_count: 2, expires_at: '2025-11-24T14:06:27.000Z',
+          parts: [1, 2].map((n) => ({ part_number: n, url: `${base}/api/V1/docs/api-uploads/${UPLOAD_ID}/parts/${n}?expires=${EXPIRES}&signature=${SIGNATURE}` })),
+        }, WRITE_HEADERS),
+      },
+      errors: {
+        400: [M.fileNameRequired, M.invalidUploadSize, M.invalidContentType, M.titleRequired, M.titleTooLong, M.titleInvalidCharacters, M.descriptionRequired,
+          M.descriptionTooLong, M.descriptionInvalidCharacters, M.tagsRequired, M.tagsTooLong, M.tagsInvalidCharacters, M.invalidLicense,
+          M.categoryRequired, M.categoryNameTooLong, M.categoryNameInvalidCharacters, M.categoryDescriptionInvalidCharacters,
+          M.categoryTagsInvalidCharacters, M.invalidVideo],
+        404: [M.categoryNotFound],
+        413: [M.resumableTooLarge, M.storageQuotaExceeded],
+      },
+    },
+    getUpload: {
+      tag: 'Resumable uploads',
+      description: 'Your upload\'s state: the parts received (with their ETags) and, while pending, fresh URLs for the parts still missing: one call to resume after a crash. Another user\'s upload is not found.',
+      parameters: [param('uploadIdPath')],
+      answers: {
+        200: jsonAnswer('The upload', 'UploadState', {
+          status: 'success',
+          upload: {
+            upload_id: UPLOAD_ID, state: 'pending', file_name: 'engine-notes.pdf', size: 12582912, part_size: 8 * MIB, part_count: 2,
+            expires_at: '2025-11-24T14:06:27.000Z', received: [{ part_number: 1, size: 8 * MIB, etag: PART_ETAG }],
+            parts: [{ part_number: 2, url: `${base}/api/V1/docs/api-uploads/${UPLOAD_ID}/parts/2?expires=${EXPIRES}&signature=${SIGNATURE}` }],
+          },
+        }),
+      },
+      errors: { 404: [M.uploadNotFound] },
+    },
+    completeUpload: {
+      tag: 'Resumable uploads', body: 'json', write: true,
+      description: 'Assembles the parts and records the file, as a form upload would (its type sniffed from its bytes, its SHA-256 recorded): answers what api-upload answers. Again: the same answer. A received part whose size is not the layout\'s (the declared `size` was not true) aborts the upload: 413, its parts removed, nothing recorded.',
+      parameters: [param('uploadIdPath')],
+      requestBody: jsonBody('CompleteUploadRequest', {
+        listed: { summary: 'The parts and their ETags', value: { parts: [{ part_number: 1, etag: PART_ETAG }, { part_number: 2, etag: '"7d793037a0760186574b0282f2f435e7"' }] } },
+        received: { summary: 'Every part received', value: {} },
+      }, false, 'Optional: without `parts`, every part received.'),
+      answers: { 201: jsonAnswer(M.uploaded, 'Uploaded', { status: 'success', message: M.uploaded, file_id: '1', category_id: '1', category_name: 'Documentation' }, WRITE_HEADERS) },
+      errors: {
+        400: [M.invalidParts], 404: [M.uploadNotFound],
+        409: [M.partsMissing, M.uploadWasAborted, M.uploadExpired],
+        413: [M.sizeMismatch, M.storageQuotaExceeded],
+      },
+    },
+    abortUpload: {
+      tag: 'Resumable uploads',
+      description: 'Ends the upload: its parts are removed and its share of your quota released. An upload already aborted or expired answers the same.',
+      parameters: [param('uploadIdPath')],
+      answers: { 200: jsonAnswer(M.uploadAborted, 'Message', { status: 'success', message: M.uploadAborted }, { ...JSON_HEADERS, 'X-Docshare-Consistency': header('XDocshareConsistency') }) },
+      errors: { 404: [M.uploadNotFound], 409: [M.uploadCompleted] },
+    },
+    uploadPart: {
+      tag: 'Resumable uploads', body: 'bytes',
+      description: 'docshare\'s part URL (when the blob store is not reachable by clients): needs no token, the signature is the credential. Send exactly the part\'s bytes with `Content-Length`; a part sent again replaces the earlier one. **Not counted by the rate limit** (no RateLimit headers): the bytes per second of each user\'s parts are bounded instead (UPLOAD_PART_BYTES_PER_SECOND). A presigned URL of the blob store answers its own 200 with an empty body and the `ETag` header, which is all a client needs from either.',
+      parameters: [
+        param('uploadIdPath'), param('partNumberPath'),
+        { name: 'expires', in: 'query', required: true, description: 'Unix time the URL expires: part of the URL, never made up.', schema: shownOnly(int, EXPIRES) },
+        { name: 'signature', in: 'query', required: true, description: 'HMAC-SHA256 of the upload, the part and the expiry (hex): part of the URL, never made up.', schema: shownOnly(str, SIGNATURE) },
+      ],
+      requestBody: {
+        required: true, description: 'The part\'s bytes: `part_size` bytes, the last part the remainder.',
+        content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' }, examples: one('A part', '%PDF-1.7 …') } },
+      },
+      answers: {
+        200: jsonAnswer(M.partReceived, 'PartReceived', { status: 'success', message: M.partReceived, part_number: 1, etag: PART_ETAG }, { ...JSON_HEADERS, ETag: header('PartETag') }),
+      },
+      errors: { 400: [M.partSizeMismatch], 403: [M.badUploadLink], 409: [M.uploadWasAborted, M.uploadExpired, M.uploadCompleted] },
     },
     download: {
       tag: 'Files',
@@ -708,6 +846,7 @@ const TAGS = [
   { name: 'Account', description: 'Registration and login: both answer a JWT.' },
   { name: 'Files', description: 'Upload, download, change, sell and delete files; categories; a user\'s files.' },
   { name: 'Search and statistics', description: 'Full-text search; your statistics, in totals and per UTC day; your top files; trending files.' },
+  { name: 'Resumable uploads', description: 'Large files in parts sent straight to storage: start, PUT each part, complete; resume with the upload\'s state.' },
   { name: 'Comments', description: 'Comment on files; read the comments on yours.' },
   { name: 'Public pages', description: 'No token: a file\'s HTML page and its bytes behind a signed link.' },
   { name: 'Documentation', description: 'This document, its reference page and the index.' },
@@ -720,19 +859,35 @@ const DESCRIPTION = `Upload, download, delete and search documents with metadata
 
 **Authentication.** \`X-Authorization: Bearer <JWT>\` (or \`Authorization: Bearer <JWT>\`) on every \`${API_PREFIX}\` path but register, login and the documentation. No token: 401 \`${M.missingToken}\`; a bad or expired one: 401 \`${M.invalidToken}\`.
 
-**Every answer** carries \`X-Request-Id\` (yours when you send a valid one) and the rate limit: \`RateLimit-Limit\`, \`RateLimit-Remaining\`, \`RateLimit-Reset\`, \`RateLimit-Policy\` and \`RateLimit\`. Over the limit (\`RATE_LIMIT_POINTS\` per \`RATE_LIMIT_WINDOW_SECONDS\`, default 30 per 60 s, per user, else per client IP): 429 \`${M.rateLimited}\` with \`Retry-After\`.
+**Every answer** carries \`X-Request-Id\` (yours when you send a valid one) and, but for a resumable upload's part PUTs (never counted), the rate limit: \`RateLimit-Limit\`, \`RateLimit-Remaining\`, \`RateLimit-Reset\`, \`RateLimit-Policy\` and \`RateLimit\`. Over the limit (\`RATE_LIMIT_POINTS\` per \`RATE_LIMIT_WINDOW_SECONDS\`, default 30 per 60 s, per user, else per client IP): 429 \`${M.rateLimited}\` with \`Retry-After\`.
 
 **Order of checks:** request id, rate limit, route (unknown path: 404 \`${M.notFound}\`; another method: 405 \`${M.invalidMethod}\` with \`Allow\`), token, body (400 \`${M.malformedJson}\`, 413 \`${M.bodyTooLarge}\` over 1 MiB, 400 \`${M.malformedBody}\`), then the operation's own checks in the order of its messages.
 
-**Safe retries.** Writes (register, upload, comment, update, purchase, delete) take an optional \`Idempotency-Key\`: repeating a request with the same key does it once and replays the first answer with \`Idempotent-Replayed: true\`.
+**Safe retries.** Writes (register, upload, starting and completing a resumable upload, comment, update, purchase, delete) take an optional \`Idempotency-Key\`: repeating a request with the same key does it once and replays the first answer with \`Idempotent-Replayed: true\`.
 
 **Failures.** A 503 (with \`Retry-After\`) means nothing was done and a retry is safe; a 500 means the outcome is unknown. The HTTP layer itself answers 400 \`${M.badRequest}\` (unparsable request), 408 \`${M.requestTimeout}\` and 431 \`${M.headersTooLarge}\`, and closes the connection.
 
+**Large files.** \`api-upload\` takes one multipart body of at most MAX_UPLOAD_BYTES (default 100 MiB). A resumable upload (\`api-uploads\`, up to MAX_RESUMABLE_BYTES, default 5 GiB) costs three calls whatever the size: start, PUT each part to its URL (straight to the blob store when it is reachable by clients; never rate limited), complete; after an interruption, its state names the parts still missing.
+
 **Caching.** JSON answers are \`Cache-Control: no-store\`. A file's page and bytes carry \`ETag\` and \`Last-Modified\` and answer conditional requests with 304.
 
-**CORS.** Origins listed in \`CORS_ORIGINS\` may call the API from a browser (the answers then carry \`Access-Control-Allow-Origin\`, \`Access-Control-Expose-Headers\` and \`Vary: Origin\`); \`OPTIONS\` answers their preflights with 204.
+**CORS.** Origins listed in \`CORS_ORIGINS\` may call the API from a browser (the answers then carry \`Access-Control-Allow-Origin\`, \`Access-Control-Expose-Headers\` and \`Vary: Origin\`); \`OPTIONS\` answers their preflights with 204. A part's \`ETag\` is exposed to browser scripts.
 
 HEAD is answered wherever GET is (but on the download, which would count).`;
+
+/** The headers of the rate limit (EDGE_HEADERS). */
+const RATE_LIMIT_HEADERS = new Set(['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy', 'RateLimit']);
+
+/**
+ * An answer of a route the rate limit does not apply to (routes.ts `rateLimited: false`): without
+ * the RateLimit headers, which it never carries. A shared answer ($ref: 405, 408) is not the
+ * route's method's, so stays as it is.
+ */
+const withoutRateLimit = (answer: Obj): Obj => {
+  const headers = answer.headers as Obj | undefined;
+  if (headers === undefined) return answer;
+  return { ...answer, headers: Object.fromEntries(Object.entries(headers).filter(([name]) => !RATE_LIMIT_HEADERS.has(name))) };
+};
 
 const openApiPath = (path: string): string => path.replace(/:(\w+)/g, '{$1}');
 
@@ -742,6 +897,8 @@ export const corsPaths = (): string[] => [...new Set([...ROUTES.map((r) => r.pat
 /** The path parameters a path names (`{fileId}`), as the operations on it declare them. */
 const pathParameters = (openApi: string): Obj[] => [...openApi.matchAll(/\{(\w+)\}/g)].map(([, name]) => {
   if (name === 'fileId') return param('fileIdPath');
+  if (name === 'uploadId') return param('uploadIdPath');
+  if (name === 'partNumber') return param('partNumberPath');
   throw new Error(`no parameter for {${String(name)}} in ${openApi}`);
 });
 
@@ -803,7 +960,7 @@ export const openApiDocument = (publicBaseUrl: string): Obj => {
     if (spec.body) responses[408] = ref('responses', 'RequestTimeout');
     // The rate limit's 429, plus the route's own reasons to say 429 (an upload's share in flight).
     const tooMany = errors.get(429);
-    responses[429] = tooMany === undefined ? ref('responses', 'TooManyRequests')
+    if (route.rateLimited !== false) responses[429] = tooMany === undefined ? ref('responses', 'TooManyRequests')
       : errorResponse('Over the rate limit, or over this route\'s own limit: wait `Retry-After` seconds.', [M.rateLimited, ...tooMany], { 'Retry-After': header('RetryAfter') });
 
     const parameters = [...common, ...(spec.write ? [param('IdempotencyKey')] : []), ...(spec.read ? [param('XDocshareConsistency')] : []), ...(spec.parameters ?? [])];
@@ -812,7 +969,8 @@ export const openApiDocument = (publicBaseUrl: string): Obj => {
       ...(spec.description === undefined ? {} : { description: spec.description }),
       parameters,
       ...(spec.requestBody === undefined ? {} : { requestBody: spec.requestBody }),
-      responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b))),
+      responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b))
+        .map(([status, answer]) => [status, route.rateLimited === false ? withoutRateLimit(answer) : answer])),
       security: route.auth ? [{ XAuthorization: [] }, { BearerAuth: [] }] : [],
     };
   }

@@ -15,6 +15,11 @@ export interface RateLimitOptions {
    * over its limit).
    */
   peekOnly?: (req: Request) => boolean;
+  /**
+   * Requests the limit does not apply to at all: no point spent, never refused, no RateLimit
+   * headers (a resumable upload's part PUTs, bounded in bytes per second by docs-command instead).
+   */
+  exempt?: (req: Request) => boolean;
   /** Told about each request refused with 429, with the key it was counted under (metrics). */
   onLimited?: (key: string) => void;
 }
@@ -38,6 +43,7 @@ export const rateLimit = (options: RateLimitOptions): RequestHandler => {
     res.setHeader('RateLimit', `"default";r=${remaining};t=${resetSeconds}`);
   };
   return async (req, res, next) => {
+    if (options.exempt?.(req)) return next();
     const key = options.keyOf(res, req.ip ?? req.socket.remoteAddress ?? 'unknown');
     if (options.peekOnly?.(req)) {
       try {

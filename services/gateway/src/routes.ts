@@ -1,10 +1,11 @@
 import { M } from '@docshare/contracts';
 import type { Upstream } from '@docshare/contracts/services';
+import { routeMatcher } from './cors.ts';
 
 /** The services behind the gateway: their names in the registry (libs/contracts/src/services.ts, `upstream`). */
 export type { Upstream };
 
-export type Method = 'get' | 'post' | 'delete';
+export type Method = 'get' | 'post' | 'put' | 'delete';
 
 export interface Route {
   method: Method;
@@ -19,13 +20,31 @@ export interface Route {
   failure?: string;
   /** A GET that records something (a download): HEAD must not reach it. */
   recordsOnGet?: boolean;
+  /**
+   * A transfer (an upload, a file's bytes, an upload's part): it takes as long as its bytes take,
+   * bounded by their progress (the socket's idle timeout), never by a total time.
+   */
+  transfer?: boolean;
+  /**
+   * False: the rate limit does not apply at all (no point spent, never 429, no RateLimit headers).
+   * A resumable upload's part PUTs: 1 GiB is 128 of them, bounded per user in bytes per second by
+   * docs-command instead (issue 22). Default true.
+   */
+  rateLimited?: boolean;
 }
 
 /** Every route of api-spec.md and decisions.md, and which service answers it. */
 export const ROUTES: readonly Route[] = [
   { method: 'post', path: '/api/V1/users/api-register', upstream: 'docs', auth: false, operationId: 'register', summary: 'Register a user; returns a JWT' },
   { method: 'post', path: '/api/V1/users/api-login', upstream: 'docs', auth: false, operationId: 'login', summary: 'Log in; returns a JWT' },
-  { method: 'post', path: '/api/V1/docs/api-upload', upstream: 'docs', auth: true, operationId: 'upload', summary: 'Upload a file with its metadata' },
+  { method: 'post', path: '/api/V1/docs/api-upload', upstream: 'docs', auth: true, operationId: 'upload', summary: 'Upload a file with its metadata', transfer: true },
+  // Resumable uploads (issue 22, docs/api-decisions.md): three control calls per file, the bytes in parts.
+  { method: 'post', path: '/api/V1/docs/api-uploads', upstream: 'docs', auth: true, operationId: 'createUpload', summary: 'Start a resumable upload: answers the part size and a URL per part' },
+  { method: 'get', path: '/api/V1/docs/api-uploads/:uploadId', upstream: 'docs', auth: true, operationId: 'getUpload', summary: 'A resumable upload\'s state: the parts received, fresh URLs for the others' },
+  { method: 'post', path: '/api/V1/docs/api-uploads/:uploadId/complete', upstream: 'docs', auth: true, operationId: 'completeUpload', summary: 'Complete a resumable upload: records the file' },
+  { method: 'delete', path: '/api/V1/docs/api-uploads/:uploadId', upstream: 'docs', auth: true, operationId: 'abortUpload', summary: 'Abort a resumable upload: its parts removed, its quota released' },
+  // The signature in the query is the credential (no token); never rate limited (docs-command bounds its bytes per second).
+  { method: 'put', path: '/api/V1/docs/api-uploads/:uploadId/parts/:partNumber', upstream: 'docs', auth: false, operationId: 'uploadPart', summary: 'Send one part\'s bytes to a signed part URL', transfer: true, rateLimited: false },
   { method: 'get', path: '/api/V1/docs/api-download', upstream: 'docs', auth: true, operationId: 'download', summary: 'Authorise a download: counts it and returns a signed download_url', recordsOnGet: true },
   { method: 'delete', path: '/api/V1/docs/api-delete', upstream: 'docs', auth: true, operationId: 'deleteFile', summary: 'Delete one of your files', failure: M.deletionFailed },
   { method: 'post', path: '/api/V1/docs/api-comment', upstream: 'docs', auth: true, operationId: 'postComment', summary: 'Comment on a file' },
@@ -42,5 +61,18 @@ export const ROUTES: readonly Route[] = [
   // docs-command answers it (from the files read model) because it signs the links.
   { method: 'get', path: '/api/V1/users/api-purchases', upstream: 'docs', auth: true, operationId: 'listPurchases', summary: 'Files you bought, each with a signed download_url' },
   { method: 'get', path: '/docs/:fileId', upstream: 'docs', auth: false, operationId: 'viewPage', summary: 'Public HTML page of a file; counts a view under a viewer key' },
-  { method: 'get', path: '/files/:fileId/content', upstream: 'docs', auth: false, operationId: 'fileContent', summary: 'File bytes behind a signed, expiring link (Range supported)' },
+  { method: 'get', path: '/files/:fileId/content', upstream: 'docs', auth: false, operationId: 'fileContent', summary: 'File bytes behind a signed, expiring link (Range supported)', transfer: true },
 ];
+
+/**
+ * Whether a request is for one of `routes`: its method (HEAD goes with GET) and its path, matched
+ * as Express matches it (routeMatcher).
+ */
+export const requestMatcher = (routes: readonly Route[]): ((req: { method: string; path: string }) => boolean) => {
+  const methods = (route: Route): string[] => (route.method === 'get' ? ['GET', 'HEAD'] : [route.method.toUpperCase()]);
+  const byMethod = new Map<string, (path: string) => string | undefined>();
+  for (const method of new Set(routes.flatMap(methods))) {
+    byMethod.set(method, routeMatcher(routes.filter((route) => methods(route).includes(method)).map((route) => route.path)));
+  }
+  return (req) => byMethod.get(req.method)?.(req.path) !== undefined;
+};

@@ -226,6 +226,9 @@ describe('OpenAPI document', () => {
     assert.deepEqual(missing, []);
   });
 
+  const RATE_LIMIT_HEADERS = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'];
+  const unlimited = new Set(ROUTES.filter((r) => r.rateLimited === false).map((r) => `${r.method} ${openApiPath(r.path)}`));
+
   it('every answer names X-Request-Id; those past the rate limit name RateLimit-*; 405, 429, 503 name Allow / Retry-After', () => {
     const beforeRateLimit = new Set(['#/components/responses/RequestTimeout', '#/components/responses/HeadersTooLarge', '#/components/responses/BadRequest']);
     for (const { path, method, status, response, where } of answers()) {
@@ -233,8 +236,13 @@ describe('OpenAPI document', () => {
       assert.ok('X-Request-Id' in headers, `${where}: X-Request-Id`);
       const viaRef = (doc.paths[path]?.[method]?.responses[status] as Obj).$ref as string | undefined;
       const early = method === 'options' || (viaRef !== undefined && beforeRateLimit.has(viaRef));
-      if (!early) {
-        for (const h of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy', 'RateLimit']) assert.ok(h in headers, `${where}: ${h}`);
+      // A route the rate limit does not apply to (a part PUT) never carries its headers, nor a 429;
+      // a shared answer ($ref: 405 to another method, 408) still may.
+      if (unlimited.has(`${method} ${path}`) && viaRef === undefined) {
+        for (const h of RATE_LIMIT_HEADERS) assert.ok(!(h in headers), `${where}: ${h} is never sent`);
+        assert.notEqual(status, '429', where);
+      } else if (!early) {
+        for (const h of RATE_LIMIT_HEADERS) assert.ok(h in headers, `${where}: ${h}`);
       }
       if (status === '405') assert.ok('Allow' in headers, `${where}: Allow`);
       if (status === '429' || status === '503') assert.ok('Retry-After' in headers, `${where}: Retry-After`);
@@ -242,7 +250,7 @@ describe('OpenAPI document', () => {
   });
 
   it('each route answers 405, 429, 500 and 503 with its own failure message; protected routes 401; writes take Idempotency-Key', () => {
-    const writes = new Set(['register', 'upload', 'deleteFile', 'postComment', 'updateFile', 'purchase']);
+    const writes = new Set(['register', 'upload', 'createUpload', 'completeUpload', 'deleteFile', 'postComment', 'updateFile', 'purchase']);
     const messagesOf = (path: string, method: string, status: string): string[] => {
       const at = schemas.responsePointer(path, method, status);
       const media = (schemas.at(at) as { content: Record<string, Obj> }).content['application/json'] as Obj;
@@ -252,7 +260,8 @@ describe('OpenAPI document', () => {
       const path = openApiPath(route.path);
       const op = doc.paths[path]?.[route.method];
       assert.ok(op, route.path);
-      for (const status of ['405', '429', '500', '503']) assert.ok(status in op.responses, `${route.operationId}: ${status}`);
+      for (const status of ['405', '500', '503']) assert.ok(status in op.responses, `${route.operationId}: ${status}`);
+      assert.equal('429' in op.responses, route.rateLimited !== false, `${route.operationId}: 429 (the rate limit)`);
       assert.ok(messagesOf(path, route.method, '500').includes(route.failure ?? M.internal), `${route.operationId}: 500 message`);
       assert.ok(messagesOf(path, route.method, '503').includes(route.failure ?? M.unavailable), `${route.operationId}: 503 message`);
       if (route.auth) assert.deepEqual(messagesOf(path, route.method, '401').slice(0, 2), [M.missingToken, M.invalidToken], route.operationId);
