@@ -2,12 +2,20 @@
 import { randomUUID } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { downloadContent, resolveTarget, safeFileName, type ContentResult, type Progress } from './download.ts';
 import { DocshareApiError, DocshareNetworkError, parseRetryAfter, SearchWalkError } from './errors.ts';
 import { multipartBody, openFile, type FileSource } from './multipart.ts';
 import { request, resolveUrl, ResponseTooLargeError, type Body, type FetchLike, type RawResponse } from './request.ts';
+import {
+  DEFAULT_PARALLEL, DEFAULT_PART_ATTEMPTS, DEFAULT_RESUMABLE_THRESHOLD, partLength, rangeSource, sendParts, type PartRetryInfo, type RangeSource,
+} from './resumable.ts';
+import type {
+  AbortUploadResponse, CompletedPart, CompleteUploadResponse, CreateUploadRequest, CreateUploadResponse, UploadSession, UploadSessionResponse,
+} from './resumable-types.ts';
+import { defaultUploadStateDir, readUploadState, removeUploadState, uploadStatePath, writeUploadState, type UploadIdentity } from './upload-state.ts';
 import type {
   CategoriesResponse, CommentResponse, CommentsQuery, CommentsResponse, DailyStatsResponse, DeleteResponse, DownloadAuthorization,
   FilesQuery, FilesResponse, TopFilesResponse, TopMetric, TrendingResponse, License, LoginRequest, LoginResponse, PurchaseResponse, PurchasesQuery, PurchasesResponse, RegisterRequest,
@@ -59,6 +67,12 @@ export interface ClientOptions {
   onRetry?: (info: RetryInfo) => void;
   /** Told about every answer of the API (status, headers such as X-Request-Id, Idempotent-Replayed). */
   onResponse?: (info: ResponseInfo) => void;
+  /** `upload()` of a file larger than this (bytes) uses the resumable protocol (default 64 MiB; Infinity: never). */
+  resumableThreshold?: number;
+  /** Parts of a resumable upload in flight at once (default 4). */
+  parallel?: number;
+  /** Where resumable sessions are kept (default `$XDG_STATE_HOME/docshare/uploads`, else `~/.local/state/docshare/uploads`). */
+  uploadStateDir?: string;
 }
 
 export interface CallOptions {
@@ -85,10 +99,43 @@ export interface UploadInput extends Omit<UploadFields, 'tags' | 'cc_license' | 
   cc_license: License | (string & {});
 }
 
-export interface UploadOptions extends CallOptions {
+export interface UploadOptions extends CallOptions, ResumableOptions {
   /** Told as the file's bytes are sent: `loaded` of `total` (undefined for a stream of unknown size). */
   onProgress?: (progress: Progress) => void;
+  /** Overrides the client's `resumableThreshold` for this call. */
+  resumableThreshold?: number;
+  /**
+   * Takes up the session stored for this file (same path, size, mtime and server) instead of
+   * starting again: only the parts the server lacks are sent. None stored, or one that ended
+   * (expired, aborted): a new upload, told through `onResumable`.
+   */
+  resume?: boolean;
 }
+
+/** Options of the resumable protocol's byte transfer. */
+export interface ResumableOptions {
+  /** Parts in flight at once (default: the client's `parallel`, else 4). */
+  parallel?: number;
+  /** Attempts of one part PUT before the upload fails (default 5). */
+  partAttempts?: number;
+  /** Overrides the client's `uploadStateDir`. */
+  stateDir?: string;
+  /** Told what the resumable protocol does with the session (started, resumed, restarted...). */
+  onResumable?: (event: ResumableEvent) => void;
+  /** Told before a part is sent again. */
+  onPartRetry?: (info: PartRetryInfo) => void;
+  onProgress?: (progress: Progress) => void;
+}
+
+/** What a resumable upload did with its session, for logs and messages. */
+export type ResumableEvent =
+  | { kind: 'started'; uploadId: string; partSize: number; partCount: number; expiresAt: string; stateFile: string | undefined }
+  | { kind: 'resumed'; uploadId: string; partCount: number; receivedParts: number; receivedBytes: number; stateFile: string | undefined }
+  /** `resume` asked, but no session could be taken up: a new upload follows. */
+  | { kind: 'restarted'; uploadId: string | undefined; reason: 'none stored' | 'not found' | 'expired' | 'aborted' | 'changed' }
+  /** Without `resume`, a session stored for the same file was aborted (its quota released) before a new one. */
+  | { kind: 'discarded'; uploadId: string }
+  | { kind: 'completed'; uploadId: string; fileId: string };
 
 export interface DownloadOptions extends CallOptions {
   /**
@@ -245,6 +292,160 @@ export function createClient(options: ClientOptions) {
     }
   }
 
+  const uploadsPath = '/api/V1/docs/api-uploads';
+  const uploadPath = (uploadId: string): string => `${uploadsPath}/${encodeURIComponent(uploadId)}`;
+
+  async function createUpload(body: CreateUploadRequest, opts?: CallOptions): Promise<CreateUploadResponse> {
+    return await call({ method: 'POST', path: uploadsPath, auth: true, write: true, json: body }, opts);
+  }
+  async function getUpload(uploadId: string, opts?: CallOptions): Promise<UploadSessionResponse> {
+    return await call({ method: 'GET', path: uploadPath(uploadId), auth: true }, opts);
+  }
+  async function completeUpload(uploadId: string, parts?: CompletedPart[], opts?: CallOptions): Promise<CompleteUploadResponse> {
+    return await call({ method: 'POST', path: `${uploadPath(uploadId)}/complete`, auth: true, write: true, json: parts === undefined ? {} : { parts } }, opts);
+  }
+  async function abortUpload(uploadId: string, opts?: CallOptions): Promise<AbortUploadResponse> {
+    return await call({ method: 'DELETE', path: uploadPath(uploadId), auth: true, write: true }, opts);
+  }
+
+  /** The parts of a session still to send (not received, or received with a size the layout does not give them). */
+  const missingParts = (session: Pick<UploadSession, 'received' | 'part_count' | 'part_size' | 'size'>): { todo: number[]; received: Map<number, string> } => {
+    const received = new Map<number, string>();
+    for (const r of session.received) {
+      if (r.part_number <= session.part_count && r.size === partLength(r.part_number, session.size, session.part_size)) received.set(r.part_number, r.etag);
+    }
+    const todo: number[] = [];
+    for (let n = 1; n <= session.part_count; n += 1) if (!received.has(n)) todo.push(n);
+    return { todo, received };
+  };
+
+  /** Sends what `session` lacks from `source`, then completes it with the etags collected. */
+  async function finishSession(
+    uploadId: string, session: Pick<UploadSession, 'received' | 'part_count' | 'part_size' | 'size' | 'parts'>,
+    source: RangeSource, opts: ResumableOptions & CallOptions,
+  ): Promise<CompleteUploadResponse> {
+    const { todo, received } = missingParts(session);
+    const urls = new Map(session.parts.map((p) => [p.part_number, p.url]));
+    const callOpts: CallOptions = opts.signal ? { signal: opts.signal } : {};
+    const parts = await sendParts({
+      source, partSize: session.part_size, partCount: session.part_count, urls, todo, received,
+      parallel: opts.parallel ?? options.parallel ?? DEFAULT_PARALLEL,
+      attempts: opts.partAttempts ?? DEFAULT_PART_ATTEMPTS,
+      baseDelayMs: baseDelay, userAgent,
+      refresh: async () => new Map((await getUpload(uploadId, callOpts)).upload.parts.map((p) => [p.part_number, p.url])),
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
+      ...(opts.onPartRetry ? { onPartRetry: opts.onPartRetry } : {}),
+    });
+    return await completeUpload(uploadId, parts, callOpts);
+  }
+
+  /**
+   * Takes up session `uploadId` with the file's bytes (a path, a Blob or bytes, the same file):
+   * sends only the parts the server lacks, then completes. A session already completed answers
+   * its file again; one that ended is the server's 409.
+   */
+  async function resumeUpload(uploadId: string, file: string | Blob | Uint8Array, opts: ResumableOptions & CallOptions = {}): Promise<CompleteUploadResponse> {
+    const { upload: session } = await getUpload(uploadId, opts.signal ? { signal: opts.signal } : {});
+    if (session.state !== 'pending') return await completeUpload(uploadId, undefined, opts.signal ? { signal: opts.signal } : {});
+    const size = typeof file === 'string' ? (await stat(file)).size : undefined;
+    const source = rangeSource(file, size);
+    if (source === undefined || source.size !== session.size) {
+      throw new Error(`upload ${uploadId} is of ${session.size} bytes; the file given has ${source?.size ?? 'an unknown number of'} bytes`);
+    }
+    return await finishSession(uploadId, session, source, opts);
+  }
+
+  /** An upload by the resumable protocol, its session kept on disk for a path (see UploadOptions.resume). */
+  async function resumableUpload(fields: CreateUploadRequest, source: RangeSource, filePath: string | undefined, opts: UploadOptions): Promise<UploadResponse> {
+    const callOpts: CallOptions = opts.signal ? { signal: opts.signal } : {};
+    const dir = opts.stateDir ?? options.uploadStateDir ?? defaultUploadStateDir();
+    let identity: UploadIdentity | undefined;
+    if (filePath !== undefined) {
+      const info = await stat(filePath);
+      identity = { path: filePath, size: info.size, mtimeMs: info.mtimeMs, baseUrl };
+    }
+    const stored = identity === undefined ? undefined : await readUploadState(dir, identity);
+    const stateFile = identity === undefined ? undefined : uploadStatePath(dir, identity);
+    const forget = async (): Promise<void> => {
+      if (identity !== undefined) await removeUploadState(dir, identity);
+    };
+    /** Errors after which the session cannot be taken up again: the server ended it (or never had it). */
+    const ended = (error: unknown): boolean => error instanceof DocshareApiError && [404, 409, 413].includes(error.status);
+
+    if (opts.resume === true) {
+      let session: UploadSession | undefined;
+      if (stored === undefined) {
+        opts.onResumable?.({ kind: 'restarted', uploadId: undefined, reason: 'none stored' });
+      } else {
+        try {
+          session = (await getUpload(stored.upload_id, callOpts)).upload;
+        } catch (error) {
+          if (!(error instanceof DocshareApiError && error.status === 404)) throw error;
+          opts.onResumable?.({ kind: 'restarted', uploadId: stored.upload_id, reason: 'not found' });
+          await forget();
+        }
+      }
+      if (session !== undefined && stored !== undefined) {
+        if (session.state === 'completed') {
+          const answer = await completeUpload(stored.upload_id, undefined, callOpts);
+          await forget();
+          opts.onResumable?.({ kind: 'completed', uploadId: stored.upload_id, fileId: String(answer.file_id) });
+          return answer;
+        }
+        if (session.state === 'pending' && session.size !== source.size) {
+          await abortUpload(stored.upload_id, callOpts).catch(() => undefined);
+          opts.onResumable?.({ kind: 'restarted', uploadId: stored.upload_id, reason: 'changed' });
+          await forget();
+        } else if (session.state !== 'pending') {
+          opts.onResumable?.({ kind: 'restarted', uploadId: stored.upload_id, reason: session.state });
+          await forget();
+        } else {
+          const { received } = missingParts(session);
+          opts.onResumable?.({
+            kind: 'resumed', uploadId: stored.upload_id, partCount: session.part_count, receivedParts: received.size,
+            receivedBytes: [...received.keys()].reduce((n, p) => n + partLength(p, session.size, session.part_size), 0), stateFile,
+          });
+          try {
+            const answer = await finishSession(stored.upload_id, session, source, opts);
+            await forget();
+            opts.onResumable?.({ kind: 'completed', uploadId: stored.upload_id, fileId: String(answer.file_id) });
+            return answer;
+          } catch (error) {
+            if (ended(error)) await forget();
+            throw error;
+          }
+        }
+      }
+    } else if (stored !== undefined) {
+      // Not resumed: the stored session would hold its bytes against the quota until it expires.
+      await abortUpload(stored.upload_id, callOpts).catch(() => undefined);
+      await forget();
+      opts.onResumable?.({ kind: 'discarded', uploadId: stored.upload_id });
+    }
+
+    const created = await createUpload(fields, { ...callOpts, ...(opts.idempotencyKey !== undefined ? { idempotencyKey: opts.idempotencyKey } : {}) });
+    if (identity !== undefined) {
+      await writeUploadState(dir, {
+        ...identity, upload_id: created.upload_id, part_size: created.part_size, part_count: created.part_count,
+        expires_at: created.expires_at, created_at: new Date().toISOString(),
+      });
+    }
+    opts.onResumable?.({
+      kind: 'started', uploadId: created.upload_id, partSize: created.part_size, partCount: created.part_count, expiresAt: created.expires_at, stateFile,
+    });
+    try {
+      const answer = await finishSession(created.upload_id, { ...created, size: source.size, received: [] }, source, opts);
+      await forget();
+      opts.onResumable?.({ kind: 'completed', uploadId: created.upload_id, fileId: String(answer.file_id) });
+      return answer;
+    } catch (error) {
+      if (ended(error)) await forget();
+      throw error;
+    }
+  }
+
   return {
     baseUrl,
     /** The JWT the client sends (set by register and login). */
@@ -269,7 +470,12 @@ export function createClient(options: ClientOptions) {
       return res;
     },
 
-    /** Uploads a file with its metadata, streaming it (Content-Length sent when its size is known). */
+    /**
+     * Uploads a file with its metadata. Up to `resumableThreshold` (64 MiB) or from a stream: one
+     * streamed form POST (Content-Length sent when its size is known). Above it (a path, a Blob or
+     * bytes): the resumable protocol, its parts PUT in parallel straight to their URLs, the session
+     * kept on disk for a path so that `resume: true` takes it up after an interruption.
+     */
     async upload(input: UploadInput, opts: UploadOptions = {}): Promise<UploadResponse> {
       const { file: source, fileName, contentType, size, tags, category_tags, ...rest } = input;
       const file = await openFile(source, {
@@ -279,6 +485,13 @@ export function createClient(options: ClientOptions) {
       });
       const fields: Record<string, string | undefined> = { ...rest, tags: list(tags), category_tags: list(category_tags) };
       const total = file.size;
+      const threshold = opts.resumableThreshold ?? options.resumableThreshold ?? DEFAULT_RESUMABLE_THRESHOLD;
+      const ranged = rangeSource(source, total);
+      if (ranged !== undefined && (opts.resume === true || ranged.size > threshold)) {
+        const meta: CreateUploadRequest = { file_name: file.fileName, size: ranged.size, content_type: file.contentType, title: '', description: '', tags: '', cc_license: '' };
+        for (const [k, v] of Object.entries(fields)) if (v !== undefined) (meta as unknown as Record<string, string>)[k] = String(v);
+        return await resumableUpload(meta, ranged, typeof source === 'string' ? path.resolve(source) : undefined, opts);
+      }
       const res = await call<UploadResponse>({
         method: 'POST', path: '/api/V1/docs/api-upload', auth: true, write: true, replayable: file.replayable,
         body: async () => {
@@ -296,6 +509,16 @@ export function createClient(options: ClientOptions) {
       }, opts);
       return res;
     },
+
+    /** Starts a resumable upload: the session and a URL per part (`POST /api/V1/docs/api-uploads`). */
+    createUpload,
+    /** A resumable upload's state, received parts and fresh URLs of the missing ones. */
+    getUpload,
+    /** Completes a resumable upload with its parts' etags (absent: every received part): the file. Again: the same file. */
+    completeUpload,
+    /** Aborts a resumable upload (its parts removed, its quota released). */
+    abortUpload,
+    resumeUpload,
 
     /** Authorises a download (counted for the owner): original_file_name and a signed download_url. */
     authorizeDownload,

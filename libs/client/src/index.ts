@@ -1,9 +1,14 @@
 // @docshare/client: a typed client of the docshare API (types generated from its OpenAPI document).
 export { createClient, CLIENT_VERSION } from './client.ts';
 export type {
-  CallOptions, ClientOptions, DailyStatsInput, DocshareClient, DownloadOptions, DownloadResult, Id, ResponseInfo, RetryInfo,
-  TopFilesInput, TrendingInput, UploadInput, UploadOptions,
+  CallOptions, ClientOptions, DailyStatsInput, DocshareClient, DownloadOptions, DownloadResult, Id, ResponseInfo, ResumableEvent, ResumableOptions,
+  RetryInfo, TopFilesInput, TrendingInput, UploadInput, UploadOptions,
 } from './client.ts';
+export { DEFAULT_PARALLEL, DEFAULT_PART_ATTEMPTS, DEFAULT_RESUMABLE_THRESHOLD, partLength, rangeSource, sendParts } from './resumable.ts';
+export type { PartRetryInfo, RangeSource, SendPartsOptions } from './resumable.ts';
+export type * from './resumable-types.ts';
+export { defaultUploadStateDir, readUploadState, removeUploadState, uploadStatePath, writeUploadState } from './upload-state.ts';
+export type { StoredUpload, UploadIdentity } from './upload-state.ts';
 export { DocshareApiError, DocshareNetworkError, describeCause, parseRetryAfter, SearchWalkError } from './errors.ts';
 export { MAX_RESPONSE_BYTES, request, readResponse, resolveUrl, ResponseTooLargeError } from './request.ts';
 export type { FetchLike, RawRequest, RawResponse } from './request.ts';
