@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { after, describe, it } from 'node:test';
@@ -93,5 +94,55 @@ describe('fs blob store', () => {
     assert.equal(reading.contentType, 'text/plain');
     assert.deepEqual(await buffer(reading.body), before);
     assert.deepEqual(await store.stat('doc'), { size: 3, contentType: 'text/html' });
+  });
+
+  describe('multipart uploads on disk', () => {
+    const MiB = 1024 * 1024;
+
+    it('an upload survives the store reopening, and completes after it; leftovers of interrupted work are wiped', async () => {
+      const dir = freshDir();
+      const first = await makeFsBlobStore(dir);
+      const uploadId = await first.createMultipart('f1-up', 'application/zip');
+      const one = randomBytes(5 * MiB);
+      const etag1 = await first.putPart('f1-up', uploadId, 1, Readable.from([one]), one.length);
+      // A part being written and an upload being made or ended when the process died.
+      await writeFile(join(dir, 'tmp', 'half-a-part'), 'x');
+      await mkdir(join(dir, 'tmp', 'upload-interrupted'));
+
+      const second = await makeFsBlobStore(dir);
+      assert.deepEqual(await readdir(join(dir, 'tmp')), []);
+      assert.deepEqual(await second.listParts('f1-up', uploadId), [{ partNumber: 1, size: one.length, etag: etag1 }]);
+      const etag2 = await second.putPart('f1-up', uploadId, 2, Readable.from([Buffer.from('end')]), 3);
+      assert.equal(await second.completeMultipart('f1-up', uploadId, [{ partNumber: 1, etag: etag1 }, { partNumber: 2, etag: etag2 }]), one.length + 3);
+      assert.deepEqual(await second.stat('f1-up'), { size: one.length + 3, contentType: 'application/zip' });
+      assert.deepEqual(await readdir(join(dir, 'multipart')), [], 'the completed upload is removed');
+      assert.deepEqual(await readdir(join(dir, 'tmp')), []);
+    });
+
+    it('completing again after a crash that left the upload beside its blob makes the same blob', async () => {
+      const dir = freshDir();
+      const store = await makeFsBlobStore(dir);
+      const uploadId = await store.createMultipart('f2-up', 'text/plain');
+      const etag = await store.putPart('f2-up', uploadId, 1, Readable.from([Buffer.from('hello')]), 5);
+      await cp(join(dir, 'multipart', uploadId), join(root, `saved-${uploadId}`), { recursive: true });
+      assert.equal(await store.completeMultipart('f2-up', uploadId, [{ partNumber: 1, etag }]), 5);
+      // The crash: the blob published, the upload not yet removed.
+      await cp(join(root, `saved-${uploadId}`), join(dir, 'multipart', uploadId), { recursive: true });
+      assert.equal(await store.completeMultipart('f2-up', uploadId, [{ partNumber: 1, etag }]), 5);
+      const blob = await store.get('f2-up');
+      assert.ok(blob);
+      assert.deepEqual(await buffer(blob.body), Buffer.from('hello'));
+      assert.equal(await store.listParts('f2-up', uploadId), null);
+    });
+
+    it('a refused or failed part leaves no temp file behind', async () => {
+      const dir = freshDir();
+      const store = await makeFsBlobStore(dir);
+      const uploadId = await store.createMultipart('f3-up', 'text/plain');
+      await assert.rejects(store.putPart('f3-up', uploadId, 1, Readable.from([Buffer.from('abc')]), 10));
+      await assert.rejects(store.putPart('f3-up', uploadId, 1, Readable.from([Buffer.alloc(3 * MiB)]), 1024));
+      assert.deepEqual(await readdir(join(dir, 'tmp')), []);
+      assert.deepEqual(await readdir(join(dir, 'multipart', uploadId)), ['upload.json']);
+    });
   });
 });

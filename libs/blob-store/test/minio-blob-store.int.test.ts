@@ -274,6 +274,52 @@ describe('minio blob store', () => {
     });
   });
 
+  describe('presigned part URLs (multipart uploads straight from clients)', () => {
+    it('no publicEndPoint: no presignPart', () => {
+      assert.equal(store.presignPart, undefined);
+    });
+
+    it('a plain PUT to the URL stores the part, answers its ETag, and the parts complete the blob', async () => {
+      const pub = await makeMinioBlobStore({ endPoint, accessKey, secretKey, bucket, publicEndPoint: endPoint });
+      assert.ok(pub.presignPart);
+      const k = key();
+      const uploadId = await pub.createMultipart(k, 'video/mp4');
+      const parts = [randomBytes(5 * MiB), randomBytes(777)];
+      const etags: string[] = [];
+      for (const [i, bytes] of parts.entries()) {
+        const url = await pub.presignPart(k, uploadId, i + 1, 60);
+        const answer = await fetch(url, { method: 'PUT', body: bytes });
+        assert.equal(answer.status, 200, await answer.clone().text());
+        await answer.arrayBuffer();
+        const etag = answer.headers.get('etag');
+        assert.equal(etag, `"${createHash('md5').update(bytes).digest('hex')}"`);
+        etags.push(etag);
+      }
+      assert.deepEqual(await pub.listParts(k, uploadId), parts.map((bytes, i) => ({ partNumber: i + 1, size: bytes.length, etag: etags[i] })));
+      // The part number and the upload id are signed: a URL turned to another part is refused.
+      const url = await pub.presignPart(k, uploadId, 1, 60);
+      const turned = await fetch(url.replace('partNumber=1', 'partNumber=3'), { method: 'PUT', body: Buffer.from('x') });
+      assert.equal(turned.status, 403);
+      await turned.arrayBuffer();
+      assert.equal(await pub.completeMultipart(k, uploadId, etags.map((etag, i) => ({ partNumber: i + 1, etag }))), 5 * MiB + 777);
+      const blob = await pub.get(k);
+      assert.ok(blob);
+      assert.equal(blob.contentType, 'video/mp4');
+      assert.equal(sha256(await buffer(blob.body)), sha256(Buffer.concat(parts)));
+      await pub.remove(k);
+    });
+
+    it('signs for the public host, at most 7 days', async () => {
+      const pub = await makeMinioBlobStore({ endPoint, accessKey, secretKey, bucket, publicEndPoint: 'https://files.example.com' });
+      const url = new URL(await pub.presignPart!('f1-abc', 'some-upload-id', 7, 30 * 24 * 3600));
+      assert.equal(url.origin, 'https://files.example.com');
+      assert.equal(url.pathname, `/${bucket}/f1-abc`);
+      assert.equal(url.searchParams.get('partNumber'), '7');
+      assert.equal(url.searchParams.get('uploadId'), 'some-upload-id');
+      assert.equal(url.searchParams.get('X-Amz-Expires'), String(7 * 24 * 3600));
+    });
+  });
+
   it('keeps memory bounded while storing a 256 MB body (default parts)', async () => {
     const big = await makeMinioBlobStore({ endPoint, accessKey, secretKey, bucket });
     await assertLargePutBounded(big, key(), ({ seconds, peakBytes }) => {
