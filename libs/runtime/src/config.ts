@@ -32,7 +32,7 @@ export { consistency } from './config/consistency.ts';
 export { dataDir, supervisor } from './config/embedded.ts';
 export { edge } from './config/edge.ts';
 export { extraction, type ExtractSettings } from './config/extraction.ts';
-export { files } from './config/files.ts';
+export { files, type ResumableConfig } from './config/files.ts';
 export { groups, kafka, type GroupSettings, type KafkaConfig } from './config/kafka.ts';
 export { MONGO_SOCKET_TIMEOUT_MS, mongo, optionalMongo, type MongoOptions, type MongoSettings } from './config/mongo.ts';
 export { outbox } from './config/outbox.ts';

@@ -22,7 +22,8 @@ import { makeMongoViewerSalts } from '@docshare/analytics/mongo';
 import { makeFilesQueries } from '@docshare/files-projector';
 import { makeDocsCommands } from './commands/docs-commands.ts';
 import { makeDocsCommandApp } from './http/app.ts';
-import { fileStateFrom, startBlobSweeper } from './commands/blob-sweeper.ts';
+import { fileStateFrom, startBlobSweeper, startPeriodic } from './commands/blob-sweeper.ts';
+import { resolvedHold } from './commands/resumable.ts';
 import { resolvedBy, storageFromEvents } from './commands/storage-quota.ts';
 import { makeStorageMetrics, registerOutboxMetrics } from './metrics.ts';
 
@@ -89,7 +90,7 @@ registerOutboxMetrics(ops.registry, relay);
 countStoreCommands(client, ops.registry);
 // The storage quota's count, the write side's own (libs/storage-ledger); seeded from the event log
 // once, for uploads recorded before it existed.
-const ledger = await openMongoStorageLedger(db, { resolve: resolvedBy(fileStateFrom(events)) });
+const ledger = await openMongoStorageLedger(db, { resolve: resolvedBy(fileStateFrom(events)), resolveHold: resolvedHold(events) });
 await ledger.seed(() => storageFromEvents(events));
 const storageMetrics = makeStorageMetrics(ops.registry, { totalStored: ledger.total, logger });
 // Read-only too: api-purchases lists from the files read model (the files projector owns it), and
@@ -111,6 +112,7 @@ const commands = makeDocsCommands({
   afterCommit: () => relay.notify(),
   onStored: storageMetrics.recorded,
   purchasesOf: filesQueries.purchasesOf,
+  resumable: config.files.resumable,
 });
 // /metrics on the metrics listener when METRICS_PORT is set, else on this internal port.
 const metricsAt = config.service.metrics;
@@ -135,6 +137,10 @@ const sweeper = startBlobSweeper({
   graceMs: config.files.blobSweepGraceSeconds * 1000,
   onSwept: ({ removed }) => swept.inc(removed),
 });
+// The parts of ended resumable uploads (aborted, expired) leave the object store.
+const uploadSweeper = startPeriodic({
+  name: 'upload sweep', pass: commands.sweepUploads, logger, intervalMs: config.files.resumable.sweepIntervalSeconds * 1000,
+});
 const metrics = metricsAt === undefined ? undefined : await serveMetrics(ops, metricsAt, logger, config.service.http);
 const { server } = await listen(app, port, config.service.host, config.service.http, logger);
 logger.info({ port }, `${NAME} listening`);
@@ -145,6 +151,7 @@ exitGracefully(logger, [
     if (metrics) await closeServer(metrics.server, 1_000);
   },
   () => sweeper.stop(),
+  () => uploadSweeper.stop(),
   () => idempotencyKeys.close(),
   () => ledger.close(),
   () => viewerSalts.close(),

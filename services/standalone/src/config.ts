@@ -1,6 +1,6 @@
 import type { CorsOrigins, HttpLimits, MetricsListen } from '@docshare/http';
 import {
-  consistency, dataDir, edge, extraction, files, loadConfig, optionalAuth, rateLimit, service, type ExtractSettings,
+  consistency, dataDir, edge, extraction, files, loadConfig, optionalAuth, rateLimit, service, type ExtractSettings, type ResumableConfig,
 } from '@docshare/runtime/config';
 
 /** Everything `npm start` can be told, from the environment (decisions §13). */
@@ -29,6 +29,8 @@ export interface EmbeddedConfig {
   blobSweepIntervalSeconds: number;
   /** Blobs younger than this are never swept (an upload's blob is written before its event). */
   blobSweepGraceSeconds: number;
+  /** Resumable uploads (`MAX_RESUMABLE_BYTES`, `UPLOAD_*`). */
+  resumable: ResumableConfig;
   /** How long a read carrying a consistency token waits for its read model before answering anyway (`CONSISTENCY_WAIT_MS`). */
   consistencyWaitMs: number;
   /** The text extractor's budgets (`EXTRACT_*`). */
@@ -69,6 +71,7 @@ export const embeddedConfig = (env: NodeJS.ProcessEnv): EmbeddedConfig => {
     metrics: c.service.metrics,
     blobSweepIntervalSeconds: c.files.blobSweepIntervalSeconds,
     blobSweepGraceSeconds: c.files.blobSweepGraceSeconds,
+    resumable: c.files.resumable,
     consistencyWaitMs: c.consistency.consistencyWaitMs,
     extract: c.extraction,
   };

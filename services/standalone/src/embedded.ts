@@ -16,7 +16,7 @@ import { deadLetterCounter, registerConsumerLag, type RunningConsumer } from '@d
 import type { RequestHandler } from 'express';
 import { makeMemoryReadStore } from '@docshare/read-store';
 import { makeMemorySearchIndex } from '@docshare/search-index';
-import { fileStateFrom, makeDocsCommandApp, makeDocsCommands, makeStorageMetrics, openEmbeddedStorageLedger, startBlobSweeper } from '@docshare/docs-command';
+import { fileStateFrom, makeDocsCommandApp, makeDocsCommands, makeStorageMetrics, openEmbeddedStorageLedger, startBlobSweeper, startPeriodic } from '@docshare/docs-command';
 import { filesProjector, makeFilesQueries } from '@docshare/files-projector';
 import { PROJECTOR_SERVICES } from '@docshare/contracts/services';
 import { makeGateway } from '@docshare/gateway';
@@ -119,6 +119,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     ledger,
     onStored: storageMetrics.recorded,
     purchasesOf: makeFilesQueries(filesStore, config.publicBaseUrl).purchasesOf,
+    resumable: config.resumable,
   });
 
   // The text extractor, after the replay: its group must not hold up the start (a new process
@@ -139,6 +140,9 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     blobs, logger, fileState: fileStateFrom(events),
     intervalMs: config.blobSweepIntervalSeconds * 1000, graceMs: config.blobSweepGraceSeconds * 1000,
     onSwept: ({ removed }) => swept.inc(removed),
+  });
+  const uploadSweeper = startPeriodic({
+    name: 'upload sweep', pass: commands.sweepUploads, logger, intervalMs: config.resumable.sweepIntervalSeconds * 1000,
   });
   const gateway = makeGateway({
     tokens, logger, ops,
@@ -176,6 +180,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
       if (metrics) await closeServer(metrics.server, 1_000);
       storageMetrics.stop();
       await sweeper.stop();
+      await uploadSweeper.stop();
       await Promise.all([...projectors.map((p) => p.stop()), extracting.stop()]);
       await Promise.all([events.close(), claims.close(), idempotencyKeys.close(), ledger.close(), viewerSalts.close(), ...[...readModels.values()].map((model) => model.close())]);
       await unlock();

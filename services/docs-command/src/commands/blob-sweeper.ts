@@ -91,23 +91,37 @@ export interface BlobSweeper {
   stop(): Promise<void>;
 }
 
+/** A pass run every so often by `startPeriodic`. */
+export interface PeriodicOptions<R> {
+  /** What the log calls it (`<name> done`, `<name> failed`). */
+  name: string;
+  pass: () => Promise<R>;
+  logger: Logger;
+  /** Time between the end of one pass and the start of the next; 0 turns it off. */
+  intervalMs: number;
+  /** Delay of the first pass after start (default: the interval, at most a minute). */
+  firstRunMs?: number;
+  /** Hears each pass's result (metrics). */
+  onDone?: (result: R) => void;
+}
+
 /**
- * Sweeps every `intervalMs`, the first pass shortly after start. A failed pass (the event store
- * or the blob store down) is logged and retried at the next interval; passes never overlap.
+ * Runs `pass` every `intervalMs`, the first time shortly after start. A failed pass (the event
+ * store or the blob store down) is logged and retried at the next interval; passes never overlap.
  */
-export const startBlobSweeper = (options: BlobSweeperOptions): BlobSweeper => {
-  const { logger, intervalMs } = options;
+export const startPeriodic = <R extends object>(options: PeriodicOptions<R>): { runOnce(): Promise<R>; stop(): Promise<void> } => {
+  const { logger, intervalMs, name } = options;
   let timer: NodeJS.Timeout | undefined;
-  let running: Promise<SweepResult> | undefined;
+  let running: Promise<R> | undefined;
   let stopped = intervalMs === 0;
 
-  const runOnce = (): Promise<SweepResult> => {
+  const runOnce = (): Promise<R> => {
     running ??= (async () => {
       const started = performance.now();
       try {
-        const result = await sweepBlobs(options);
-        options.onSwept?.(result);
-        logger.info({ ...result, ms: Math.round(performance.now() - started) }, 'blob sweep done');
+        const result = await options.pass();
+        options.onDone?.(result);
+        logger.info({ ...(result as Record<string, unknown>), ms: Math.round(performance.now() - started) }, `${name} done`);
         return result;
       } finally {
         running = undefined;
@@ -120,10 +134,10 @@ export const startBlobSweeper = (options: BlobSweeperOptions): BlobSweeper => {
     if (stopped) return;
     timer = setTimeout(() => {
       void runOnce()
-        .catch((err: unknown) => logger.warn({ err }, 'blob sweep failed; retrying at the next interval'))
+        .catch((err: unknown) => logger.warn({ err }, `${name} failed; retrying at the next interval`))
         .finally(() => schedule(intervalMs));
     }, delayMs);
-    // A pending sweep never keeps the process alive.
+    // A pending pass never keeps the process alive.
     timer.unref();
   };
   schedule(options.firstRunMs ?? Math.min(intervalMs, 60_000));
@@ -137,3 +151,10 @@ export const startBlobSweeper = (options: BlobSweeperOptions): BlobSweeper => {
     },
   };
 };
+
+/** Sweeps blobs every `intervalMs` (startPeriodic). */
+export const startBlobSweeper = (options: BlobSweeperOptions): BlobSweeper => startPeriodic({
+  name: 'blob sweep', pass: () => sweepBlobs(options), logger: options.logger, intervalMs: options.intervalMs,
+  ...(options.firstRunMs === undefined ? {} : { firstRunMs: options.firstRunMs }),
+  ...(options.onSwept ? { onDone: options.onSwept } : {}),
+});

@@ -16,6 +16,7 @@ import { makeContentLinks } from './links.ts';
 import { makeSalesCommands } from './sales.ts';
 import { makeExtractionCommands } from './extraction.ts';
 import { makeStorageQuota, resolvedBy } from './storage-quota.ts';
+import { DEFAULT_RESUMABLE, makeResumableUploads, resolvedHold, type ResumableSettings } from './resumable.ts';
 import { fileStateFrom } from './blob-sweeper.ts';
 import type { Committed, StoredChange } from './recorded.ts';
 
@@ -42,6 +43,8 @@ export interface DocsCommandsDeps {
   ledger?: StorageLedger;
   /** The files a user bought, a page of them, from the files read model (read-only); absent: api-purchases answers 503. */
   purchasesOf?: ReturnType<typeof makeFilesQueries>['purchasesOf'];
+  /** Resumable uploads' limits (MAX_RESUMABLE_BYTES, UPLOAD_SESSION_TTL_SECONDS, UPLOAD_PART_BYTES, UPLOAD_PART_BYTES_PER_SECOND). */
+  resumable?: ResumableSettings;
 }
 
 /**
@@ -52,13 +55,18 @@ export interface DocsCommandsDeps {
 export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   const { events, claims, blobs, tokens, signer, logger, onStored } = deps;
   const ctx = makeCommandContext({ events, afterCommit: deps.afterCommit, now: deps.now });
-  const ledger = deps.ledger ?? makeMemoryStorageLedger({ resolve: resolvedBy(fileStateFrom(events)) });
+  const ledger = deps.ledger ?? makeMemoryStorageLedger({ resolve: resolvedBy(fileStateFrom(events)), resolveHold: resolvedHold(events, deps.now) });
   const quota = makeStorageQuota({ quotaBytes: deps.storageQuotaBytes ?? 0, ledger });
   const links = makeContentLinks({ signer, publicBaseUrl: deps.publicBaseUrl, downloadUrlTtlSeconds: deps.downloadUrlTtlSeconds, clock: ctx.clock });
   const categories = makeCategories({ ctx, claims });
 
   const { register, login, issueToken } = makeUserCommands({ ctx, claims, tokens, passwordCost: deps.passwordCost });
-  const { reserveStorage, uploadSink, upload } = makeUploadCommands({ ctx, blobs, logger, quota, ledger, categories, onStored });
+  const uploads = makeUploadCommands({ ctx, blobs, logger, quota, ledger, categories, onStored });
+  const { reserveStorage, uploadSink, upload } = uploads;
+  const resumable = makeResumableUploads({
+    ctx, blobs, logger, ledger, quotaBytes: deps.storageQuotaBytes ?? 0, categories, signer, publicBaseUrl: deps.publicBaseUrl, uploads,
+    settings: deps.resumable ?? DEFAULT_RESUMABLE,
+  });
   const viewerKeys = deps.viewerKeys ?? makeViewerKeys({ salts: makeMemoryViewerSalts({ now: ctx.clock }), now: ctx.clock });
   const { update, remove, comment, view, peek } = makeFileCommands({ ctx, blobs, logger, quota, ledger, viewerKeys, onStored });
   const { authorizeDownload, openContent } = makeContentCommands({ ctx, blobs, signer, links });
@@ -67,7 +75,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
 
   return {
     register, login, issueToken, reserveStorage, uploadSink, upload, remove, authorizeDownload, openContent, comment, update, purchase, purchaseUrl, purchases, view, peek,
-    extractionStatus, recordExtraction, ledger,
+    extractionStatus, recordExtraction, ledger, ...resumable,
   };
 };
 

@@ -4,6 +4,7 @@ import { holdKey, openFileStorageLedger, type Resolution, type StorageChange, ty
 import type { EventStore } from '@docshare/event-store';
 import type { FileEventBody, FileState } from './domain/file.ts';
 import { fileStateFrom } from './blob-sweeper.ts';
+import { resolvedHold } from './resumable.ts';
 
 /*
  * The per-user storage quota (STORAGE_QUOTA_BYTES), enforced against the storage ledger the write
@@ -118,7 +119,9 @@ export const storageFromEvents = async (events: EventStore, batch = 1_000): Prom
  * of the event log, seeded from the log once (data recorded before the ledger existed).
  */
 export const openEmbeddedStorageLedger = async (dir: string, events: EventStore, onWarning?: (message: string) => void): Promise<StorageLedger> => {
-  const ledger = await openFileStorageLedger(dir, { resolve: resolvedBy(fileStateFrom(events)), ...(onWarning ? { onWarning } : {}) });
+  const ledger = await openFileStorageLedger(dir, {
+    resolve: resolvedBy(fileStateFrom(events)), resolveHold: resolvedHold(events), ...(onWarning ? { onWarning } : {}),
+  });
   await ledger.seed(() => storageFromEvents(events));
   return ledger;
 };

@@ -88,7 +88,7 @@ export const makeUploadCommands = ({ ctx, blobs, logger, quota, ledger, categori
    * settled after (storage-quota.ts).
    */
   const upload = async (actorId: number, file: ReceivedUpload, metadata: UploadMetadata, meta: CommandMeta, storage?: StorageReservation) => {
-    const { fileId, blobKey } = file;
+    const { fileId } = file;
     let owner: RegisteredUser;
     let category: CategoryCreated | null;
     let created: Handled<unknown> | undefined;
@@ -105,8 +105,22 @@ export const makeUploadCommands = ({ ctx, blobs, logger, quota, ledger, categori
       await uploadSink.discard(file);
       throw error;
     }
-    const pending = { kind: 'upload', fileId } as const;
+    return record(actorId, owner, file, metadata, category, created, meta);
+  };
 
+  /**
+   * Records a stored file already counted as the user's pending upload (`upload:<fileId>` in the
+   * ledger) whose category is known: appends `docs.file.uploaded.v1`, then settles the ledger. The
+   * blob is removed only when the append is known refused; after any other failure the event may
+   * be stored, so its bytes and its pending entry stay (repaired from the file's stream later).
+   * Shared by the form upload and a resumable upload's completion (resumable.ts).
+   */
+  const record = async (
+    actorId: number, owner: RegisteredUser, file: ReceivedUpload, metadata: UploadMetadata, category: CategoryCreated,
+    created: Handled<unknown> | undefined, meta: CommandMeta,
+  ) => {
+    const { fileId, blobKey } = file;
+    const pending = { kind: 'upload', fileId } as const;
     const now = ctx.clock().toISOString();
     let recorded: Handled<FileState>;
     try {
@@ -120,9 +134,6 @@ export const makeUploadCommands = ({ ctx, blobs, logger, quota, ledger, categori
         },
       }, meta);
     } catch (error) {
-      // Only a refused append is known not to have recorded the file; after any other failure the
-      // event may be stored, and its bytes must stay (an unreferenced blob is garbage, not loss),
-      // and so does its pending entry in the ledger (repaired from the file's stream later).
       if (error instanceof DocshareError || error instanceof VersionConflict) {
         await ledger.cancel(actorId, changeKey(pending));
         await uploadSink.discard(file);
@@ -134,5 +145,5 @@ export const makeUploadCommands = ({ ctx, blobs, logger, quota, ledger, categori
     return { fileId, categoryId: category.categoryId, categoryName: category.name, recorded: recordedBy(created, recorded) };
   };
 
-  return { reserveStorage, uploadSink, upload };
+  return { reserveStorage, uploadSink, upload, record };
 };

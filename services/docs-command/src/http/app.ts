@@ -13,8 +13,9 @@ import { CONTENT_CACHE_CONTROL } from '../commands/content.ts';
 import { readUploadForm } from './upload-form.ts';
 import { declaredLength, drainSmallBody } from './request-body.ts';
 import {
-  parseChanges, parseComment, parseFileId, parseLogin, parseRegistration, parseUploadMetadata,
+  parseChanges, parseComment, parseFileId, parseLogin, parsePartNumber, parseParts, parseRegistration, parseStartUpload, parseUploadMetadata,
 } from './validation.ts';
+import type { UploadView } from '../commands/resumable.ts';
 import {
   CONTENT_SECURITY_POLICY, contentDispositionFor, renderFilePage, renderNotFoundPage,
 } from '../pages/view-page.ts';
@@ -78,6 +79,15 @@ export const parseRange = (header: string | undefined, size: number): ByteRange 
   return { start, end };
 };
 
+
+/** A resumable upload session as GET api-uploads/{id} answers it. */
+const uploadBody = ({ session, phase, received, parts, fileId }: UploadView) => ({
+  upload_id: session.uploadId, state: phase, file_name: session.fileName, size: session.size, part_size: session.partSize,
+  part_count: session.partCount, expires_at: session.expiresAt,
+  received: received.map((part) => ({ part_number: part.partNumber, size: part.size, etag: part.etag })),
+  parts: parts.map(({ partNumber, url }) => ({ part_number: partNumber, url })),
+  ...(fileId === undefined ? {} : { file_id: String(fileId) }),
+});
 
 /** The conditional headers of a GET or HEAD (http-caching.ts). */
 const conditionalOf = (req: Request): ConditionalHeaders => ({ ifNoneMatch: req.get('if-none-match'), ifModifiedSince: req.get('if-modified-since') });
@@ -148,6 +158,57 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
       await storage.release();
     }
   }));
+
+  // Resumable uploads (docs/api-decisions.md "Resumable uploads"): a session, its parts sent
+  // straight to the object store (or to the part route below), and a completion that records the file.
+  app.post('/api/V1/docs/api-uploads', jsonBody(), once(jsonRequest, async (req) => {
+    const actorId = actorOf(req);
+    const input = parseStartUpload(bodyOf(req));
+    const { session, parts, recorded } = await commands.startUpload(actorId, input, metaOf(req));
+    return {
+      status: 201, recorded,
+      body: {
+        status: 'success', message: M.uploadStarted, upload_id: session.uploadId, part_size: session.partSize, part_count: session.partCount,
+        expires_at: session.expiresAt, parts: parts.map(({ partNumber, url }) => ({ part_number: partNumber, url })),
+      },
+    };
+  }));
+
+  app.get('/api/V1/docs/api-uploads/:uploadId', async (req, res) => {
+    const view = await commands.uploadStatus(actorOf(req), String(req.params.uploadId));
+    res.json({ status: 'success', upload: uploadBody(view) });
+  });
+
+  app.post('/api/V1/docs/api-uploads/:uploadId/complete', jsonBody(), once(jsonRequest, async (req) => {
+    const actorId = actorOf(req);
+    const parts = parseParts(bodyOf(req));
+    const { fileId, categoryId, categoryName, recorded } = await commands.completeUpload(actorId, String(req.params.uploadId), parts, metaOf(req));
+    return {
+      status: 201, recorded,
+      body: { status: 'success', message: M.uploaded, file_id: String(fileId), category_id: String(categoryId), category_name: categoryName },
+    };
+  }));
+
+  app.delete('/api/V1/docs/api-uploads/:uploadId', async (req, res) => {
+    const { recorded } = await commands.abortUpload(actorOf(req), String(req.params.uploadId), metaOf(req));
+    send(res, { status: 200, body: { status: 'success', message: M.uploadAborted }, recorded });
+  });
+
+  // A part through docshare's signed URL: no token (the signature is the credential), the body
+  // streamed into the object store (paced to the owner's byte budget), its ETag answered.
+  app.put('/api/V1/docs/api-uploads/:uploadId/parts/:partNumber', async (req, res) => {
+    const partNumber = parsePartNumber(req.params.partNumber);
+    try {
+      if (partNumber === null) throw new DocshareError('forbidden', M.badUploadLink);
+      const etag = await commands.putPart(String(req.params.uploadId), partNumber, req.query.expires, req.query.signature, req, declaredLength(req.get('content-length')));
+      res.setHeader('ETag', etag);
+      res.json({ status: 'success', message: M.partReceived, part_number: partNumber, etag });
+    } catch (error) {
+      // Refused before or while the body was read: a small rest is read so the client sees the answer.
+      await drainSmallBody(req);
+      throw error;
+    }
+  });
 
   app.get('/api/V1/docs/api-download', async (req, res) => {
     const actorId = actorOf(req);

@@ -23,7 +23,7 @@ const FIELDS_ALLOWANCE = 1024 * 1024;
  * Keeps just the last path segment of a client file name, without control characters or bidi
  * embeddings, overrides and isolates (`invoice\u202Efdp.exe` would show as `invoiceexe.pdf`).
  */
-const cleanFileName = (name: string): string =>
+export const cleanFileName = (name: string): string =>
   basename(name.replace(/\\/g, '/')).replace(/[\p{Cc}\u202a-\u202e\u2066-\u2069]/gu, '').slice(0, 255) || 'file';
 
 /**

@@ -4,6 +4,8 @@ import {
 } from '@docshare/contracts';
 import type { Registration } from '../commands/users.ts';
 import type { CategoryChoice, UploadMetadata } from '../commands/uploads.ts';
+import type { PartRef, StartUpload } from '../commands/resumable.ts';
+import { cleanFileName } from './upload-form.ts';
 
 /**
  * What a text field keeps of its line breaks: `one` (titles, names, tags) turns tabs and line
@@ -136,3 +138,53 @@ export const parseChanges = (body: Record<string, unknown>): FileChanges => {
 
 /** A comment's text (decisions §10). */
 export const parseComment = (value: unknown): string => required(value, COMMENT);
+
+/** Header-safe media types: `type/subtype` with optional parameters, bounded. */
+const MEDIA_TYPE = /^[\w.+-]{1,127}\/[\w.+-]{1,127}(\s*;[\x20-\x7e]{0,500})?$/;
+
+/** A JSON field as the form would carry it: strings as they are, numbers as digits; anything else absent. */
+const fieldText = (value: unknown): string | undefined =>
+  typeof value === 'string' ? value : typeof value === 'number' && Number.isFinite(value) ? String(value) : undefined;
+
+/**
+ * POST api-uploads: the file's name, size and type, then its metadata exactly as api-upload checks
+ * its form fields (same messages, same order). The name is kept like a form's file name.
+ */
+export const parseStartUpload = (body: Record<string, unknown>): StartUpload => {
+  const rawName = text(body.file_name);
+  if (rawName === null) throw invalid(M.fileNameRequired);
+  const size = typeof body.size === 'string' && /^\d{1,16}$/.test(body.size) ? Number(body.size) : body.size;
+  if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 1) throw invalid(M.invalidUploadSize);
+  let contentType = 'application/octet-stream';
+  if (present(body.content_type)) {
+    if (typeof body.content_type !== 'string' || !MEDIA_TYPE.test(body.content_type.trim())) throw invalid(M.invalidContentType);
+    contentType = body.content_type.trim();
+  }
+  const fields: Record<string, string> = {};
+  for (const name of ['title', 'description', 'tags', 'cc_license', 'category_id', 'new_category_name', 'category_description', 'category_tags', 'video']) {
+    const value = fieldText(body[name]);
+    if (value !== undefined) fields[name] = value;
+  }
+  const metadata = parseUploadMetadata(fields);
+  return { fileName: cleanFileName(rawName), size, contentType, metadata };
+};
+
+/** POST api-uploads/{id}/complete: `parts` (absent: every part received), each `{part_number, etag}` once. */
+export const parseParts = (body: Record<string, unknown>): PartRef[] | undefined => {
+  if (body.parts === undefined || body.parts === null) return undefined;
+  if (!Array.isArray(body.parts) || body.parts.length > 10_000) throw invalid(M.invalidParts);
+  const seen = new Set<number>();
+  return body.parts.map((part: unknown) => {
+    const { part_number: partNumber, etag } = (typeof part === 'object' && part !== null ? part : {}) as Record<string, unknown>;
+    if (typeof partNumber !== 'number' || !Number.isSafeInteger(partNumber) || partNumber < 1 || seen.has(partNumber)) throw invalid(M.invalidParts);
+    if (typeof etag !== 'string' || etag.length === 0 || etag.length > 200) throw invalid(M.invalidParts);
+    seen.add(partNumber);
+    return { partNumber, etag };
+  });
+};
+
+/** A part number in a part URL's path: 1 to 10,000, else null. */
+export const parsePartNumber = (value: string | undefined): number | null => {
+  const n = /^[1-9]\d{0,4}$/.test(value ?? '') ? Number(value) : NaN;
+  return n <= 10_000 ? n : null;
+};

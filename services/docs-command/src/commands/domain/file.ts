@@ -165,6 +165,8 @@ const effectiveChanges = (file: FileFacts, changes: FileChanges): FileChanges =>
 export const decideFile = (command: FileCommand, state: FileState): FileEventBody[] => {
   switch (command.type) {
     case 'UploadFile':
+      // The same bytes recorded already (a resumable upload's completion repeated or raced): done.
+      if (state.status !== 'none' && state.file.blobKey === command.file.blobKey) return [];
       if (state.status !== 'none') throw conflict('File already exists');
       return [{ type: 'docs.file.uploaded.v1', data: command.file }];
     case 'UpdateFile': {
