@@ -6,11 +6,11 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
-  CLIENT_VERSION, createClient, DocshareApiError, DocshareNetworkError, type DocshareClient, type FetchLike, type SearchFilters,
-  type SearchOptions, type SearchResponse, type SearchResult, type TopMetric, type UpdateRequest,
+  CLIENT_VERSION, createClient, defaultUploadStateDir, DocshareApiError, DocshareNetworkError, type DocshareClient, type FetchLike, type SearchFilters,
+  type ResumableEvent, type SearchOptions, type SearchResponse, type SearchResult, type TopMetric, type UpdateRequest,
 } from '@docshare/client';
 import { dailyTable, dayRange, DEFAULT_DAYS, parseDay } from './daily.ts';
-import { configPath, readConfig, resolveBaseUrl, resolveToken, writeConfig, type Config, type Env } from './config.ts';
+import { configPath, readConfig, resolveBaseUrl, resolveResumableThreshold, resolveToken, writeConfig, type Config, type Env } from './config.ts';
 import { CliError, EXIT, exitCodeOf, responseTooLarge, UsageError } from './exit.ts';
 import { commandHelp, GLOBAL_OPTIONS, mainHelp, type CommandHelp, type OptionHelp } from './help.ts';
 import { formatBytes, progressBar } from './progress.ts';
@@ -234,7 +234,11 @@ const COMMANDS: Command[] = [
   },
   {
     name: 'upload', summary: 'upload a file with its metadata (progress bar on a terminal)', args: '<file>',
-    description: "A category is chosen with --category-id, or created (or reused, ignoring case) with --new-category.\n'-' reads the file from stdin (sent chunked: give --name).",
+    description: "A category is chosen with --category-id, or created (or reused, ignoring case) with --new-category.\n'-' reads the file from stdin (sent chunked: give --name).\n"
+      + 'A file larger than 64 MiB ($DOCSHARE_RESUMABLE_THRESHOLD, or resumable_threshold in the config file:\n'
+      + 'bytes, 64M, 1G) is sent in parts, several at once, straight to the storage; its session is kept under\n'
+      + '$XDG_STATE_HOME/docshare/uploads (else ~/.local/state/...) until it completes. Interrupted (Ctrl-C, a\n'
+      + 'lost connection): the same command with --resume sends only the missing parts (within 24 hours).',
     options: {
       title: { type: 'string', value: '<text>', help: 'title (required)' },
       description: { type: 'string', value: '<text>', help: 'description (required)' },
@@ -247,14 +251,40 @@ const COMMANDS: Command[] = [
       video: { type: 'string', value: '<url>', help: 'URL of an associated video' },
       name: { type: 'string', value: '<file name>', help: 'the file name the server keeps (default: the file\'s)' },
       type: { type: 'string', value: '<mime type>', help: 'content type (default: from the extension)' },
+      resume: { type: 'boolean', help: 'take up the interrupted upload of this file (only its missing parts are sent)' },
+      parallel: { type: 'string', value: '<n>', help: 'parts sent at once by a resumable upload (default 4)' },
     },
     positionals: [1, 1], auth: true,
-    examples: ["docshare upload report.pdf --title 'Q3 report' --description 'Figures' --tags finance,q3 --license 'CC BY' --new-category Reports"],
+    examples: [
+      "docshare upload report.pdf --title 'Q3 report' --description 'Figures' --tags finance,q3 --license 'CC BY' --new-category Reports",
+      "docshare upload film.mkv --title 'Talk' --description 'Recording' --tags talks --license 'CC BY' --category-id 3 --parallel 8",
+      'docshare upload film.mkv --resume    # after an interruption: sends only the missing parts',
+    ],
     async run(ctx) {
       const file = ctx.args[0] as string;
       const v = ctx.values;
       const fromStdin = file === '-';
+      const parallel = positiveInt(v['parallel'], 'parallel', 'upload');
+      const resume = v['resume'] === true;
+      if (resume && fromStdin) throw new UsageError('--resume needs a file, not stdin', 'upload');
       const bar = progressBar(`Uploading ${str(v['name']) ?? (fromStdin ? 'stdin' : file)}`, ctx.io.stderr, ctx.progress);
+      /** The resumable session in progress, if any: what Ctrl-C leaves for --resume. */
+      let session: { id: string; expiresAt?: string } | undefined;
+      const say = (line: string): void => {
+        if (!ctx.quiet) ctx.note(line);
+      };
+      const onResumable = (e: ResumableEvent): void => {
+        if (e.kind === 'started') session = { id: e.uploadId, expiresAt: e.expiresAt };
+        else if (e.kind === 'resumed') {
+          session = { id: e.uploadId };
+          say(shown`Resuming upload ${e.uploadId}: ${e.receivedParts} of ${e.partCount} parts (${formatBytes(e.receivedBytes)}) already sent`);
+        } else if (e.kind === 'restarted') {
+          say(e.reason === 'none stored' ? shown`No interrupted upload of ${file} to resume: starting a new one`
+            : shown`The interrupted upload ${e.uploadId ?? ''} ${e.reason === 'changed' ? 'does not match the file any more' : e.reason === 'not found' ? 'is unknown to the server' : `was ${e.reason}`}: starting again`);
+        } else if (e.kind === 'discarded') {
+          say(shown`An interrupted upload of this file (${e.uploadId}) was aborted and a new one started (--resume takes one up)`);
+        } else session = undefined;
+      };
       let answer;
       try {
         answer = await ctx.client.upload({
@@ -267,7 +297,17 @@ const COMMANDS: Command[] = [
           ...(str(v['video']) !== undefined ? { video: str(v['video']) } : {}),
           ...(str(v['name']) !== undefined ? { fileName: str(v['name']) } : {}),
           ...(str(v['type']) !== undefined ? { contentType: str(v['type']) } : {}),
-        }, { onProgress: (p) => bar.update(p), ...(ctx.io.signal ? { signal: ctx.io.signal } : {}) });
+        }, {
+          onProgress: (p) => bar.update(p), onResumable, resume,
+          ...(parallel !== undefined ? { parallel } : {}),
+          ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
+        });
+      } catch (error) {
+        bar.stop();
+        if (ctx.io.signal?.aborted && session !== undefined) {
+          ctx.note(shown`Upload ${session.id} interrupted; its session is kept: run the same command with --resume to send the rest${session.expiresAt ? ` (before ${session.expiresAt})` : ''}`);
+        }
+        throw error;
       } finally {
         bar.stop();
       }
@@ -695,6 +735,12 @@ export async function run(argv: string[], io: Io): Promise<number> {
     }
     const retriesText = str(values['retries']);
     if (retriesText !== undefined && !/^\d+$/.test(retriesText)) throw new UsageError(`--retries must be a number, got '${retriesText}'`, command.name);
+    let threshold: number | undefined;
+    try {
+      threshold = resolveResumableThreshold(io.env, config);
+    } catch (error) {
+      throw new UsageError((error as Error).message, command.name);
+    }
     const token = resolveToken(url, io.env, config);
     if (command.auth && token === undefined) {
       throw new CliError(`Not logged in to ${url}: run 'docshare login --email <email>' (or 'docshare register', or set DOCSHARE_TOKEN)`, EXIT.auth);
@@ -706,6 +752,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
       ...(token !== undefined ? { token: token.token } : {}),
       ...(io.fetch ? { fetch: io.fetch } : {}),
       ...(retriesText !== undefined ? { retries: Number(retriesText) } : {}),
+      ...(threshold !== undefined ? { resumableThreshold: threshold } : {}),
+      uploadStateDir: defaultUploadStateDir(io.env),
       userAgent: `docshare-cli/${CLI_VERSION} node/${process.versions.node}`,
       onRetry: (info) => {
         if (!quiet) writeErr(shown`docshare: ${info.reason}; trying again in ${(info.delayMs / 1000).toFixed(1)} s\n`);

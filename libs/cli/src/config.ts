@@ -19,6 +19,8 @@ export interface Config {
   url?: string;
   /** Tokens by server base URL: a token is only ever sent to the server that issued it. */
   servers?: Record<string, ServerLogin>;
+  /** Files larger than this use resumable uploads: bytes, or `64M`, `1G` (binary units). */
+  resumable_threshold?: string | number;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -76,4 +78,28 @@ export function resolveToken(url: string, env: Env, config: Config): { token: st
   if (fromEnv !== undefined && fromEnv !== '') return { token: fromEnv, source: 'env' };
   const saved = config.servers?.[url]?.token;
   return saved === undefined ? undefined : { token: saved, source: 'config' };
+}
+
+const UNIT: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
+
+/** `67108864`, `64M`, `64MiB`, `1g` → bytes; undefined when it is not a size. */
+export function parseSize(text: string | number): number | undefined {
+  if (typeof text === 'number') return Number.isSafeInteger(text) && text >= 0 ? text : undefined;
+  const m = /^\s*(\d+)\s*([kmgt]?)(?:i?b)?\s*$/i.exec(text);
+  if (m === null) return undefined;
+  const n = Number(m[1]) * (UNIT[(m[2] ?? '').toLowerCase()] ?? 1);
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+/**
+ * The size above which `upload` uses the resumable protocol: DOCSHARE_RESUMABLE_THRESHOLD, else the
+ * config's `resumable_threshold`, else undefined (the SDK's 64 MiB). Throws on a value that is not a size.
+ */
+export function resolveResumableThreshold(env: Env, config: Config): number | undefined {
+  const fromEnv = env['DOCSHARE_RESUMABLE_THRESHOLD'];
+  const [raw, where] = fromEnv !== undefined && fromEnv !== '' ? [fromEnv, 'DOCSHARE_RESUMABLE_THRESHOLD'] : [config.resumable_threshold, `resumable_threshold in ${configPath(env)}`];
+  if (raw === undefined) return undefined;
+  const bytes = parseSize(raw);
+  if (bytes === undefined) throw new Error(`${where} must be a size in bytes (or 64M, 1G), got '${String(raw)}'`);
+  return bytes;
 }

@@ -34,7 +34,7 @@ export const EXIT_HELP = `Exit codes:
   6    rate limited (429), still after waiting as the server asked
   7    local file error: cannot read the file to upload, the download target exists, cannot write
   8    incomplete: search --all stopped at --max-pages (or at what --json holds); what was printed is a prefix
-  130  interrupted (Ctrl-C); a download keeps its .part file to resume`;
+  130  interrupted (Ctrl-C); a download keeps its .part file, a resumable upload its session, to resume`;
 
 /** A usage error (exit 2), with the help of the command it concerns. */
 export class UsageError extends Error {

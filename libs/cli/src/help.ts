@@ -65,7 +65,9 @@ Environment:
   DOCSHARE_URL       the API base URL (when --url is not given)
   DOCSHARE_TOKEN     a JWT to use instead of the saved one
   DOCSHARE_PASSWORD  the password for register and login (else --password-stdin, else a prompt)
+  DOCSHARE_RESUMABLE_THRESHOLD  uploads larger than this (bytes, 64M, 1G; default 64M) go in resumable parts
   XDG_CONFIG_HOME    where the config lives (now: ${configFile})
+  XDG_STATE_HOME     where interrupted uploads are kept for 'upload --resume' (docshare/uploads)
 
 login and register save the token in that file (mode 0600), for that server only; logout removes
 it. The token is never printed.

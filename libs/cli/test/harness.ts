@@ -22,6 +22,8 @@ export interface CliOptions {
   tty?: boolean;
   /** The CLI's clock (default: the system's). */
   now?: () => Date;
+  /** Ctrl-C, as main.ts aborts it. */
+  signal?: AbortSignal;
 }
 
 const parsed = (text: string): unknown => {
@@ -32,7 +34,7 @@ const parsed = (text: string): unknown => {
   }
 };
 
-export async function runCli(argv: string[], { home, env = {}, answer, tty = false, now }: CliOptions): Promise<Ran> {
+export async function runCli(argv: string[], { home, env = {}, answer, tty = false, now, signal }: CliOptions): Promise<Ran> {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   let out = '';
@@ -48,6 +50,7 @@ export async function runCli(argv: string[], { home, env = {}, answer, tty = fal
     env: { XDG_CONFIG_HOME: path.join(home, 'config'), HOME: home, ...env },
     cwd: home,
     ...(now ? { now } : {}),
+    ...(signal ? { signal } : {}),
     fetch: async (input, init) => {
       const body = typeof init?.body === 'string' ? parsed(init.body) : undefined;
       calls.push({ url: String(input), init, body });
