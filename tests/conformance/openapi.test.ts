@@ -368,6 +368,22 @@ describe('the OpenAPI document, over HTTP', () => {
     conforms(await fx.c.json('DELETE', path, undefined, { id: fileId }), path, 'delete');
   });
 
+  it('resumable uploads: the control routes refuse a missing or bad token as documented', async () => {
+    const id = '3b241101-e2bb-4255-8caf-4136c566a962';
+    for (const [method, path, concrete] of [
+      ['post', '/api/V1/docs/api-uploads', '/api/V1/docs/api-uploads'],
+      ['get', '/api/V1/docs/api-uploads/{uploadId}', `/api/V1/docs/api-uploads/${id}`],
+      ['post', '/api/V1/docs/api-uploads/{uploadId}/complete', `/api/V1/docs/api-uploads/${id}/complete`],
+      ['delete', '/api/V1/docs/api-uploads/{uploadId}', `/api/V1/docs/api-uploads/${id}`],
+    ] as const) {
+      for (const headers of [{}, auth('not-a-token')]) {
+        const res = await fx.c.raw(method.toUpperCase(), concrete, { headers });
+        conforms(res, path, method);
+        assert.equal(res.status, 401, `${method} ${concrete}`);
+      }
+    }
+  });
+
   it('unknown paths answer the documented 404, other methods the documented 405 with the documented methods in Allow', async () => {
     for (const path of ['/nope', '/api/V1/nope', '/api/v1/users/api-login']) {
       const res = await fx.c.raw('GET', path);
