@@ -488,9 +488,10 @@ export function createClient(options: ClientOptions) {
       const threshold = opts.resumableThreshold ?? options.resumableThreshold ?? DEFAULT_RESUMABLE_THRESHOLD;
       const ranged = rangeSource(source, total);
       if (ranged !== undefined && (opts.resume === true || ranged.size > threshold)) {
-        const meta: CreateUploadRequest = { file_name: file.fileName, size: ranged.size, content_type: file.contentType, title: '', description: '', tags: '', cc_license: '' };
-        for (const [k, v] of Object.entries(fields)) if (v !== undefined) (meta as unknown as Record<string, string>)[k] = String(v);
-        return await resumableUpload(meta, ranged, typeof source === 'string' ? path.resolve(source) : undefined, opts);
+        // The form's fields as they are (the server checks them, with api-upload's messages).
+        const meta: Record<string, string | number> = { file_name: file.fileName, size: ranged.size, content_type: file.contentType };
+        for (const [k, v] of Object.entries(fields)) if (v !== undefined) meta[k] = String(v);
+        return await resumableUpload(meta as CreateUploadRequest, ranged, typeof source === 'string' ? path.resolve(source) : undefined, opts);
       }
       const res = await call<UploadResponse>({
         method: 'POST', path: '/api/V1/docs/api-upload', auth: true, write: true, replayable: file.replayable,
