@@ -344,12 +344,13 @@ export async function makeMinioBlobStore(options: MinioBlobStoreOptions): Promis
     ...(publicClient === undefined ? {} : {
       async presignGet(key: string, presign: PresignOptions): Promise<string> {
         checkKey(key);
-        const { expiresInSeconds, contentDisposition, cacheControl } = presign;
+        const { expiresInSeconds, contentDisposition, cacheControl, contentType } = presign;
         if (!Number.isSafeInteger(expiresInSeconds) || expiresInSeconds < 1) {
           throw new RangeError(`expiresInSeconds must be a positive integer, got ${expiresInSeconds}`);
         }
         const answer: Record<string, string> = {};
         if (contentDisposition !== undefined) answer['response-content-disposition'] = contentDisposition;
+        if (contentType !== undefined) answer['response-content-type'] = contentType;
         if (cacheControl !== undefined) answer['response-cache-control'] = cacheControl;
         // Pure computation (an HMAC): no request is made, the region is known.
         return publicClient.presignedGetObject(bucket, key, Math.min(expiresInSeconds, MAX_PRESIGN_SECONDS), answer);

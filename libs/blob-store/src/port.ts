@@ -34,6 +34,8 @@ export interface PresignOptions {
   expiresInSeconds: number;
   /** The answer's Content-Disposition (e.g. `attachment; filename="a.pdf"`). */
   contentDisposition?: string;
+  /** The answer's Content-Type, when it must differ from the type the blob was stored with. */
+  contentType?: string;
   /** The answer's Cache-Control. */
   cacheControl?: string;
 }

@@ -83,6 +83,8 @@ export const makeContentCommands = ({ ctx, blobs, signer, links }: ContentComman
         // The store's URL expires with the link it stands for (verified: expires ≥ now).
         expiresInSeconds: Math.max(1, Math.floor(Number(expires)) - nowSeconds),
         contentDisposition: contentDisposition(state.file.originalFileName),
+        // The type the file records (a resumable upload's is sniffed at completion, after its bytes were stored).
+        contentType: state.file.contentType,
         cacheControl: CONTENT_CACHE_CONTROL,
       });
       return { file: state.file, redirect };

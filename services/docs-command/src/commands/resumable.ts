@@ -217,13 +217,14 @@ export const makeResumableUploads = (deps: ResumableDeps) => {
    * session must be pending, the body exactly the part's size; paced to the owner's byte budget.
    */
   const putPart = async (uploadId: string, partNumber: number, expires: unknown, signature: unknown, body: Readable, declared: number | undefined): Promise<string> => {
-    if (!isUploadId(uploadId) || !signer.verify(partPath(uploadId, partNumber), expires, signature, Math.floor(ctx.clock().getTime() / 1000))) {
-      throw forbidden(M.badUploadLink);
-    }
+    const path = partPath(uploadId, partNumber);
+    if (!isUploadId(uploadId) || !signer.verify(path, expires, signature, 0)) throw forbidden(M.badUploadLink);
     const state = await load(uploadId);
     if (state.status === 'none' || partNumber > state.session.partCount) throw notFound(M.uploadNotFound);
     const { session } = state;
+    // A genuine link past its time says why when the session has ended (links last as long as it).
     refuseUnlessPending((await phaseNow(state)).phase);
+    if (!signer.verify(path, expires, signature, Math.floor(ctx.clock().getTime() / 1000))) throw forbidden(M.badUploadLink);
     const expected = partSizeOf(session, partNumber);
     if (declared !== undefined && declared > expected) throw tooLarge(M.sizeMismatch);
     if (declared !== undefined && declared < expected) throw invalid(M.partSizeMismatch);

@@ -364,7 +364,8 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
       res.status(304).end();
       return;
     }
-    const contentType = blob?.contentType ?? file.contentType;
+    // What the file records (a resumable upload's is sniffed at completion), not what the store was told.
+    const contentType = file.contentType;
     // setHeader, not res.set: express would append a charset to the stored content type.
     res.setHeader('Content-Type', contentType);
     // Inline only for the page's previews of safe types (view-page.ts); always sandboxed.
