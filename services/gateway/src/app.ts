@@ -1,7 +1,7 @@
 import express, { type Express, type Request, type RequestHandler } from 'express';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { M } from '@docshare/contracts';
-import { tokenFrom, type Tokens } from '@docshare/auth';
+import { tokenFrom, type Tokens, type UrlSigner } from '@docshare/auth';
 import {
   CLIENT_ADDRESS_HEADER, CORRELATION_HEADER, DEFAULT_HTTP_LIMITS, IDENTITY_HEADER, PROBE_PATHS, REQUEST_ID_HEADER, counter, errorHandler, requestDeadline,
   requestId, requestLog, sendError, uploadSlot, type Logger, type Ops,
@@ -37,6 +37,12 @@ export interface GatewayOptions {
   sessions?: SessionTokens;
   /** The browser origins that may call the API cross-origin (`CORS_ORIGINS`); absent: no CORS headers (cors.ts). */
   corsOrigins?: CorsOrigins;
+  /**
+   * docs-command's link signer (the JWT secret's): a part PUT is outside the rate limit only when
+   * its link is genuine and current, so forged ones spend the caller's IP budget like any request
+   * (and are refused by docs-command). Absent: every part PUT is outside it.
+   */
+  partLinks?: Pick<UrlSigner, 'verify'>;
 }
 
 /**
@@ -105,7 +111,8 @@ export const makeGateway = (options: GatewayOptions): Express => {
     windowSeconds: options.rateLimitWindowSeconds,
     keyOf: (res, ip) => authKey(res.locals.auth as Auth) ?? `ip:${ip}`,
     peekOnly: (req) => PROBE_PATHS.has(req.path),
-    exempt: isUnlimited,
+    exempt: (req) => isUnlimited(req)
+      && (options.partLinks === undefined || options.partLinks.verify(req.path, req.query.expires, req.query.signature, Math.floor(Date.now() / 1000))),
     onLimited: (key) => rateLimited.inc({ by: key.startsWith('user:') ? 'user' : 'ip' }),
   }));
   app.use(ops.router);

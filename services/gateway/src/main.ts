@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { loadOrCreateSecret, makeTokens } from '@docshare/auth';
+import { loadOrCreateSecret, makeTokens, makeUrlSigner } from '@docshare/auth';
 import { retrying } from '@docshare/contracts';
 import {
   closeServer, exitGracefully, installLastResort, listen, makeLogger, makeOps, sendUnavailable, serveMetrics,
@@ -128,6 +128,7 @@ const localStats: RequestHandler = (req, res, next) => (stats.handler ? stats.ha
 const httpLimits = config.service.http;
 const app = makeGateway({
   tokens: makeTokens(jwtSecret, config.auth.jwtTtlSeconds),
+  partLinks: makeUrlSigner(jwtSecret),
   limiter: rateLimiter.limiter, rateLimitPoints: points, rateLimitWindowSeconds: windowSeconds,
   ops, logger, publicBaseUrl,
   trustProxy: config.edge.trustProxy,

@@ -10,7 +10,7 @@ import { createServer, request, type IncomingHttpHeaders, type Server } from 'no
 import type { AddressInfo } from 'node:net';
 import express, { type RequestHandler } from 'express';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { makeTokens } from '@docshare/auth';
+import { makeTokens, makeUrlSigner } from '@docshare/auth';
 import { M } from '@docshare/contracts';
 import { closeServer, httpLimitsOf, listen, makeLogger, makeOps, type HttpLimits } from '@docshare/http';
 import { httpUpstream, makeGateway, type CorsOrigins, type GatewayOptions } from '../src/index.ts';
@@ -87,6 +87,28 @@ describe('resumable upload routes at the gateway', () => {
     }
     // Another method on the part's path is no part: counted (and refused) like any request.
     assert.equal((await fetch(`${base}${UPLOADS}/${UPLOAD_ID}/parts/1`, { method: 'POST', headers: user })).status, 429);
+  });
+
+  it('with the link signer, only genuine current part links are outside the limit: forged ones spend the IP budget', async () => {
+    const signer = makeUrlSigner('a-test-secret-that-is-long-enough-0123456789');
+    const base = await gatewayOn({ points: 2, partLinks: signer });
+    const path = `${UPLOADS}/${UPLOAD_ID}/parts/1`;
+    const genuine = `${path}?${signer.sign(path, Math.floor(Date.now() / 1000) + 3600)}`;
+    const other = `${UPLOADS}/${UPLOAD_ID}/parts/2?${signer.sign(path, Math.floor(Date.now() / 1000) + 3600)}`;
+    const send = (target: string) => fetch(`${base}${target}`, { method: 'PUT', body: 'part bytes' });
+    for (let i = 0; i < 4; i++) {
+      const res = await send(genuine);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('ratelimit-remaining'), null);
+      await res.arrayBuffer();
+    }
+    // A forged signature, and a genuine one moved to another part: counted, then refused.
+    const counted = [await send(PART), await send(other), await send(PART)];
+    assert.deepEqual(counted.map((res) => res.status), [200, 200, 429]);
+    assert.equal(counted[0]!.headers.get('ratelimit-remaining'), '1');
+    for (const res of counted) await res.arrayBuffer();
+    // The genuine link still goes through with the budget spent.
+    assert.equal((await send(genuine)).status, 200);
   });
 
   it('the control routes need a token; a part PUT does not (its signature is checked by docs-command)', async () => {

@@ -145,7 +145,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     name: 'upload sweep', pass: commands.sweepUploads, logger, intervalMs: config.resumable.sweepIntervalSeconds * 1000,
   });
   const gateway = makeGateway({
-    tokens, logger, ops,
+    tokens, logger, ops, partLinks: signer,
     limiter: new RateLimiterMemory({ points: config.rateLimitPoints, duration: config.rateLimitWindowSeconds }),
     rateLimitPoints: config.rateLimitPoints,
     rateLimitWindowSeconds: config.rateLimitWindowSeconds,
