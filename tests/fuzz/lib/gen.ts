@@ -30,6 +30,10 @@ export interface FuzzContext {
   sentinelEmail: string;
   jwtSecret: string;
   maxUploadBytes: number;
+  /** Resumable upload sessions of the fuzz users (pending when the run starts). */
+  uploadIds: string[];
+  /** Path and query of docshare's signed part URLs of those sessions. */
+  partPaths: string[];
 }
 
 export interface Case {
@@ -210,6 +214,9 @@ const authHeaders = (ctx: FuzzContext): fc.Arbitrary<Array<[string, string]>> =>
   );
 };
 
+/** Resumable uploads (issue 22): the create call is an endpoint; the session's calls are in uploadCase. */
+const UPLOADS = '/api/V1/docs/api-uploads';
+
 interface Endpoint {
   name: string;
   method: string;
@@ -237,6 +244,10 @@ const ENDPOINTS: Endpoint[] = [
   { name: 'daily', method: 'GET', path: '/api/V1/stats/api-daily', kind: 'query', fields: ['from', 'to', 'file_id'] },
   { name: 'top', method: 'GET', path: '/api/V1/stats/api-top', kind: 'query', fields: ['metric', 'days', 'limit'] },
   { name: 'trending', method: 'GET', path: '/api/V1/stats/api-trending', kind: 'query', fields: ['hours', 'category_id', 'limit'] },
+  {
+    name: 'uploads', method: 'POST', path: UPLOADS, kind: 'json',
+    fields: ['file_name', 'size', 'content_type', 'title', 'description', 'tags', 'cc_license', 'category_id', 'new_category_name', 'category_description', 'category_tags', 'video'],
+  },
 ];
 
 const OTHER_PATHS = ['/', '/healthz', '/readyz', '/metrics', '/docs', '/docs/', '/files', '/files/1', '/api', '/api/V1', '/api/V1/', '/favicon.ico', '/robots.txt', '/.env', '/api/V1/docs', '/api/V2/users/api-files'];
@@ -260,6 +271,17 @@ const goodValue = (ctx: FuzzContext, field: string): fc.Arbitrary<string> => {
     case 'price': return fc.constantFrom('0', '1', '9.99', '-1', '"5"', '1e308');
     case 'for_sale': case 'enabled': return fc.constantFrom('true', 'false', '"true"', '1', '0');
     case 'title': case 'description': case 'tags': case 'comment': return s('fuzz document', 'alpha,beta', 'A fuzz comment');
+    // A resumable upload's create body and complete's parts list.
+    case 'file_name': return s('fuzz.pdf', 'big.bin', '', ' ', '../../etc/passwd', 'a\u0000b');
+    case 'size': return fc.constantFrom('1', '100', '"100"', '8388608', '8388609', '0', '-1', '1.5', '"1e3"', '1073741824', '1073741825', '5368709120', '5368709121', '1e30', '9007199254740993', '"abc"', '[100]');
+    case 'content_type': return s('application/pdf', 'text/plain', 'application/octet-stream', 'pdf', 'a/b/c', '/x', 'text/plain; charset=utf-8', '');
+    case 'cc_license': return s('CC BY', 'CC0', 'cc by-sa', 'nope');
+    case 'category_id': return idJson(ctx);
+    case 'new_category_name': case 'category_description': case 'category_tags': return s('Fuzz 0', 'Fuzz new', 'fuzz,alpha', '');
+    case 'video': return s('', 'https://example.com/v', 'nope', 'javascript:alert(1)');
+    case 'parts': return fc.constantFrom('[]', '[{"part_number":1,"etag":"\\"0123456789abcdef0123456789abcdef\\""}]', '[{"part_number":1,"etag":"x"},{"part_number":1,"etag":"x"}]',
+      '[{"part_number":0,"etag":"x"}]', '[{"part_number":10001,"etag":"x"}]', '[{"part_number":1e300,"etag":"x"}]', '[{"part_number":"1","etag":"x"}]', '[{"part_number":1}]',
+      '"x"', '[1]', '[null]', '{"0":{"part_number":1,"etag":"x"}}', `[${'{"part_number":1,"etag":"x"},'.repeat(3000)}{"part_number":2,"etag":"x"}]`);
     default: return jsonText([field]);
   }
 };
@@ -750,6 +772,57 @@ const contentCase = (ctx: FuzzContext): fc.Arbitrary<Case> => {
     .map(([p, r, method, auth]) => mkCase(ctx, 'content', { method, target: p, headers: [...(auth ?? []), ...(r === null ? [] : [['Range', r] as [string, string]])] }));
 };
 
+/**
+ * A resumable upload's session calls (issue 22): GET, DELETE and complete on known, unknown and
+ * malformed upload ids, and part PUTs to real signed part URLs, tampered ones and made-up ones, with
+ * bodies of every length (no token needed there: the signature is the credential).
+ */
+const uploadCase = (ctx: FuzzContext): fc.Arbitrary<Case> => {
+  const known = ctx.uploadIds.length > 0 ? fc.constantFrom(...ctx.uploadIds) : fc.uuid({ version: 4 });
+  const uploadId = fc.oneof(
+    { weight: 6, arbitrary: known },
+    { weight: 2, arbitrary: fc.uuid() },
+    { weight: 1, arbitrary: known.map((id) => id.toUpperCase()) },
+    { weight: 1, arbitrary: known.map((id) => `${id}%00`) },
+    { weight: 2, arbitrary: idInUrl(ctx) },
+  );
+  const partNumber = fc.oneof(
+    { weight: 4, arbitrary: fc.integer({ min: 1, max: 4 }).map(String) },
+    { weight: 1, arbitrary: fc.constantFrom('0', '-1', '1.5', '01', '1e0', '10000', '10001', '99999999999999999999', 'abc', '%00', '') },
+  );
+  const tamper = (p: string): fc.Arbitrary<string> => fc.constantFrom(
+    p, p, p, p.replace(/signature=[0-9a-f]/, 'signature=0'), p.replace(/expires=\d+/, 'expires=1'), p.replace(/expires=\d+/, 'expires=99999999999999999999'),
+    p.replace(/signature=[0-9a-f]+/, 'signature='), p.replace(/signature=[0-9a-f]+/, 'signature=%zz'), p.split('?')[0] ?? p, `${p}&signature=00`,
+    p.replace(/\/parts\/\d+/, '/parts/2'), p.replace(/\/parts\/\d+/, '/parts/0'), p.replace(/signature=/, 'signature[]='), `${p}&expires=1`, p.toUpperCase(),
+  );
+  const partTarget = fc.oneof(
+    { weight: 3, arbitrary: ctx.partPaths.length > 0 ? fc.constantFrom(...ctx.partPaths).chain(tamper) : fc.constant(`${UPLOADS}/x/parts/1`) },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(uploadId, partNumber, fc.option(fc.constantFrom('expires=1&signature=00', 'expires=99999999999&signature=', 'signature=abc', 'expires=%zz'), { freq: 3 }))
+        .map(([id, n, q]) => `${UPLOADS}/${id}/parts/${n}${q === null ? '' : `?${q}`}`),
+    },
+  );
+  // Mostly about the size of the parts the setup's sessions expect (100 B, and small last parts).
+  const partBody = fc.oneof(
+    { weight: 3, arbitrary: fc.constantFrom(0, 1, 99, 100, 101, 1000).map((n) => Buffer.alloc(n, 0x41)) },
+    { weight: 1, arbitrary: fc.uint8Array({ maxLength: 2048 }).map((u) => Buffer.from(u)) },
+    { weight: 1, arbitrary: fc.constantFrom(...SIZES_NEAR_LIMIT, 70_000).map((n) => Buffer.alloc(n, 0x42)) },
+  );
+  const session = fc.tuple(fc.constantFrom('GET', 'DELETE', 'POST', 'POST', 'PUT', 'HEAD'), uploadId, fc.constantFrom('', '', '', '/', '/complete', '/complete/', '/parts', '/x'), authHeaders(ctx))
+    .chain(([method, id, suffix, auth]) => {
+      const target = `${UPLOADS}/${id}${method === 'POST' && suffix === '' ? '/complete' : suffix}`;
+      if (method !== 'POST') return fc.constant(mkCase(ctx, 'upload', { method, target, headers: auth }));
+      return fc.tuple(fc.oneof({ weight: 3, arbitrary: jsonObject(ctx, ['parts']) }, { weight: 1, arbitrary: mutatedJson(jsonObject(ctx, ['parts'])) }), jsonCt, framingArb)
+        .map(([text, ct, framing]) => mkCase(ctx, 'upload', { method, target, headers: withCt(ct, auth), body: b(text), framing }));
+    });
+  const part = fc.tuple(partTarget, partBody, fc.constantFrom('PUT', 'PUT', 'PUT', 'POST', 'GET'), fc.option(authHeaders(ctx), { freq: 3 }), framingArb, sendArb)
+    .map(([target, body, method, auth, framing, send]) => mkCase(ctx, 'upload', {
+      method, target, headers: [...(auth ?? []), ['Content-Type', 'application/octet-stream']], body: method === 'GET' ? undefined : body, framing,
+    }, send));
+  return fc.oneof({ weight: 1, arbitrary: session }, { weight: 1, arbitrary: part });
+};
+
 /** Every generator with its share of the requests. */
 export const caseArb = (ctx: FuzzContext): fc.Arbitrary<Case> => fc.oneof(
   { weight: 28, arbitrary: routeCase(ctx) },
@@ -762,7 +835,8 @@ export const caseArb = (ctx: FuzzContext): fc.Arbitrary<Case> => fc.oneof(
   { weight: 12, arbitrary: multipartCase(ctx) },
   { weight: 10, arbitrary: rawCase(ctx) },
   { weight: 4, arbitrary: contentCase(ctx) },
+  { weight: 5, arbitrary: uploadCase(ctx) },
 );
 
 /** Generator names, for the counts. */
-export const GENERATORS = ['route', 'json', 'query', 'path', 'method', 'headers', 'encoding', 'multipart', 'raw', 'pipeline', 'slow-abort', 'content'];
+export const GENERATORS = ['route', 'json', 'query', 'path', 'method', 'headers', 'encoding', 'multipart', 'raw', 'pipeline', 'slow-abort', 'content', 'upload'];

@@ -65,6 +65,22 @@ export async function makeWorld(c: Api, maxUploadBytes: number): Promise<{ ctx: 
   ok(await c.update(u0.token, { id: fileIds[1], for_sale: true, price: 3 }), 'fuzz for sale');
   ok(await c.update(u1.token, { id: fileIds[3], enabled: false }), 'fuzz disable');
 
+  // Resumable upload sessions (issue 22), pending: one of a single 100-byte part, one of two parts
+  // (the default part size, then 1,000 bytes), so part PUTs and completions find something.
+  const uploadIds: string[] = [];
+  const partPaths: string[] = [];
+  for (const [u, size] of [[u0, 100], [u1, 8 * 1024 * 1024 + 1000]] as const) {
+    const res = await c.json('POST', '/api/V1/docs/api-uploads', u.token, {
+      file_name: 'fuzz.bin', size, content_type: 'application/octet-stream', title: 'fuzz resumable', description: 'd', tags: 'fuzz', cc_license: 'CC BY', new_category_name: 'Fuzz 0',
+    });
+    ok(res, 'fuzz resumable upload');
+    uploadIds.push(String(res.body.upload_id));
+    for (const p of res.body.parts as Array<{ url: string }>) {
+      const url = new URL(p.url);
+      partPaths.push(`${url.pathname}${url.search}`);
+    }
+  }
+
   // The sentinel: two files (text and binary), comments received, a download counted; then both
   // files disabled, so that no other user can lawfully change its numbers (no views, downloads,
   // comments or purchases of a disabled file), while the fuzz still aims at its ids.
@@ -88,7 +104,7 @@ export async function makeWorld(c: Api, maxUploadBytes: number): Promise<{ ctx: 
   const snap = await snapshot(c, s.token);
   return {
     ctx: {
-      users, fileIds, categoryIds: [...categoryIds], signedPaths,
+      users, fileIds, categoryIds: [...categoryIds], signedPaths, uploadIds, partPaths,
       sentinelUserId: s.userId, sentinelFileIds: sentinelIds, sentinelEmail: s.email,
       jwtSecret: TEST_JWT_SECRET, maxUploadBytes,
     },
