@@ -8,7 +8,8 @@
 /** How many leading bytes `sniff` looks at. */
 export const SNIFF_BYTES = 64;
 
-interface Signature { offset: number; bytes: number[]; type: string }
+/** `null` in `bytes`: any byte there (a length field). */
+interface Signature { offset: number; bytes: Array<number | null>; type: string }
 const ascii = (text: string): number[] => [...text].map((c) => c.charCodeAt(0));
 const SIGNATURES: readonly Signature[] = [
   { offset: 0, bytes: ascii('%PDF-'), type: 'application/pdf' },
@@ -16,14 +17,14 @@ const SIGNATURES: readonly Signature[] = [
   { offset: 0, bytes: [0xff, 0xd8, 0xff], type: 'image/jpeg' },
   { offset: 0, bytes: ascii('GIF87a'), type: 'image/gif' },
   { offset: 0, bytes: ascii('GIF89a'), type: 'image/gif' },
-  { offset: 8, bytes: ascii('WEBP'), type: 'image/webp' },
+  { offset: 0, bytes: [...ascii('RIFF'), null, null, null, null, ...ascii('WEBP')], type: 'image/webp' },
   { offset: 4, bytes: ascii('ftyp'), type: 'video/mp4' },
   { offset: 0, bytes: [0x1a, 0x45, 0xdf, 0xa3], type: 'video/webm' },
-  { offset: 0, bytes: ascii('OggS'), type: 'audio/ogg' },
-  { offset: 0, bytes: ascii('ID3'), type: 'audio/mpeg' },
+  { offset: 0, bytes: [...ascii('OggS'), 0x00], type: 'audio/ogg' },
+  { offset: 0, bytes: [...ascii('ID3'), null, 0x00], type: 'audio/mpeg' },
   { offset: 0, bytes: ascii('fLaC'), type: 'audio/flac' },
   { offset: 0, bytes: [0x1f, 0x8b], type: 'application/gzip' },
-  { offset: 0, bytes: ascii('7z'), type: 'application/x-7z-compressed' },
+  { offset: 0, bytes: [...ascii('7z'), 0xbc, 0xaf, 0x27, 0x1c], type: 'application/x-7z-compressed' },
   { offset: 0, bytes: [0x50, 0x4b, 0x03, 0x04], type: 'application/zip' },
   { offset: 0, bytes: ascii('{\\rtf'), type: 'application/rtf' },
 ];
@@ -32,7 +33,7 @@ const SIGNATURES: readonly Signature[] = [
 const ZIP_BASED = /^application\/(zip|epub\+zip|java-archive|vnd\.openxmlformats-officedocument\.[\w.+-]+|vnd\.oasis\.opendocument\.[\w.+-]+|vnd\.android\.package-archive)$/;
 
 const matches = (head: Uint8Array, { offset, bytes }: Signature): boolean =>
-  head.length >= offset + bytes.length && bytes.every((byte, i) => head[offset + i] === byte);
+  head.length >= offset + bytes.length && bytes.every((byte, i) => byte === null || head[offset + i] === byte);
 
 /** The type the first bytes say, when they say one. */
 export const sniffedType = (head: Uint8Array): string | null => SIGNATURES.find((signature) => matches(head, signature))?.type ?? null;
