@@ -564,7 +564,7 @@ const operations = (base: string): Record<string, OperationSpec> => {
       answers: {
         200: jsonAnswer(M.partReceived, 'PartReceived', { status: 'success', message: M.partReceived, part_number: 1, etag: PART_ETAG }, { ...JSON_HEADERS, ETag: header('PartETag') }),
       },
-      errors: { 400: [M.partSizeMismatch], 403: [M.badUploadLink], 409: [M.uploadWasAborted, M.uploadExpired, M.uploadCompleted] },
+      errors: { 400: [M.partSizeMismatch], 403: [M.badUploadLink], 404: [M.uploadNotFound], 413: [M.sizeMismatch], 409: [M.uploadWasAborted, M.uploadExpired, M.uploadCompleted] },
     },
     download: {
       tag: 'Files',
