@@ -105,7 +105,7 @@ describe('resumable uploads through the SDK and the CLI', () => {
   it('CLI: docshare upload above DOCSHARE_RESUMABLE_THRESHOLD, --parallel 2', async () => {
     const home = path.join(dir, 'home');
     await mkdir(home, { recursive: true });
-    const env = { ...process.env, HOME: home, XDG_CONFIG_HOME: path.join(home, 'config'), XDG_STATE_HOME: path.join(home, 'state'), DOCSHARE_URL: fx.server.baseUrl, DOCSHARE_RESUMABLE_THRESHOLD: '4M', DOCSHARE_PASSWORD: password };
+    const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, XDG_CONFIG_HOME: path.join(home, 'config'), XDG_STATE_HOME: path.join(home, 'state'), DOCSHARE_URL: fx.server.baseUrl, DOCSHARE_RESUMABLE_THRESHOLD: '4M', DOCSHARE_PASSWORD: password };
     for (const k of ['DOCSHARE_TOKEN', 'NODE_TEST_CONTEXT']) delete env[k];
     const docshare = (args: string[]): Promise<{ code: number; stdout: string; stderr: string }> => new Promise((resolve) => {
       execFile(process.execPath, [BIN, ...args], { cwd: dir, env }, (error, stdout, stderr) => {

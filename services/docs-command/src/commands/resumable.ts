@@ -377,7 +377,13 @@ export const makeResumableUploads = (deps: ResumableDeps) => {
     return { examined, removed };
   };
 
-  return { startUpload: start, uploadStatus: status, putPart, completeUpload: complete, abortUpload: abort, sweepUploads: sweep };
+  /** The user a session belongs to (what its part PUTs count against in the uploads-in-flight caps), if it exists. */
+  const uploadOwner = async (uploadId: string): Promise<number | undefined> => {
+    const state = await load(uploadId);
+    return state.status === 'none' ? undefined : state.session.ownerId;
+  };
+
+  return { startUpload: start, uploadStatus: status, putPart, uploadOwner, completeUpload: complete, abortUpload: abort, sweepUploads: sweep };
 };
 
 export type ResumableUploads = ReturnType<typeof makeResumableUploads>;

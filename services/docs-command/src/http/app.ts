@@ -196,8 +196,14 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
 
   // A part through docshare's signed URL: no token (the signature is the credential), the body
   // streamed into the object store (paced to the owner's byte budget), its ETag answered.
-  app.put('/api/V1/docs/api-uploads/:uploadId/parts/:partNumber', async (req, res) => {
-    const partNumber = parsePartNumber(req.params.partNumber);
+  // Parts count among their owner's uploads in flight (HTTP_MAX_UPLOADS_PER_USER, with form
+  // uploads): a user cannot open parts without bound, each holding a part's worth of memory.
+  const partOwner: RequestHandler = async (req, res, next) => {
+    res.locals.partOwner = await commands.uploadOwner(String(req.params.uploadId)).then((owner) => (owner === undefined ? undefined : String(owner)), () => undefined);
+    next();
+  };
+  app.put('/api/V1/docs/api-uploads/:uploadId/parts/:partNumber', partOwner, uploadSlot((_req, res) => res.locals.partOwner as string | undefined), async (req, res) => {
+    const partNumber = parsePartNumber(String(req.params.partNumber));
     try {
       if (partNumber === null) throw new DocshareError('forbidden', M.badUploadLink);
       const etag = await commands.putPart(String(req.params.uploadId), partNumber, req.query.expires, req.query.signature, req, declaredLength(req.get('content-length')));
