@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import {
   conflict, DocshareError, forbidden, invalid, M, makeKeyedQueue, notFound, streamIds, tooLarge,
   type CategoryCreated, type UploadAbortReason, type UploadStarted,
@@ -228,10 +228,18 @@ export const makeResumableUploads = (deps: ResumableDeps) => {
     const expected = partSizeOf(session, partNumber);
     if (declared !== undefined && declared > expected) throw tooLarge(M.sizeMismatch);
     if (declared !== undefined && declared < expected) throw invalid(M.partSizeMismatch);
+    // Counted on the way (a refusal says whether the body was too long or too short).
     let sent = 0;
-    body.on('data', (chunk: Buffer) => { sent += chunk.length; });
+    const counter = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        sent += chunk.length;
+        done(null, chunk);
+      },
+    });
+    body.on('error', (error) => counter.destroy(error));
+    counter.on('close', () => body.unpipe(counter));
     try {
-      return await blobs.putPart(session.blobKey, session.storeUploadId, partNumber, throttle.pace(session.ownerId, body), expected);
+      return await blobs.putPart(session.blobKey, session.storeUploadId, partNumber, throttle.pace(session.ownerId, body.pipe(counter)), expected);
     } catch (error) {
       if (error instanceof PartSizeMismatch) throw sent > expected ? tooLarge(M.sizeMismatch) : invalid(M.partSizeMismatch);
       if (error instanceof NoSuchUpload) {
