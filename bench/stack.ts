@@ -16,7 +16,7 @@
  *       (two docs-command replicas, each behind a gateway of its own: bench/stack/replica.ts; 5xx counted)
  *       366-day api-daily latency                             vs  its find of the 366 `daily_users` ids on the store
  *   6. big upload / download MiB/s                            vs  MinIO put / get
- *   6b. resumable upload (issue 22) of BENCH_STACK_RESUMABLE_MIB through a docs-command with
+ *   6b. resumable upload (issue 22) of BENCH_STACK_RESUMABLE_MIB by the SDK through a docs-command with
  *       BLOB_PUBLIC_URL (presigned MinIO part URLs) behind a gateway of its own: MiB/s vs a
  *       minio-js multipart put (same parts, same parallelism); gateway and docs-command CPU
  *       meanwhile; `complete` p50/p99; RateLimit-Remaining drop for one upload; killed at 40% and
@@ -47,7 +47,8 @@
  * BENCH_STACK_POLL_MS (5), BENCH_STACK_BIG_MIB (512), BENCH_STACK_KAFKA_JAVA_RECORDS (50000; 0
  * skips Kafka's own perf test), BENCH_STACK_RESUMABLE_MIB (1024; 0 skips 6b), BENCH_STACK_RESUMABLE_UPLOADS (5
  * uploads and as many direct puts, plus the killed one), BENCH_STACK_RESUMABLE_PARALLEL (4 parts at
- * once), BENCH_STACK_CATCHUP_SECONDS (600: longest wait for the pipeline to
+ * once), BENCH_STACK_ONLY=resumable (only 6b: the seeding, the reads, the writes, the costs, the big file and
+ * the rebuilds skipped), BENCH_STACK_CATCHUP_SECONDS (600: longest wait for the pipeline to
  * catch up after the seeding, the writes and the read-your-writes phase), BENCH_STACK_REBUILD_TIMEOUT_SECONDS
  * (1800, per model), BENCH_STACK_COST_SECONDS (30 per operation; 0 skips section 8),
  * BENCH_STACK_COST_IDLE_SECONDS (15), BENCH_STACK_COST_WRITE_RATE (50/s: uploads, comments, views,
@@ -86,7 +87,7 @@ import { closedLoop, expectOk, pacedLoad, percentile, request, sleep, summarizeE
 import { fmt, ratioOf, renderTable, rowsJson, type Row } from './stack/report.ts';
 import { environOf, replicaEnv, startReplica, stopReplica, type Replica } from './stack/replica.ts';
 import { hotVsSpread, utcDaysEnding } from './stack/views.ts';
-import { ResumableApi, resumableRows, runResumablePhase, writeRandomFile } from './stack/resumable.ts';
+import { resumableRows, runResumablePhase, writeRandomFile } from './stack/resumable.ts';
 import { readProcTable, treeCpuSeconds } from '../infra/stack/procs.ts';
 import { freePort } from '../infra/stack/ports.ts';
 
@@ -130,7 +131,11 @@ const cfg = {
   keep: env.BENCH_STACK_KEEP === '1',
   out: env.BENCH_STACK_OUT,
   logLevel: env.BENCH_STACK_LOG_LEVEL ?? 'warn',
+  only: env.BENCH_STACK_ONLY ?? '',
 };
+if (!['', 'resumable'].includes(cfg.only)) throw new Error(`BENCH_STACK_ONLY=${cfg.only}: the only phase that runs alone is resumable`);
+/** BENCH_STACK_ONLY=resumable: the servers, the instance and 6b, nothing else. */
+const onlyResumable = cfg.only === 'resumable';
 const MiB = 1024 * 1024;
 
 const began = performance.now();
@@ -385,6 +390,64 @@ try {
     }
     return out;
   };
+
+  // ---- 6b. a resumable upload (issue 22), run in its place below (or alone: BENCH_STACK_ONLY=resumable) --
+  // A docs-command with BLOB_PUBLIC_URL (part URLs presigned by MinIO) behind a gateway of its own
+  // (a window of an hour, so the budget read before and after one upload is one window's): the
+  // instance's own keep streaming their downloads, and these two processes' CPU is the uploads'.
+  const resumablePhase = async (): Promise<void> => {
+    if (cfg.resumableMiB <= 0) return;
+    const resumableBytes = Math.round(cfg.resumableMiB * MiB);
+    rows.push({ section: `resumable upload (${cfg.resumableMiB} MiB, presigned part URLs: BLOB_PUBLIC_URL)` });
+    const path = join(work, 'resumable.bin');
+    const started: Replica[] = [];
+    const result = await attempt('resumable upload', async () => {
+      const commandPid = await inst.servicePid('docs-command');
+      const gatewayPid = await inst.servicePid('gateway');
+      if (commandPid === null || gatewayPid === null) throw new Error('no pid for the instance\'s docs-command or gateway');
+      const command = await startReplica('docs-command', replicaEnv(await environOf(commandPid), await freePort(), {
+        BLOB_PUBLIC_URL: serverEnv.MINIO_ENDPOINT!, STORAGE_QUOTA_BYTES: '0', MAX_RESUMABLE_BYTES: String(Math.max(5 * 1024 * MiB, resumableBytes)),
+      }), join(work, 'resumable-docs-command.log'));
+      started.push(command);
+      track(command.child);
+      const gateway = await startReplica('gateway', replicaEnv(await environOf(gatewayPid), await freePort(), {
+        DOCS_COMMAND_URL: command.url, RATE_LIMIT_WINDOW_SECONDS: '3600',
+      }), join(work, 'resumable-gateway.log'));
+      started.push(gateway);
+      track(gateway.child);
+      const user = await api.register('Bench Resumable', `resumable-${runId}@bench.test`);
+      await writeRandomFile(path, resumableBytes);
+      const bucket = `bench-resumable-${inst.ns}`;
+      ceilingNames.buckets.push(bucket);
+      const minio = minioClient(serverEnv);
+      if (!(await minio.bucketExists(bucket))) await minio.makeBucket(bucket);
+      const minioPid = servers ? await servers.pid('minio') : null;
+      const cpu = async (): Promise<Record<string, number>> => {
+        const table = await readProcTable();
+        const out: Record<string, number> = { gateway: treeCpuSeconds(table, gateway.child.pid!), 'docs-command': treeCpuSeconds(table, command.child.pid!) };
+        if (minioPid !== null) out.minio = treeCpuSeconds(table, minioPid);
+        return out;
+      };
+      log(`resumable: ${cfg.resumableUploads} uploads of ${cfg.resumableMiB} MiB (${cfg.resumableParallel} parts at once) through ${gateway.url} → ${command.url}, each beside a direct MinIO multipart put; then one killed at 40% and resumed`);
+      return runResumablePhase({
+        baseUrl: gateway.url, token: user.token, stateDir: join(work, 'resumable-state'), minio, bucket, path, size: resumableBytes,
+        uploads: cfg.resumableUploads, parallel: cfg.resumableParallel, cpu, log, killAt: 0.4,
+      });
+    }).finally(async () => {
+      for (const replica of started.reverse()) await stopReplica(replica);
+      await rm(path, { force: true });
+    });
+    details.resumable = result ?? null;
+    if (result) rows.push(...resumableRows(result, resumableBytes, cfg.resumableParallel));
+    else rows.push(failedRow('resumable upload'));
+  };
+
+  // BENCH_STACK_ONLY=resumable: the stack, 6b and the memory, the sections in between skipped.
+  sections: {
+  if (onlyResumable) {
+    await resumablePhase();
+    break sections;
+  }
 
   // ---- seeding ----------------------------------------------------------------------------------
   log(`seed: registering ${cfg.users} users`);
@@ -909,54 +972,7 @@ try {
   }
 
   // ---- 6b. a resumable upload (issue 22) ------------------------------------------------------------
-  // A docs-command with BLOB_PUBLIC_URL (part URLs presigned by MinIO) behind a gateway of its own
-  // (a window of an hour, so the budget read before and after one upload is one window's): the
-  // instance's own keep streaming their downloads, and these two processes' CPU is the uploads'.
-  if (cfg.resumableMiB > 0) {
-    const resumableBytes = Math.round(cfg.resumableMiB * MiB);
-    rows.push({ section: `resumable upload (${cfg.resumableMiB} MiB, presigned part URLs: BLOB_PUBLIC_URL)` });
-    const path = join(work, 'resumable.bin');
-    const started: Replica[] = [];
-    const result = await attempt('resumable upload', async () => {
-      const commandPid = await inst.servicePid('docs-command');
-      const gatewayPid = await inst.servicePid('gateway');
-      if (commandPid === null || gatewayPid === null) throw new Error('no pid for the instance\'s docs-command or gateway');
-      const command = await startReplica('docs-command', replicaEnv(await environOf(commandPid), await freePort(), {
-        BLOB_PUBLIC_URL: serverEnv.MINIO_ENDPOINT!, STORAGE_QUOTA_BYTES: '0', MAX_RESUMABLE_BYTES: String(Math.max(5 * 1024 * MiB, resumableBytes)),
-      }), join(work, 'resumable-docs-command.log'));
-      started.push(command);
-      track(command.child);
-      const gateway = await startReplica('gateway', replicaEnv(await environOf(gatewayPid), await freePort(), {
-        DOCS_COMMAND_URL: command.url, RATE_LIMIT_WINDOW_SECONDS: '3600',
-      }), join(work, 'resumable-gateway.log'));
-      started.push(gateway);
-      track(gateway.child);
-      const user = await api.register('Bench Resumable', `resumable-${runId}@bench.test`);
-      await writeRandomFile(path, resumableBytes);
-      const bucket = `bench-resumable-${inst.ns}`;
-      ceilingNames.buckets.push(bucket);
-      const minio = minioClient(serverEnv);
-      if (!(await minio.bucketExists(bucket))) await minio.makeBucket(bucket);
-      const minioPid = servers ? await servers.pid('minio') : null;
-      const cpu = async (): Promise<Record<string, number>> => {
-        const table = await readProcTable();
-        const out: Record<string, number> = { gateway: treeCpuSeconds(table, gateway.child.pid!), 'docs-command': treeCpuSeconds(table, command.child.pid!) };
-        if (minioPid !== null) out.minio = treeCpuSeconds(table, minioPid);
-        return out;
-      };
-      log(`resumable: ${cfg.resumableUploads} uploads of ${cfg.resumableMiB} MiB (${cfg.resumableParallel} parts at once) through ${gateway.url} → ${command.url}, each beside a direct MinIO multipart put; then one killed at 40% and resumed`);
-      return runResumablePhase({
-        api: new ResumableApi(gateway.url, user.token), minio, bucket, path, size: resumableBytes, uploads: cfg.resumableUploads,
-        parallel: cfg.resumableParallel, cpu, log, killAt: 0.4,
-      });
-    }).finally(async () => {
-      for (const replica of started.reverse()) await stopReplica(replica);
-      await rm(path, { force: true });
-    });
-    details.resumable = result ?? null;
-    if (result) rows.push(...resumableRows(result, resumableBytes, cfg.resumableParallel));
-    else rows.push(failedRow('resumable upload'));
-  }
+  await resumablePhase();
 
   // ---- 7. rebuilds ---------------------------------------------------------------------------------
   rows.push({ section: 'rebuild (npm run rebuild -- <model>, projectors running)' });
@@ -1005,6 +1021,8 @@ try {
       }
       : failedRow(`rebuild ${model} events/s`));
   }
+
+  } // sections
 
   // ---- memory ------------------------------------------------------------------------------------
   rss.end = await serviceRss(inst);

@@ -1,24 +1,29 @@
 /**
  * bench:stack's resumable-upload phase (issue 22's goals, measured in one run): a big file sent
- * through the resumable protocol (POST api-uploads, the parts PUT to the URLs the session names,
- * POST complete) against a docs-command with BLOB_PUBLIC_URL set (presigned MinIO part URLs),
- * beside a direct MinIO multipart put of the same bytes with minio-js at the same part size and
- * parallelism (the ceiling), and:
+ * by the SDK (`@docshare/client`'s `upload()`, which goes by the resumable protocol: POST
+ * api-uploads, the parts PUT in parallel to the URLs the session names, POST complete) against a
+ * docs-command with BLOB_PUBLIC_URL set (presigned MinIO part URLs), beside a direct MinIO
+ * multipart put of the same bytes with minio-js at the same part size and parallelism (the
+ * ceiling), and:
  *
  *   - the CPU the gateway and docs-command spend meanwhile (their process trees, /proc);
  *   - `complete`'s latency over every upload of the phase;
  *   - the rate-limit points one whole upload spends (RateLimit-Remaining before and after, and
  *     the answers that carried the header at all: the part PUTs must not);
- *   - an upload aborted once 40% of its bytes are confirmed, then resumed from the session's GET:
- *     the bytes sent again beyond those the server was missing.
+ *   - an upload whose signal is aborted once 40% of its bytes are confirmed (a client killed),
+ *     then taken up by `upload(..., {resume: true})` from the session the SDK kept on disk: the
+ *     bytes sent again beyond those the server was missing.
  *
- * The client here drives the protocol with fetch (the parts read from the file by range, one
- * buffer each, `parallel` at once). The pure arithmetic (part layout, resume accounting, the
- * rate-limit drop) is unit-tested in test/resumable.test.ts; the bench (bench/stack.ts) runs it.
+ * The SDK is watched through the `fetch` it is given (FetchMeter): every answer counted, those
+ * carrying RateLimit-Remaining, `complete` timed, and each part PUT's streamed bytes checked
+ * against its Content-Length and the layout on a 200. The pure arithmetic (part layout, part
+ * URLs, resume accounting, the rate-limit drop) and the meter are unit-tested in
+ * test/resumable.test.ts; the bench (bench/stack.ts) runs the phase.
  */
 import { randomBytes } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import type { Client as MinioClient } from 'minio';
+import { createClient, type FetchLike, type ResumableEvent, type UploadInput } from '@docshare/client';
 import { percentile } from './load.ts';
 import { fmt, type Row } from './report.ts';
 
@@ -89,157 +94,130 @@ export const pointsSpent = (
   return before.remaining - after.remaining - 1;
 };
 
-// ---- the client ----------------------------------------------------------------------------------
+// ---- what the SDK sends and gets: a wrapping fetch ------------------------------------------------
 
-/** An answer that is not what the protocol says: its status and the start of its body. */
-const failed = async (res: Response, what: string): Promise<Error> => new Error(`${what}: ${res.status} ${(await res.text()).slice(0, 200)}`);
+/** The part a part URL names: a presigned S3 URL's `partNumber=N`, docshare's `/parts/N`; undefined for any other URL. */
+export const partNumberOf = (url: string): number | undefined => {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return undefined;
+  }
+  const query = parsed.searchParams.get('partNumber');
+  const text = query ?? /\/parts\/(\d+)$/.exec(parsed.pathname)?.[1];
+  return text !== undefined && /^[1-9]\d*$/.test(text) ? Number(text) : undefined;
+};
 
-export interface UploadMeta { title: string; description: string; tags: string; category: string }
+/** One part PUT the SDK made: the bytes its headers declared, those it streamed, and the answer's status (null: none came). */
+export interface PutRecord { partNumber: number; declared: number; streamed: number; status: number | null }
 
-export interface Session { uploadId: string; partSize: number; partCount: number; urls: Map<number, string> }
+/** What the SDK's requests did over one span (an upload, a kill, a resume). */
+export interface MeterSpan {
+  /** answers of every request (control calls and part PUTs) */
+  answers: number;
+  /** answers that carried RateLimit-Remaining (the part PUTs must not) */
+  limited: number;
+  /** every RateLimit-Remaining seen, in order */
+  remaining: number[];
+  puts: PutRecord[];
+  /** time to the answer of each POST .../complete */
+  completeMs: number[];
+  /** bytes of the part PUTs answered 200 */
+  confirmed: number;
+  /** 200 part answers whose bytes were not the layout's (streamed, declared and expected differ) */
+  mismatches: string[];
+  /** told after each 200 part answer, with `confirmed` (the kill at 40% hangs here) */
+  onConfirmed?: (confirmed: number) => void;
+}
+
+const newSpan = (): MeterSpan => ({ answers: 0, limited: 0, remaining: [], puts: [], completeMs: [], confirmed: 0, mismatches: [] });
 
 /**
- * The resumable protocol against one gateway, as a client speaks it (fetch). Every answer seen
- * is counted, and those that carried the rate limit's headers (`limited`): the part PUTs are
- * exempt and carry none (presigned MinIO URLs never reach the gateway at all).
+ * A fetch for `createClient({fetch})` that watches the SDK: it counts every answer and those
+ * carrying the rate limit's headers, times `complete`, and for each part PUT counts the bytes
+ * the SDK's body actually streamed (a counting TransformStream) and checks, on a 200, that they
+ * are the part's size in the session's layout (`layout`, set once the session is known).
  */
-export class ResumableApi {
-  readonly base: string;
-  readonly token: string;
-  answers = 0;
-  limited = 0;
-  constructor(base: string, token: string) {
-    this.base = base;
-    this.token = token;
+export class FetchMeter {
+  span: MeterSpan = newSpan();
+  layout: { size: number; partSize: number } | undefined;
+  readonly fetch: FetchLike;
+  constructor(inner: FetchLike = fetch) {
+    this.fetch = async (input, init) => await this.send(inner, input, init);
   }
 
-  private async call(method: string, path: string, body?: unknown): Promise<Response> {
-    const res = await fetch(`${this.base}${path}`, {
-      method,
-      headers: { 'x-authorization': `Bearer ${this.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(120_000),
-    });
-    this.note(res);
+  /** Starts a new span (the previous one is the caller's to keep). */
+  begin(): MeterSpan {
+    this.span = newSpan();
+    return this.span;
+  }
+
+  private async send(inner: FetchLike, input: string | URL, init: RequestInit | undefined): Promise<Response> {
+    const span = this.span;
+    const url = String(input);
+    const method = (init?.method ?? 'GET').toUpperCase();
+    const partNumber = method === 'PUT' ? partNumberOf(url) : undefined;
+    let sent = init;
+    let record: PutRecord | undefined;
+    if (partNumber !== undefined) {
+      const put: PutRecord = { partNumber, declared: Number(new Headers(init?.headers).get('content-length') ?? NaN), streamed: 0, status: null };
+      record = put;
+      span.puts.push(put);
+      const body = init?.body;
+      if (body instanceof ReadableStream) {
+        sent = {
+          ...init,
+          body: (body as ReadableStream<Uint8Array>).pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+            transform(chunk, out) {
+              put.streamed += chunk.byteLength;
+              out.enqueue(chunk);
+            },
+          })),
+        };
+      } else if (body instanceof Uint8Array) {
+        put.streamed = body.byteLength;
+      }
+    }
+    const isComplete = method === 'POST' && /\/complete$/.test(new URL(url).pathname);
+    const t0 = performance.now();
+    const res = await inner(input, sent);
+    const ms = performance.now() - t0;
+    span.answers += 1;
+    const limit = rateLimitOf(res.headers);
+    if (limit) {
+      span.limited += 1;
+      span.remaining.push(limit.remaining);
+    }
+    if (isComplete && res.ok) span.completeMs.push(ms);
+    if (record) {
+      record.status = res.status;
+      if (res.status === 200) {
+        const expected = this.layout ? Math.max(0, Math.min(this.layout.partSize, this.layout.size - (record.partNumber - 1) * this.layout.partSize)) : NaN;
+        if (record.streamed !== expected || record.declared !== expected) {
+          span.mismatches.push(`part ${record.partNumber}: streamed ${record.streamed}, declared ${record.declared}, layout ${expected}`);
+        }
+        span.confirmed += record.streamed;
+        span.onConfirmed?.(span.confirmed);
+      }
+    }
     return res;
   }
-
-  private note(res: Response): void {
-    this.answers += 1;
-    if (rateLimitOf(res.headers)) this.limited += 1;
-  }
-
-  /** A cheap rate-limited request (api-stats): the budget left and the window's reset. */
-  async probe(): Promise<{ remaining: number; resetSeconds: number }> {
-    const res = await fetch(`${this.base}/api/V1/stats/api-stats`, {
-      method: 'POST', headers: { 'x-authorization': `Bearer ${this.token}`, 'content-type': 'application/json' }, body: '{}',
-    });
-    await res.arrayBuffer();
-    const limit = rateLimitOf(res.headers);
-    if (!res.ok || !limit) throw new Error(`rate-limit probe: ${res.status}, RateLimit-Remaining ${res.headers.get('ratelimit-remaining')}`);
-    return limit;
-  }
-
-  async create(fileName: string, size: number, meta: UploadMeta): Promise<Session> {
-    const res = await this.call('POST', '/api/V1/docs/api-uploads', {
-      file_name: fileName, size, content_type: 'application/octet-stream', title: meta.title, description: meta.description,
-      tags: meta.tags, cc_license: 'CC BY', new_category_name: meta.category,
-    });
-    if (res.status !== 201) throw await failed(res, 'api-uploads');
-    const body = await res.json() as { upload_id: string; part_size: number; part_count: number; parts: { part_number: number; url: string }[] };
-    return { uploadId: body.upload_id, partSize: body.part_size, partCount: body.part_count, urls: new Map(body.parts.map((p) => [p.part_number, p.url])) };
-  }
-
-  /** The session: the parts the server holds (number → etag) and fresh URLs of the others. */
-  async get(uploadId: string): Promise<{ state: string; received: Map<number, string>; urls: Map<number, string> }> {
-    const res = await this.call('GET', `/api/V1/docs/api-uploads/${uploadId}`);
-    if (res.status !== 200) throw await failed(res, 'api-uploads GET');
-    const { upload } = await res.json() as { upload: { state: string; received: { part_number: number; etag: string }[]; parts: { part_number: number; url: string }[] } };
-    return {
-      state: upload.state,
-      received: new Map(upload.received.map((p) => [p.part_number, p.etag])),
-      urls: new Map(upload.parts.map((p) => [p.part_number, p.url])),
-    };
-  }
-
-  async complete(uploadId: string, etags: ReadonlyMap<number, string>): Promise<string> {
-    const parts = [...etags].sort(([a], [b]) => a - b).map(([part_number, etag]) => ({ part_number, etag }));
-    const res = await this.call('POST', `/api/V1/docs/api-uploads/${uploadId}/complete`, { parts });
-    if (res.status !== 201) throw await failed(res, 'complete');
-    return String((await res.json() as { file_id: string }).file_id);
-  }
-
-  async abort(uploadId: string): Promise<void> {
-    const res = await this.call('DELETE', `/api/V1/docs/api-uploads/${uploadId}`);
-    await res.arrayBuffer();
-  }
-
-  /** PUT of one part's bytes; resolves with the ETag its answer carries. */
-  async putPart(url: string, bytes: Uint8Array, signal: AbortSignal): Promise<string> {
-    const res = await fetch(url, { method: 'PUT', body: bytes, signal });
-    this.note(res);
-    if (res.status !== 200) throw await failed(res, 'part PUT');
-    await res.arrayBuffer();
-    const etag = res.headers.get('etag');
-    if (!etag) throw new Error('part PUT: no ETag header');
-    return etag;
-  }
 }
 
-export interface SendResult {
-  etags: Map<number, string>;
-  /** part numbers whose PUT was started, once per PUT */
-  started: number[];
-  /** bytes whose part the server confirmed */
-  confirmed: number;
-  /** the transfer was stopped by `stopWhen` */
-  stopped: boolean;
-}
-
-/**
- * PUTs the parts `todo` of the file at `path` (each read into a buffer of its own), `parallel`
- * at a time; `stopWhen(confirmed)` true aborts every PUT in flight (a client killed mid-upload)
- * and resolves with what was confirmed until then.
- */
-export const sendParts = async (o: {
-  api: ResumableApi; path: string; size: number; partSize: number; urls: ReadonlyMap<number, string>; todo: readonly number[];
-  parallel: number; stopWhen?: (confirmed: number) => boolean;
-}): Promise<SendResult> => {
-  const plan = partPlan(o.size, o.partSize);
-  const file = await open(o.path, 'r');
-  const stop = new AbortController();
-  const out: SendResult = { etags: new Map(), started: [], confirmed: 0, stopped: false };
-  const queue = [...o.todo];
-  try {
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(o.parallel, queue.length)) }, async () => {
-      for (let n = queue.shift(); n !== undefined && !stop.signal.aborted; n = queue.shift()) {
-        const part = plan[n - 1]!;
-        const url = o.urls.get(n);
-        if (url === undefined) throw new Error(`no URL for part ${n}`);
-        const bytes = Buffer.allocUnsafe(part.size);
-        const { bytesRead } = await file.read(bytes, 0, part.size, part.start);
-        if (bytesRead !== part.size) throw new Error(`part ${n}: read ${bytesRead} of ${part.size} bytes`);
-        if (stop.signal.aborted) return;
-        out.started.push(n);
-        try {
-          out.etags.set(n, await o.api.putPart(url, bytes, stop.signal));
-        } catch (error) {
-          if (stop.signal.aborted) return;
-          throw error;
-        }
-        out.confirmed += part.size;
-        if (o.stopWhen?.(out.confirmed)) {
-          out.stopped = true;
-          stop.abort();
-        }
-      }
-    }));
-  } finally {
-    stop.abort();
-    await file.close();
-  }
-  return out;
+/** A cheap rate-limited request (api-stats) outside the SDK: the budget left and the window's reset. */
+export const probeBudget = async (base: string, token: string): Promise<{ remaining: number; resetSeconds: number }> => {
+  const res = await fetch(`${base}/api/V1/stats/api-stats`, {
+    method: 'POST', headers: { 'x-authorization': `Bearer ${token}`, 'content-type': 'application/json' }, body: '{}',
+  });
+  await res.arrayBuffer();
+  const limit = rateLimitOf(res.headers);
+  if (!res.ok || !limit) throw new Error(`rate-limit probe: ${res.status}, RateLimit-Remaining ${res.headers.get('ratelimit-remaining')}`);
+  return limit;
 };
+
+/** Bytes a span's PUTs streamed. */
+export const streamedBytes = (puts: readonly PutRecord[]): number => puts.reduce((a, p) => a + p.streamed, 0);
 
 // ---- the ceiling: MinIO's own multipart put --------------------------------------------------------
 
@@ -289,12 +267,16 @@ export const writeRandomFile = async (path: string, bytes: number): Promise<void
 // ---- the phase -------------------------------------------------------------------------------------
 
 export interface ResumablePhaseOptions {
-  api: ResumableApi;
+  /** the gateway in front of the docs-command with BLOB_PUBLIC_URL */
+  baseUrl: string;
+  token: string;
+  /** the SDK's uploadStateDir (where the killed upload's session is kept until it is resumed) */
+  stateDir: string;
   minio: MinioClient;
   bucket: string;
   path: string;
   size: number;
-  /** docshare uploads of the file (each followed by a direct put): MiB/s is their median */
+  /** SDK uploads of the file (each followed by a direct put): MiB/s is their median */
   uploads: number;
   parallel: number;
   /** CPU seconds so far of the gateway and docs-command in front of the uploads (and MinIO, when known) */
@@ -310,95 +292,126 @@ export interface ResumablePhaseResult {
   docshareSeconds: number[];
   directSeconds: number[];
   completeMs: number[];
-  /** CPU seconds per process over the docshare uploads, and those uploads' seconds */
+  /** CPU seconds per process over the SDK uploads, and those uploads' seconds */
   cpu: Record<string, number>;
   cpuSpanSeconds: number;
-  rateLimit: { before: number; after: number; spent: number; limitedAnswers: number; answers: number };
-  resume: ResumeAccount & { confirmedAtKill: number; startedAtKill: number; receivedAtResume: number };
+  rateLimit: { before: number; after: number; spent: number; limitedAnswers: number; answers: number; seen: number[] };
+  /** part PUTs answered 200 over the phase, and those whose bytes were not the layout's */
+  partsConfirmed: number;
+  mismatches: string[];
+  /** parts the SDK sent again (onPartRetry) over the phase */
+  partRetries: number;
+  resume: ResumeAccount & {
+    confirmedAtKill: number; streamedAtKill: number; receivedAtResume: number;
+    /** bytes the resumed upload's PUTs streamed (sent counts each PUT at its part's size) */
+    streamed: number;
+  };
 }
 
 const median = (xs: readonly number[]): number => percentile(xs, 50);
 
-/** Runs the phase (see the file's comment); every session it opens is completed or aborted. */
+/** Runs the phase (see the file's comment) through the SDK; every session it opens is completed or aborted. */
 export const runResumablePhase = async (o: ResumablePhaseOptions): Promise<ResumablePhaseResult> => {
-  const meta = (i: number): UploadMeta => ({ title: `resumable bench ${i}`, description: 'a big resumable upload', tags: 'bench,resumable', category: 'Big files' });
+  const meter = new FetchMeter();
+  let partRetries = 0;
+  // Threshold 0: every upload of the phase goes by the resumable protocol, whatever BENCH_STACK_RESUMABLE_MIB.
+  const client = createClient({
+    baseUrl: o.baseUrl, token: o.token, fetch: meter.fetch, parallel: o.parallel, resumableThreshold: 0, uploadStateDir: o.stateDir,
+  });
+  const input = (i: number): UploadInput => ({
+    file: o.path, fileName: `resumable-${i}.bin`, contentType: 'application/octet-stream', title: `resumable bench ${i}`,
+    description: 'a big resumable upload', tags: ['bench', 'resumable'], cc_license: 'CC BY', new_category_name: 'Big files',
+  });
+  const spans: MeterSpan[] = [];
+  const begin = (): MeterSpan => {
+    const span = meter.begin();
+    spans.push(span);
+    return span;
+  };
+  /** Upload options that learn the session's layout (for the meter) and refuse an upload that did not go resumable. */
+  const watched = (events: ResumableEvent[]) => ({
+    onPartRetry: () => {
+      partRetries += 1;
+    },
+    onResumable: (e: ResumableEvent) => {
+      events.push(e);
+      if (e.kind === 'started') meter.layout = { size: o.size, partSize: e.partSize };
+    },
+  });
   const docshareSeconds: number[] = [];
   const directSeconds: number[] = [];
-  const completeMs: number[] = [];
   const cpu: Record<string, number> = {};
   let cpuSpanSeconds = 0;
   let layout: { partSize: number; partCount: number } | undefined;
   let rateLimit: ResumablePhaseResult['rateLimit'] | undefined;
-  const all = (n: number): number[] => Array.from({ length: n }, (_, i) => i + 1);
 
   for (let i = 0; i < o.uploads; i += 1) {
     // The first upload is also the rate-limit measure: the budget read just before and just after.
-    const before = i === 0 ? await o.api.probe() : undefined;
-    const answersBefore = { answers: o.api.answers, limited: o.api.limited };
+    const before = i === 0 ? await probeBudget(o.baseUrl, o.token) : undefined;
+    const span = begin();
+    const events: ResumableEvent[] = [];
     const cpuBefore = await o.cpu();
     const t0 = performance.now();
-    const session = await o.api.create(`resumable-${i}.bin`, o.size, meta(i));
-    layout ??= { partSize: session.partSize, partCount: session.partCount };
-    let sent: SendResult;
-    try {
-      sent = await sendParts({ api: o.api, path: o.path, size: o.size, partSize: session.partSize, urls: session.urls, todo: all(session.partCount), parallel: o.parallel });
-    } catch (error) {
-      await o.api.abort(session.uploadId).catch(() => undefined);
-      throw error;
-    }
-    const c0 = performance.now();
-    await o.api.complete(session.uploadId, sent.etags);
+    await client.upload(input(i), watched(events));
     const done = performance.now();
     const cpuAfter = await o.cpu();
-    completeMs.push(done - c0);
+    const started = events.find((e) => e.kind === 'started');
+    if (started?.kind !== 'started') throw new Error(`upload ${i} did not go by the resumable protocol (events: ${events.map((e) => e.kind).join(', ') || 'none'})`);
+    layout ??= { partSize: started.partSize, partCount: started.partCount };
     docshareSeconds.push((done - t0) / 1000);
     cpuSpanSeconds += (done - t0) / 1000;
     for (const [name, s] of Object.entries(cpuAfter)) cpu[name] = (cpu[name] ?? 0) + (s - (cpuBefore[name] ?? NaN));
     if (before) {
-      const spentSeconds = (performance.now() - t0) / 1000;
-      const after = await o.api.probe();
+      const after = await probeBudget(o.baseUrl, o.token);
       rateLimit = {
-        before: before.remaining, after: after.remaining, spent: pointsSpent(before, after, spentSeconds + 1),
-        limitedAnswers: o.api.limited - answersBefore.limited, answers: o.api.answers - answersBefore.answers,
+        before: before.remaining, after: after.remaining, spent: pointsSpent(before, after, (performance.now() - t0) / 1000 + 1),
+        limitedAnswers: span.limited, answers: span.answers, seen: [...span.remaining],
       };
     }
-    const direct = await directMultipart({ minio: o.minio, bucket: o.bucket, path: o.path, size: o.size, partSize: session.partSize, parallel: o.parallel });
+    const direct = await directMultipart({ minio: o.minio, bucket: o.bucket, path: o.path, size: o.size, partSize: started.partSize, parallel: o.parallel });
     directSeconds.push(direct);
     const mib = o.size / MiB;
-    o.log(`resumable ${i + 1}/${o.uploads}: docshare ${fmt(mib / docshareSeconds.at(-1)!)} MiB/s (complete ${fmt(completeMs.at(-1))} ms), MinIO multipart ${fmt(mib / direct)} MiB/s`);
+    o.log(`resumable ${i + 1}/${o.uploads}: SDK ${fmt(mib / docshareSeconds.at(-1)!)} MiB/s (${span.puts.length} part PUTs, complete ${fmt(span.completeMs.at(-1))} ms), `
+      + `MinIO multipart ${fmt(mib / direct)} MiB/s`);
   }
-
-  // Killed once 40% of the bytes are confirmed, then taken up from the session's GET.
-  const session = await o.api.create('resumable-killed.bin', o.size, meta(o.uploads));
-  let killed: SendResult;
-  let resumed: SendResult;
-  let received: Map<number, string>;
-  try {
-    killed = await sendParts({
-      api: o.api, path: o.path, size: o.size, partSize: session.partSize, urls: session.urls, todo: all(session.partCount), parallel: o.parallel,
-      stopWhen: (confirmed) => confirmed >= o.killAt * o.size,
-    });
-    const state = await o.api.get(session.uploadId);
-    received = state.received;
-    const todo = all(session.partCount).filter((n) => !received.has(n));
-    resumed = await sendParts({ api: o.api, path: o.path, size: o.size, partSize: session.partSize, urls: state.urls, todo, parallel: o.parallel });
-  } catch (error) {
-    await o.api.abort(session.uploadId).catch(() => undefined);
-    throw error;
-  }
-  const c0 = performance.now();
-  await o.api.complete(session.uploadId, new Map([...received, ...resumed.etags]));
-  completeMs.push(performance.now() - c0);
-  const account = resumeAccount(o.size, session.partSize, [...received.keys()], resumed.started);
-  o.log(`resumable kill at ${Math.round(o.killAt * 100)}%: ${fmt(killed.confirmed / MiB)} MiB confirmed, ${received.size} parts held at the GET; `
-    + `resumed sent ${fmt(account.sent / MiB)} MiB for ${fmt(account.missing / MiB)} MiB missing (extra ${fmt(account.extra / MiB)} MiB)`);
   if (!layout || !rateLimit) throw new Error('resumable: no upload ran (BENCH_STACK_RESUMABLE_UPLOADS must be at least 1)');
+
+  // Killed once 40% of the bytes are confirmed (the signal aborts every PUT in flight; the SDK
+  // keeps the session on disk), then taken up by `upload(..., {resume: true})`.
+  const kill = new AbortController();
+  const killedSpan = begin();
+  killedSpan.onConfirmed = (confirmed) => {
+    if (confirmed >= o.killAt * o.size && !kill.signal.aborted) kill.abort(new Error(`killed at ${Math.round(o.killAt * 100)}%`));
+  };
+  const killedEvents: ResumableEvent[] = [];
+  const outcome = await client.upload(input(o.uploads), { ...watched(killedEvents), signal: kill.signal }).then(() => undefined, (error: unknown) => error);
+  const started = killedEvents.find((e) => e.kind === 'started');
+  if (started?.kind !== 'started') throw new Error(`the upload to kill did not start a session (${String(outcome)})`);
+  if (!kill.signal.aborted || outcome !== kill.signal.reason) {
+    await client.abortUpload(started.uploadId).catch(() => undefined);
+    throw new Error(`the upload to kill ${outcome === undefined ? 'finished before 40% was confirmed' : `failed otherwise: ${String(outcome)}`}`);
+  }
+  // What the server holds, asked independently of the SDK: the bytes missing are the rest.
+  const received = (await client.getUpload(started.uploadId)).upload.received.map((p) => p.part_number);
+  const resumedSpan = begin();
+  const resumedEvents: ResumableEvent[] = [];
+  await client.upload(input(o.uploads), { ...watched(resumedEvents), resume: true });
+  const resumedEvent = resumedEvents.find((e) => e.kind === 'resumed');
+  if (resumedEvent?.kind !== 'resumed' || resumedEvent.uploadId !== started.uploadId) {
+    throw new Error(`the SDK did not take up session ${started.uploadId} (events: ${resumedEvents.map((e) => e.kind).join(', ')})`);
+  }
+  const account = resumeAccount(o.size, started.partSize, received, resumedSpan.puts.map((p) => p.partNumber));
+  const streamed = streamedBytes(resumedSpan.puts);
+  o.log(`resumable kill at ${Math.round(o.killAt * 100)}%: ${fmt(killedSpan.confirmed / MiB)} MiB confirmed, ${fmt(streamedBytes(killedSpan.puts) / MiB)} MiB streamed, `
+    + `${received.length} parts held at the GET; resumed sent ${fmt(account.sent / MiB)} MiB (${fmt(streamed / MiB)} MiB streamed) for ${fmt(account.missing / MiB)} MiB missing `
+    + `(extra ${fmt(account.extra / MiB)} MiB)`);
   return {
-    ...layout, docshareSeconds, directSeconds, completeMs, cpu, cpuSpanSeconds, rateLimit,
-    resume: {
-      ...account, confirmedAtKill: killed.confirmed,
-      startedAtKill: resumeAccount(o.size, session.partSize, [], killed.started).sent, receivedAtResume: received.size,
-    },
+    ...layout, docshareSeconds, directSeconds, cpu, cpuSpanSeconds, rateLimit,
+    completeMs: spans.flatMap((s) => s.completeMs),
+    partsConfirmed: spans.reduce((a, s) => a + s.puts.filter((p) => p.status === 200).length, 0),
+    mismatches: spans.flatMap((s) => s.mismatches),
+    partRetries,
+    resume: { ...account, confirmedAtKill: killedSpan.confirmed, streamedAtKill: streamedBytes(killedSpan.puts), receivedAtResume: received.length, streamed },
   };
 };
 
@@ -412,13 +425,20 @@ export const resumableRows = (r: ResumablePhaseResult, size: number, parallel: n
     return s === undefined || !Number.isFinite(s) ? `${name} n/a` : `${name} ${fmt(s)} CPU-s (${fmt((s / r.cpuSpanSeconds) * 100)}% of a core)`;
   };
   const p = (q: number): number => percentile(r.completeMs, q);
+  const ratio = ours / direct;
   return [
     {
-      measure: `resumable upload MiB/s (median of ${r.docshareSeconds.length}; ${r.partCount} parts of ${fmt(r.partSize / MiB)} MiB, ${parallel} at once; goal ≥ 0.8x)`,
+      measure: `resumable upload through the SDK, MiB/s (median of ${r.docshareSeconds.length}; ${r.partCount} parts of ${fmt(r.partSize / MiB)} MiB, ${parallel} at once; goal ≥ 0.8x)`,
       docshare: ours, ceiling: direct, unit: 'MiB/s', ceilingName: 'minio-js multipart, same parts and parallelism',
+      ratioText: `${ratio.toFixed(2)}x${ratio >= 0.8 ? '' : ' (goal missed)'}`,
     },
     {
-      measure: `CPU during the uploads (${fmt(r.cpuSpanSeconds)} s; goal: near zero for gateway and docs-command)`,
+      measure: 'part PUTs answered 200 with exactly their bytes (streamed = Content-Length = layout); parts retried',
+      docshareText: `${r.partsConfirmed - r.mismatches.length} of ${r.partsConfirmed}; ${r.partRetries} retried`, ceilingText: `${r.partsConfirmed}; 0`,
+      ratioText: r.mismatches.length > 0 ? r.mismatches.slice(0, 2).join('; ') : '',
+    },
+    {
+      measure: `CPU during the SDK uploads (${fmt(r.cpuSpanSeconds)} s; goal: near zero for gateway and docs-command)`,
       docshareText: ['gateway', 'docs-command'].map(cpuText).join(', '), ceilingText: 'minio' in r.cpu ? cpuText('minio') : '', ratioText: '',
     },
     {
@@ -432,10 +452,10 @@ export const resumableRows = (r: ResumablePhaseResult, size: number, parallel: n
       ceilingText: '4', ratioText: '',
     },
     {
-      measure: 'killed at 40% and resumed: bytes re-sent beyond the missing ones (goal ≤ one part)',
-      docshareText: `${fmt(r.resume.extra / MiB)} MiB (${fmt(r.resume.extraParts)} parts): sent ${fmt(r.resume.sent / MiB)} MiB for ${fmt(r.resume.missing / MiB)} MiB missing`,
+      measure: `killed at 40% and resumed with upload({resume: true}): bytes re-sent beyond the missing ones (goal ≤ one part)`,
+      docshareText: `${fmt(r.resume.extra / MiB)} MiB (${fmt(r.resume.extraParts)} parts): sent ${fmt(r.resume.sent / MiB)} MiB (${fmt(r.resume.streamed / MiB)} streamed) for ${fmt(r.resume.missing / MiB)} MiB missing`,
       ceilingText: `${fmt(r.partSize / MiB)} MiB`,
-      ratioText: `${fmt(r.resume.confirmedAtKill / MiB)} MiB confirmed, ${fmt((r.resume.startedAtKill - r.resume.confirmedAtKill) / MiB)} MiB lost in flight`,
+      ratioText: `${fmt(r.resume.confirmedAtKill / MiB)} MiB confirmed, ${fmt((r.resume.streamedAtKill - r.resume.confirmedAtKill) / MiB)} MiB lost in flight`,
     },
   ];
 };
