@@ -50,8 +50,10 @@ const change = (actorId: number, changes: Record<string, unknown>): FileCommand 
 describe('file decider', () => {
   describe('upload', () => {
     it('records a new file', () => given([]).when({ type: 'UploadFile', file: uploaded }).then([upload]));
-    it('refuses a second upload under the same id', () =>
-      given([upload]).when({ type: 'UploadFile', file: uploaded }).thenThrows('conflict', 'File already exists'));
+    it('records nothing for the same bytes again (a resumable completion repeated or raced)', () =>
+      given([upload]).when({ type: 'UploadFile', file: uploaded }).then([]));
+    it('refuses a second upload under the same id with other bytes', () =>
+      given([upload]).when({ type: 'UploadFile', file: { ...uploaded, blobKey: `${uploaded.blobKey}-other` } }).thenThrows('conflict', 'File already exists'));
   });
 
   describe('delete', () => {

@@ -217,6 +217,7 @@ describe('content links', () => {
     assert.deepEqual(options, {
       expiresInSeconds: TTL - 100,
       contentDisposition: `attachment; filename="r_sum_ 1.pdf"; filename*=UTF-8''${encodeURIComponent('résumé 1.pdf')}`,
+      contentType: 'application/pdf',
       cacheControl: 'private, no-store',
     });
   });
