@@ -13,7 +13,9 @@ import { parseStoreCommands, storeCommandsUsed } from '../metrics.ts';
 import { commandsPerOp, cpuPerThousand, renderCpuTable, type PhaseCost, type SpanCost } from '../cost.ts';
 
 test('a process tree holds a descendant that left its parent\'s process group (setsid, as a PostgreSQL backend does)', async () => {
-  const child = spawn('bash', ['-c', 'setsid sleep 60 >/dev/null & echo $!; wait'], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+  // The grandchild prints its own pid from inside its new session (after setsid), then becomes
+  // `sleep`: read earlier (`$!`), it could still be in the parent's group on a slow machine.
+  const child = spawn('bash', ['-c', "setsid bash -c 'echo $$; exec sleep 60' & wait"], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
   let grandchild = 0;
   try {
     const line = await new Promise<string>((resolve, reject) => {
