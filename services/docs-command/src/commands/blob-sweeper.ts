@@ -16,7 +16,9 @@ import type { BlobStore } from '@docshare/blob-store';
 import { streamIds } from '@docshare/contracts';
 import type { EventStore } from '@docshare/event-store';
 import type { Logger } from '@docshare/http';
-import { evolveFile, initialFileState, type FileEventBody, type FileState } from './domain/file.ts';
+import type { FileState } from './domain/file.ts';
+import { foldStream } from './command-handler.ts';
+import { fileDecider } from './context.ts';
 
 /** What the command side names blobs: `f<fileId>-<uuid v4>` (commands.ts). */
 const BLOB_KEY = /^f([1-9]\d{0,15})-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -29,13 +31,7 @@ export const fileIdOfBlobKey = (key: string): number | null => {
 };
 
 /** The file's state folded from its own stream. */
-export const fileStateFrom = (events: EventStore) => async (fileId: number): Promise<FileState> => {
-  let state = initialFileState();
-  for (const { event } of await events.readStream(streamIds.file(fileId))) {
-    state = evolveFile(state, { type: event.type, data: event.data } as FileEventBody);
-  }
-  return state;
-};
+export const fileStateFrom = (events: EventStore) => (fileId: number): Promise<FileState> => foldStream(events, fileDecider, streamIds.file(fileId));
 
 export interface BlobSweepDeps {
   blobs: BlobStore;

@@ -57,6 +57,15 @@ export const envelope = (
  * fold that records nothing or refuses is made again on a fresh read, so no answer ever rests on a
  * fold that may be stale. A command on a cached stream is then one append, not a read and an append.
  */
+/** An entity's state folded from its whole stream, read once (no cache: for sweepers and repairs). */
+export const foldStream = async <C, S, E extends { type: string; data: unknown }>(
+  store: EventStore, decider: Decider<C, S, E>, streamId: string,
+): Promise<S> => {
+  let state = decider.initialState();
+  for (const { event } of await store.readStream(streamId)) state = decider.evolve(state, { type: event.type, data: event.data } as E);
+  return state;
+};
+
 export const makeCommandHandler = (store: EventStore, options: CommandHandlerOptions = {}) => {
   const cacheSize = options.cacheSize ?? 10_000;
   const maxAttempts = options.maxAttempts ?? 8;

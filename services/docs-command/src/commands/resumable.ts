@@ -9,7 +9,7 @@ import { VersionConflict, type EventStore } from '@docshare/event-store';
 import type { UrlSigner } from '@docshare/auth';
 import type { Logger } from '@docshare/http';
 import { holdKey, type StorageLedger } from '@docshare/storage-ledger';
-import type { CommandMeta, Decider, Handled } from './command-handler.ts';
+import { foldStream, type CommandMeta, type Decider, type Handled } from './command-handler.ts';
 import type { CommandContext } from './context.ts';
 import type { Categories } from './categories.ts';
 import type { makeUploadCommands, UploadMetadata } from './uploads.ts';
@@ -86,10 +86,7 @@ export const partPath = (uploadId: string, partNumber: number): string => `/api/
 /** What the storage ledger's repair asks of a session's hold: whether the session is still open. */
 export const resolvedHold = (events: EventStore, now: () => Date = () => new Date()) => async (holdId: string): Promise<'open' | 'ended'> => {
   if (!isUploadId(holdId)) return 'ended';
-  let state = initialUploadState();
-  for (const { event } of await events.readStream(streamIds.upload(holdId))) {
-    state = evolveUpload(state, { type: event.type, data: event.data } as UploadEventBody);
-  }
+  const state = await foldStream(events, uploadDecider, streamIds.upload(holdId));
   return state.status === 'open' && now().getTime() <= Date.parse(state.session.expiresAt) ? 'open' : 'ended';
 };
 
