@@ -6,7 +6,8 @@
 // defaults to http://localhost:<port>), and the README's "Try it" is done over HTTP (register Ada,
 // upload README.md into 'Documentation', search 'fornt door'). Then Chromium opens the reference,
 // authorizes with a token from login (the Authorize dialog: BearerAuth on one host, X-Authorization
-// on the other) and runs EVERY operation of the document through its own form: "Try it out", fill
+// on the other) and runs EVERY operation of the document through its own form (a resumable upload
+// included: its part sent through the part form), "Try it out", fill
 // in only what a person must (the upload's file; a signed link's expires/signature/sale, copied
 // from a download_url), "Execute", and the answer shown must be the operation's documented
 // success, never "Failed to fetch". Every operation is driven through the page's DOM (no shortcut
@@ -19,7 +20,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -31,6 +32,8 @@ const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const ARTIFACTS = path.join(REPO_ROOT, 'tests', 'browser', 'artifacts');
 const README = path.join(REPO_ROOT, 'README.md');
 const ADA = { name: 'Ada', email: 'ada@example.com', password: 'correct horse battery' };
+/** A resumable upload's metadata, as a person would type it over the example. */
+const CREATE_UPLOAD = { content_type: 'text/markdown', title: 'Read me, in parts', description: 'The front door', tags: 'docs', cc_license: 'CC BY', category_id: '1' };
 
 // Never skipped: `npm run test:browser` installs Chromium first, and a missing browser is a failure.
 if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: run infra/browser/install.sh`);
@@ -137,6 +140,21 @@ const walk = (host: 'localhost' | '127.0.0.1', scheme: 'BearerAuth' | 'XAuthoriz
     assert.ok(input, `parameter ${name}`);
     await input.click({ count: 3 });
     await input.type(value);
+  };
+
+  /** Replaces the JSON request body in the operation's editor. */
+  const setBody = async (block: ElementHandle, body: unknown): Promise<void> => {
+    const editor = await block.waitForSelector('textarea.body-param__text');
+    assert.ok(editor, 'the operation has a JSON body editor');
+    await editor.evaluate((el) => {
+      (el as unknown as { value: string }).value = '';
+    });
+    await editor.click();
+    await page.keyboard.down('Control');
+    await page.keyboard.press('KeyA');
+    await page.keyboard.up('Control');
+    await page.keyboard.press('Backspace');
+    await editor.type(JSON.stringify(body));
   };
 
   /** Presses Execute; answers the status and body Swagger UI shows. */
@@ -272,6 +290,32 @@ const walk = (host: 'localhost' | '127.0.0.1', scheme: 'BearerAuth' | 'XAuthoriz
       });
       await run('postComment', 201);
       await run('updateFile', 200);
+
+      // A resumable upload of README.md in one part: a person sets the size and name in the
+      // example, sends the part through its URL's form (the id, the part's expires and signature
+      // copied from the answer, the file given), looks at the upload, and completes it with every
+      // part received (an empty body). A second upload, the example as it is, is aborted.
+      const started = json(await run('createUpload', 201, async (block) => {
+        await setBody(block, { ...CREATE_UPLOAD, file_name: 'README.md', size: (await stat(README)).size });
+      }));
+      const uploadId = started.upload_id as string;
+      const partUrl = new URL((started.parts as Array<{ url: string }>)[0]!.url);
+      await run('uploadPart', 200, async (block) => {
+        await fill(block, 'uploadId', uploadId);
+        await fill(block, 'partNumber', '1');
+        await fill(block, 'expires', partUrl.searchParams.get('expires') as string);
+        await fill(block, 'signature', partUrl.searchParams.get('signature') as string);
+        const input = await block.waitForSelector('input[type="file"]');
+        assert.ok(input, 'the part form has a file field');
+        await (input as unknown as { uploadFile: (...files: string[]) => Promise<void> }).uploadFile(README);
+      });
+      await run('getUpload', 200, (block) => fill(block, 'uploadId', uploadId));
+      await run('completeUpload', 201, async (block) => {
+        await fill(block, 'uploadId', uploadId);
+        await setBody(block, {});
+      });
+      const abandoned = json(await run('createUpload', 201));
+      await run('abortUpload', 200, (block) => fill(block, 'uploadId', abandoned.upload_id as string));
 
       // A second user (the register example) buys it, with the sale's own signed link.
       const grace = json(await run('register', 201));
