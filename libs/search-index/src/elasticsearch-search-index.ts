@@ -217,6 +217,9 @@ function mgetItemStatus(type: string): number {
   return type === 'no_shard_available_action_exception' || type === 'unavailable_shards_exception' ? 503 : 500;
 }
 
+/** An index named in the request was deleted meanwhile (by another process). */
+const indexGone = (error: unknown): boolean => errorType(error) === 'index_not_found_exception';
+
 /** How many failures an error message names; `failures` holds them all. */
 const NAMED_FAILURES = 5;
 
@@ -711,13 +714,16 @@ export async function makeElasticsearchSearchIndex(options: ElasticsearchSearchI
       throw new Error(`"${alias}" is a concrete index, not an alias: move its documents or delete it, then restart`);
     }
     const mine = await createIndex(true);
-    // Two processes starting at once may both have created an index behind the alias: the oldest stays.
-    const holders = await aliasIndices();
-    if (holders.length <= 1) return;
-    const found = await client.indices.getSettings({ index: holders, name: 'index.creation_date' });
-    const created = (index: string): number => Number(found[index]?.settings?.index?.creation_date ?? Number.MAX_SAFE_INTEGER);
-    const [keeper] = [...holders].sort((a, b) => created(a) - created(b) || (a < b ? -1 : a > b ? 1 : 0));
-    if (keeper !== mine) await client.indices.delete({ index: mine });
+    // Two processes starting at once may both have created an index behind the alias: the oldest
+    // stays. Another process may delete its own between the listing and the read: list again.
+    await retrying(async () => {
+      const holders = await aliasIndices();
+      if (holders.length <= 1) return;
+      const found = await client.indices.getSettings({ index: holders, name: 'index.creation_date' });
+      const created = (index: string): number => Number(found[index]?.settings?.index?.creation_date ?? Number.MAX_SAFE_INTEGER);
+      const [keeper] = [...holders].sort((a, b) => created(a) - created(b) || (a < b ? -1 : a > b ? 1 : 0));
+      if (keeper !== mine) await client.indices.delete({ index: mine }, { ignore: [404] });
+    }, { attempts: 5, baseMs: 20, capMs: 500, retryIf: indexGone });
   }
 
   /**
@@ -765,7 +771,8 @@ export async function makeElasticsearchSearchIndex(options: ElasticsearchSearchI
 
   try {
     await ensureAlias();
-    await upgradeMappings();
+    // An index another process starting at once just dropped (ensureAlias) may still be listed.
+    await retrying(upgradeMappings, { attempts: 5, baseMs: 20, capMs: 500, retryIf: indexGone });
   } catch (error) {
     await client.close();
     const reason = error instanceof Error ? error.message : String(error);
