@@ -373,6 +373,18 @@ export function createClient(options: ClientOptions) {
     };
     /** Errors after which the session cannot be taken up again: the server ended it (or never had it). */
     const ended = (error: unknown): boolean => error instanceof DocshareApiError && [404, 409, 413].includes(error.status);
+    /** Sends what the session lacks and completes it; its stored state goes once it is completed or ended. */
+    const finish = async (uploadId: string, session: Parameters<typeof finishSession>[1]): Promise<UploadResponse> => {
+      try {
+        const answer = await finishSession(uploadId, session, source, opts);
+        await forget();
+        opts.onResumable?.({ kind: 'completed', uploadId, fileId: String(answer.file_id) });
+        return answer;
+      } catch (error) {
+        if (ended(error)) await forget();
+        throw error;
+      }
+    };
 
     if (opts.resume === true) {
       let session: UploadSession | undefined;
@@ -407,15 +419,7 @@ export function createClient(options: ClientOptions) {
             kind: 'resumed', uploadId: stored.upload_id, partCount: session.part_count, receivedParts: received.size,
             receivedBytes: [...received.keys()].reduce((n, p) => n + partLength(p, session.size, session.part_size), 0), stateFile,
           });
-          try {
-            const answer = await finishSession(stored.upload_id, session, source, opts);
-            await forget();
-            opts.onResumable?.({ kind: 'completed', uploadId: stored.upload_id, fileId: String(answer.file_id) });
-            return answer;
-          } catch (error) {
-            if (ended(error)) await forget();
-            throw error;
-          }
+          return await finish(stored.upload_id, session);
         }
       }
     } else if (stored !== undefined) {
@@ -435,15 +439,7 @@ export function createClient(options: ClientOptions) {
     opts.onResumable?.({
       kind: 'started', uploadId: created.upload_id, partSize: created.part_size, partCount: created.part_count, expiresAt: created.expires_at, stateFile,
     });
-    try {
-      const answer = await finishSession(created.upload_id, { ...created, size: source.size, received: [] }, source, opts);
-      await forget();
-      opts.onResumable?.({ kind: 'completed', uploadId: created.upload_id, fileId: String(answer.file_id) });
-      return answer;
-    } catch (error) {
-      if (ended(error)) await forget();
-      throw error;
-    }
+    return await finish(created.upload_id, { ...created, size: source.size, received: [] });
   }
 
   return {

@@ -66,12 +66,15 @@ export interface UploadView {
 
 /** Sessions whose store upload has no session after this long are strays (a crash between the two). */
 const STRAY_GRACE_MS = 60 * 60_000;
+/** An upload id: a lower-case UUID v4 (randomUUID). */
+const UPLOAD_ID = '[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}';
+const IS_UPLOAD_ID = new RegExp(`^${UPLOAD_ID}$`);
 /** The blob key of a session: `f<fileId>-<uploadId>`. */
-const SESSION_KEY = /^f[1-9]\d{0,15}-([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})$/;
+const SESSION_KEY = new RegExp(`^f[1-9]\\d{0,15}-(${UPLOAD_ID})$`);
 /** The upload id a blob key belongs to, or null. */
 export const uploadIdOfKey = (key: string): string | null => SESSION_KEY.exec(key)?.[1] ?? null;
 /** What a client may name as an upload id (anything else is not found). */
-export const isUploadId = (value: string): boolean => /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(value);
+export const isUploadId = (value: string): boolean => IS_UPLOAD_ID.test(value);
 
 /** ETags compare without their quotes (S3 lists them quoted; clients may send them bare). */
 const bare = (etag: string): string => etag.replace(/^W\//, '').replace(/^"(.*)"$/, '$1');
