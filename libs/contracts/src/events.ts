@@ -124,6 +124,39 @@ export type UploadAbortReason = (typeof UPLOAD_ABORT_REASONS)[number];
 /** A resumable upload ended without a file: its parts are removed and its quota released. */
 export interface UploadAborted { uploadId: string; ownerId: number; fileId: number; reason: UploadAbortReason; abortedAt: string }
 
+/**
+ * A webhook endpoint's signing secret as the event log keeps it: sealed (AES-256-GCM under
+ * WEBHOOK_SECRET_KEY, the webhook's id as associated data), never in clear (issue 23). `kid` names
+ * the sealing key; the rest is base64url.
+ */
+export interface SealedSecret { kid: string; iv: string; ct: string; tag: string }
+/** The notifications a webhook endpoint may subscribe to (docs/api-decisions.md, Webhooks; the payloads: webhooks.ts). */
+export const WEBHOOK_EVENT_TYPES = ['file.uploaded', 'file.processed', 'file.updated', 'file.deleted', 'comment.received', 'sale.completed'] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+/** Why an endpoint was disabled by docshare (`manual`: its owner's PATCH enabled=false is an update, not this). */
+export const WEBHOOK_DISABLE_REASONS = ['gone', 'failing'] as const;
+export type WebhookDisableReason = (typeof WEBHOOK_DISABLE_REASONS)[number];
+/** An endpoint registered: all of a user's endpoints share the stream `webhooks-<ownerId>` (the per-user limit is decided there). */
+export interface WebhookRegistered {
+  webhookId: number; ownerId: number; url: string; events: WebhookEventType[]; description: string; secret: SealedSecret; createdAt: string;
+}
+export interface WebhookChanges { url?: string; events?: WebhookEventType[]; description?: string; enabled?: boolean }
+export interface WebhookUpdated { webhookId: number; ownerId: number; changes: WebhookChanges; updatedAt: string }
+export interface WebhookDeleted { webhookId: number; ownerId: number; deletedAt: string }
+/** A new secret signs from now on; the previous one signs beside it until `previousValidUntil` (24 h). */
+export interface WebhookSecretRotated { webhookId: number; ownerId: number; secret: SealedSecret; previousValidUntil: string; rotatedAt: string }
+/** docshare stopped delivering to an endpoint: it answered 410 Gone, or failed every attempt for WEBHOOK_DISABLE_AFTER. */
+export interface WebhookDisabled { webhookId: number; ownerId: number; reason: WebhookDisableReason; disabledAt: string }
+/** `POST …/{id}/test`: the dispatcher sends one `webhook.test` message, whose id derives from this event's. */
+export interface WebhookTestRequested { webhookId: number; ownerId: number; requestedAt: string }
+/**
+ * `POST …/{id}/replay`: the dispatcher sends again the endpoint's messages whose event time is in
+ * [since, until) or whose ids are listed, with their original `webhook-id`.
+ */
+export type WebhookReplayRequested = { webhookId: number; ownerId: number; requestedAt: string } & (
+  | { since: string; until: string; messageIds?: undefined }
+  | { messageIds: string[]; since?: undefined; until?: undefined });
+
 export interface EventDataByType {
   'docs.user.registered.v1': UserRegistered;
   'docs.category.created.v1': CategoryCreated;
@@ -140,6 +173,13 @@ export interface EventDataByType {
   'docs.file.content-extraction-failed.v1': ContentExtractionFailed;
   'docs.upload.started.v1': UploadStarted;
   'docs.upload.aborted.v1': UploadAborted;
+  'docs.webhook.registered.v1': WebhookRegistered;
+  'docs.webhook.updated.v1': WebhookUpdated;
+  'docs.webhook.deleted.v1': WebhookDeleted;
+  'docs.webhook.secret_rotated.v1': WebhookSecretRotated;
+  'docs.webhook.disabled.v1': WebhookDisabled;
+  'docs.webhook.test_requested.v1': WebhookTestRequested;
+  'docs.webhook.replay_requested.v1': WebhookReplayRequested;
 }
 export type EventType = keyof EventDataByType;
 
@@ -166,6 +206,8 @@ export const streamIds = {
   category: (id: number): string => `category-${id}`,
   /** A resumable upload's session: `upload-<uploadId>` (a UUID). */
   upload: (id: string): string => `upload-${id}`,
+  /** Every webhook endpoint of one user: `webhooks-<ownerId>` (at most WEBHOOK_MAX_PER_USER live ones, decided on it). */
+  webhooks: (ownerId: number): string => `webhooks-${ownerId}`,
 };
 
 /**
@@ -180,7 +222,7 @@ export const partitionKeyOf = (event: CloudEvent): string => {
   const data = event.data as Partial<Record<'ownerId' | 'fileOwnerId' | 'userId', unknown>> | null;
   const owner = event.type === 'docs.comment.posted.v1' ? data?.fileOwnerId
     : event.type === 'docs.user.registered.v1' ? data?.userId
-    : event.type.startsWith('docs.file.') || event.type.startsWith('docs.upload.') ? data?.ownerId
+    : event.type.startsWith('docs.file.') || event.type.startsWith('docs.upload.') || event.type.startsWith('docs.webhook.') ? data?.ownerId
     : undefined;
   return typeof owner === 'number' && Number.isSafeInteger(owner) ? `user-${owner}` : event.subject;
 };

@@ -6,3 +6,4 @@ export * from './keyed-queue.ts';
 export * from './backoff.ts';
 export * from './consistency.ts';
 export * from './retrying.ts';
+export * from './webhooks.ts';

@@ -23,6 +23,7 @@ import { rateLimit } from './config/rate-limit.ts';
 import { search } from './config/search.ts';
 import { logging, service } from './config/service.ts';
 import { internalRoutes, recorder } from './config/upstreams.ts';
+import { webhooks } from './config/webhooks.ts';
 import type { Concern } from './config/concern.ts';
 
 export { concern, loadConfig, loadConfigOrExit, varsOf, type Concern, type ConfigOf } from './config/concern.ts';
@@ -40,6 +41,9 @@ export { rateLimit } from './config/rate-limit.ts';
 export { search } from './config/search.ts';
 export { logging, service, type ServiceOptions, type ServiceSettings } from './config/service.ts';
 export { internalRoutes, recorder } from './config/upstreams.ts';
+export {
+  DEFAULT_WEBHOOK_RETRY_SCHEDULE, parseDuration, parseDurations, webhooks, type WebhookSettings, type WebhookUrlPolicy,
+} from './config/webhooks.ts';
 
 /** Every concern, once (the README's configuration table is tested against them: libs/runtime/test/config-readme.test.ts). */
 export const ALL_CONCERNS: Record<string, Concern> = {
@@ -57,4 +61,5 @@ export const ALL_CONCERNS: Record<string, Concern> = {
   internalRoutes: internalRoutes(), recorder: recorder(),
   outbox: outbox(),
   dataDir: dataDir(), supervisor: supervisor(),
+  webhooks: webhooks(),
 };
