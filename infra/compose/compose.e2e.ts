@@ -297,10 +297,11 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
       const secrets = mounts.filter((m) => m.Destination.startsWith('/run/secrets/')).map((m) => m.Destination.slice('/run/secrets/'.length)).sort();
       const allowed: Record<string, string[]> = {
         gateway: ['jwt_secret', 'redis_password'],
-        'docs-command': ['internal_token', 'jwt_secret', 'minio_app_access_key', 'minio_app_secret_key', 'mongo_app_password'],
+        'docs-command': ['internal_token', 'jwt_secret', 'minio_app_access_key', 'minio_app_secret_key', 'mongo_app_password', 'webhook_secret_key'],
         // Every projector: the app's MongoDB password only.
         ...Object.fromEntries(PROJECTOR_SERVICES.map((projector) => [projector.name, ['mongo_app_password']])),
         'text-extractor': ['internal_token', 'minio_app_access_key', 'minio_app_secret_key'],
+        'webhook-dispatcher': ['internal_token', 'mongo_app_password', 'webhook_secret_key'],
         mongodb: ['mongo_app_password', 'mongo_root_password'], minio: ['minio_root_password', 'minio_root_user'],
         'minio-init': ['minio_app_access_key', 'minio_app_secret_key', 'minio_root_password', 'minio_root_user'],
         redis: ['redis_password'], kafka: [], elasticsearch: [], 'kafka-topics': [], prometheus: [],
@@ -317,7 +318,7 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
     const expected: Record<string, string> = {
       gateway: 'docshare_rate_limited_requests_total', 'docs-command': 'docshare_outbox_backlog_events',
       'stats-projector': 'docshare_consumer_lag', 'files-projector': 'docshare_read_model_generation_timestamp_seconds', 'search-projector': 'docshare_dead_letters_total',
-      'text-extractor': 'docshare_extractions_total',
+      'text-extractor': 'docshare_extractions_total', 'webhook-dispatcher': 'docshare_webhook_deliveries_total',
     };
     for (const service of SERVICE_NAMES) {
       const metric = expected[service];

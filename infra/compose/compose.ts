@@ -47,6 +47,8 @@ export const SECRETS: Record<string, () => string> = {
   minio_app_secret_key: () => randomBytes(24).toString('hex'),
   redis_password: () => randomBytes(24).toString('hex'),
   internal_token: () => randomBytes(24).toString('hex'),
+  // Seals webhook signing secrets in the events (WEBHOOK_SECRET_KEY_FILE: docs-command, the dispatcher).
+  webhook_secret_key: () => randomBytes(32).toString('hex'),
   // Grafana's `admin` (the observability profile's; docs/observability.md).
   grafana_admin_password: () => randomBytes(24).toString('hex'),
 };

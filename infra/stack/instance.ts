@@ -8,6 +8,7 @@
  * instances share one set of servers and a restart on the same DATA_DIR finds its data again.
  *
  * Env: PORT, PUBLIC_BASE_URL, DATA_DIR, RATE_LIMIT_*, CORS_ORIGINS, MAX_UPLOAD_BYTES, JWT_*, DOWNLOAD_URL_TTL_SECONDS,
+ * WEBHOOK_SECRET_KEY (else generated into DATA_DIR/secrets/webhook-key; the other WEBHOOK_* reach every service as given),
  * METRICS_PORT (the gateway's metrics listener; the other services get free ports of their own).
  * Each service's metrics URL is written to DATA_DIR/run/metrics.json (`{ "<service>": "http://…" }`).
  */
@@ -41,6 +42,8 @@ const services = await startServices({
   servicePorts,
   publicBaseUrl: publicBaseUrlOf(env, port),
   jwtSecret: env.JWT_SECRET || await loadOrCreateSecret(join(dataDir, 'secrets', 'jwt-secret')),
+  // As `npm start` keeps it: the secrets sealed in the log stay readable across restarts.
+  webhookSecretKey: env.WEBHOOK_SECRET_KEY || await loadOrCreateSecret(join(dataDir, 'secrets', 'webhook-key')),
   extraEnv: {
     ...Object.fromEntries(passthrough.filter((k) => env[k] !== undefined).map((k) => [k, env[k] as string])),
     MONGO_COMMAND_DB: `docshare_${ns}`,

@@ -57,6 +57,12 @@ export interface StackOptions {
   servicePorts?: readonly number[];
   publicBaseUrl: string;
   jwtSecret: string;
+  /**
+   * The key webhook secrets are sealed with in events (WEBHOOK_SECRET_KEY): docs-command seals, the
+   * webhook dispatcher opens, so both get this one. Keep it with the stack's data (a new key cannot
+   * open the secrets already recorded); default: a new one for this stack only.
+   */
+  webhookSecretKey?: string;
   /** Extra environment for every service (RATE_LIMIT_*, MAX_UPLOAD_BYTES, ...). */
   extraEnv?: Record<string, string>;
   /**
@@ -188,10 +194,11 @@ export const startServices = async (options: StackOptions): Promise<RunningServi
     return [upstream.urlVar, `http://127.0.0.1:${ports[i] ?? first + i}`];
   }));
   const env = {
-    // docs-command and the text extractor share it (docs-command's internal routes); one per stack.
+    // docs-command, the text extractor and the webhook dispatcher share it (docs-command's internal routes); one per stack.
     INTERNAL_TOKEN: randomBytes(24).toString('hex'),
     ...options.serverEnv, ...urls, ...options.extraEnv,
     JWT_SECRET: options.jwtSecret, PUBLIC_BASE_URL: options.publicBaseUrl, GATEWAY_PORT: String(options.gatewayPort),
+    WEBHOOK_SECRET_KEY: options.webhookSecretKey ?? randomBytes(32).toString('hex'),
   };
   const running: RunningService[] = [];
   try {

@@ -78,6 +78,10 @@ export const SERVICES = [
     declaration: 'textExtractor', needs: ['kafka', 'minio'],
   },
   {
+    name: 'webhook-dispatcher', kind: 'worker', port: 8086, package: '@docshare/webhook-dispatcher', entry: 'services/webhook-dispatcher/src/main.ts',
+    declaration: 'webhookDispatcher', needs: ['mongo', 'kafka'],
+  },
+  {
     name: 'gateway', kind: 'gateway', port: 8080, package: '@docshare/gateway', entry: 'services/gateway/src/main.ts',
     needs: ['redis'], optional: ['mongo', 'minio'],
   },
