@@ -1,1 +1,3 @@
-export {};
+export * from './port.ts';
+export { encodeCursor, decodeCursor } from './cursor.ts';
+export { makeMemoryWebhookStore } from './memory-store.ts';
