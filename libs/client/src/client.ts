@@ -15,6 +15,7 @@ import {
 import type {
   AbortUploadResponse, CompletedPart, CompleteUploadResponse, CreateUploadRequest, CreateUploadResponse, UploadSession, UploadSessionResponse,
 } from './resumable-types.ts';
+import { webhooksApi } from './webhooks.ts';
 import { defaultUploadStateDir, readUploadState, removeUploadState, uploadStatePath, writeUploadState, type UploadIdentity } from './upload-state.ts';
 import type {
   CategoriesResponse, CommentResponse, CommentsQuery, CommentsResponse, DailyStatsResponse, DeleteResponse, DownloadAuthorization,
@@ -183,7 +184,7 @@ export interface TrendingInput {
 }
 
 interface Spec {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   path: string;
   /** Needs the token. */
   auth?: boolean;
@@ -641,6 +642,13 @@ export function createClient(options: ClientOptions) {
     async comments(q: CommentsQuery = {}, opts?: CallOptions): Promise<CommentsResponse> {
       return await call({ method: 'POST', path: `/api/V1/users/api-comments${query(q)}`, auth: true }, opts);
     },
+
+    /**
+     * Your webhook endpoints (create, list, get, update, remove, rotateSecret, test, deliveries,
+     * deadLetters, replay): docshare POSTs signed events about your files to them. `verifyWebhook`
+     * checks a delivery on the receiving side.
+     */
+    webhooks: webhooksApi(call),
 
     /** Sends any request through the client (token, retries, errors); resolves with the 2xx answer. */
     send,
