@@ -84,6 +84,7 @@ export const M = {
   webhookEventsRequired: 'events must be a non-empty list of webhook event types',
   webhookEventUnknown: 'Unknown webhook event type',
   webhookDescriptionTooLong: 'Description is too long',
+  webhookDescriptionInvalid: 'description must be a single line of text',
   webhookEnabledInvalid: 'enabled must be a boolean',
   webhookNothingToUpdate: 'Nothing to update',
   webhookLimitReached: 'Webhook limit reached',

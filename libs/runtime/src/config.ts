@@ -42,7 +42,7 @@ export { search } from './config/search.ts';
 export { logging, service, type ServiceOptions, type ServiceSettings } from './config/service.ts';
 export { internalRoutes, recorder } from './config/upstreams.ts';
 export {
-  DEFAULT_WEBHOOK_RETRY_SCHEDULE, parseDuration, parseDurations, webhooks, type WebhookSettings, type WebhookUrlPolicy,
+  DEFAULT_WEBHOOK_RETRY_SCHEDULE, parseDuration, parseDurations, webhooks, webhooksWithKey, type WebhookSettings, type WebhookUrlPolicy,
 } from './config/webhooks.ts';
 
 /** Every concern, once (the README's configuration table is tested against them: libs/runtime/test/config-readme.test.ts). */

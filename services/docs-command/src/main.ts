@@ -13,8 +13,10 @@ import { honourConsistency, makeConsistencyGate, makeMongoCheckpoints } from '@d
 import { makeGenerationalReadStore } from '@docshare/projection';
 import { connectMongo, countStoreCommands, ensureKafkaTopics, instanceId, kafkaBus } from '@docshare/runtime/distributed';
 import {
-  auth, blob, consistency, files, internalRoutes, kafka, loadConfigOrExit, mongo, outbox, service,
+  auth, blob, consistency, files, internalRoutes, kafka, loadConfigOrExit, mongo, outbox, service, webhooksWithKey,
 } from '@docshare/runtime/config';
+import { makeSecretSealer } from '@docshare/webhooks';
+import { makeMongoWebhookStore } from '@docshare/webhooks/store/mongo';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { openMongoStorageLedger } from '@docshare/storage-ledger/mongo';
 import { makeViewerKeys } from '@docshare/analytics';
@@ -41,6 +43,8 @@ const config = loadConfigOrExit(process.env, {
   outbox: outbox(),
   /** Shared with the text extractor, which sends it to record extractions; unset: no internal routes. */
   internal: internalRoutes(),
+  /** Webhooks: the limit, the URL policy, and the key secrets are sealed with in events (required here). */
+  webhooks: webhooksWithKey(),
 }, (message) => makeLogger(NAME).fatal(message));
 const logger = makeLogger(NAME, config.service.logLevel);
 installLastResort(logger);
@@ -98,6 +102,10 @@ const storageMetrics = makeStorageMetrics(ops.registry, { totalStored: ledger.to
 const filesQueries = makeFilesQueries(makeGenerationalReadStore(readDb, 'files', (prefix) => makeMongoReadStore(readDb, { prefix, indexes: {} })), config.service.publicBaseUrl);
 const filesApplied = makeConsistencyGate(makeMongoCheckpoints(readDb), `files-projector${config.kafka.groupSuffix}`, config.kafka.eventsPartitions);
 
+// Webhooks (issue 23): the secrets sealed into events; the dispatcher's delivery state (attempts,
+// dead letters), read here for the API's listings.
+const webhookStore = await makeMongoWebhookStore(db);
+
 // Who viewed: the anonymous viewers' salt of the day, shared by every replica (libs/analytics).
 const viewerSalts = makeMongoViewerSalts(db);
 const commands = makeDocsCommands({
@@ -113,6 +121,10 @@ const commands = makeDocsCommands({
   onStored: storageMetrics.recorded,
   purchasesOf: filesQueries.purchasesOf,
   resumable: config.files.resumable,
+  webhooks: {
+    settings: { maxPerUser: config.webhooks.maxPerUser, policy: config.webhooks.policy }, store: webhookStore,
+    sealer: makeSecretSealer(config.webhooks.secretKey),
+  },
 });
 // /metrics on the metrics listener when METRICS_PORT is set, else on this internal port.
 const metricsAt = config.service.metrics;
@@ -153,6 +165,7 @@ exitGracefully(logger, [
   () => sweeper.stop(),
   () => uploadSweeper.stop(),
   () => idempotencyKeys.close(),
+  () => webhookStore.close(),
   () => ledger.close(),
   () => viewerSalts.close(),
   () => relay.stop(),

@@ -1,6 +1,7 @@
 import type { CorsOrigins, HttpLimits, MetricsListen } from '@docshare/http';
 import {
-  consistency, dataDir, edge, extraction, files, loadConfig, optionalAuth, rateLimit, service, type ExtractSettings, type ResumableConfig,
+  consistency, dataDir, edge, extraction, files, loadConfig, optionalAuth, rateLimit, service, webhooks, type ExtractSettings, type ResumableConfig,
+  type WebhookSettings,
 } from '@docshare/runtime/config';
 
 /** Everything `npm start` can be told, from the environment (decisions §13). */
@@ -35,6 +36,8 @@ export interface EmbeddedConfig {
   consistencyWaitMs: number;
   /** The text extractor's budgets (`EXTRACT_*`). */
   extract: ExtractSettings;
+  /** Webhooks (`WEBHOOK_*`): the limit, the URL policy, the sealing key (generated into DATA_DIR when unset), the dispatcher's schedule and budgets. */
+  webhooks: WebhookSettings;
 }
 
 /** Everything `npm start` reads from its environment (decisions §13): the same concerns, and defaults, as the services'. */
@@ -47,6 +50,7 @@ export const EMBEDDED_CONCERNS = {
   edge: edge(),
   extraction: extraction(),
   consistency: consistency(),
+  webhooks: webhooks(),
 };
 
 /** The configuration of embedded mode; throws a ConfigError naming every bad value. */
@@ -74,5 +78,6 @@ export const embeddedConfig = (env: NodeJS.ProcessEnv): EmbeddedConfig => {
     resumable: c.files.resumable,
     consistencyWaitMs: c.consistency.consistencyWaitMs,
     extract: c.extraction,
+    webhooks: c.webhooks,
   };
 };

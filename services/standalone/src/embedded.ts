@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
@@ -24,6 +25,9 @@ import { makeExtraction, registerExtractionMetrics, textExtractor } from '@docsh
 import type { EmbeddedConfig } from './config.ts';
 import { loadOrCreateSecret, makeTokens, makeUrlSigner } from '@docshare/auth';
 import { lockDataDir } from './data-lock.ts';
+import { makeDeliverer, makeSecretSealer } from '@docshare/webhooks';
+import { openFileWebhookStore } from '@docshare/webhooks/store';
+import { registerWebhookMetrics, startWebhookDispatch, webhookDispatcher } from '@docshare/webhook-dispatcher';
 
 export interface Embedded {
   server: Server;
@@ -94,7 +98,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   };
   // Read by docs-command too: api-purchases lists from it.
   const filesStore = storeOf(filesProjector.name);
-  registerConsumerLag(ops.registry, bus, [...modules.map((module) => module.name), textExtractor.name]);
+  registerConsumerLag(ops.registry, bus, [...modules.map((module) => module.name), textExtractor.name, webhookDispatcher.name]);
   // In memory, rebuilt at every start: always the first generation.
   registerReadModelGenerations(ops.registry, Object.fromEntries(modules.map((module) => [module.model, async () => `${module.model}_`])));
   const queryApp = (upstream: ProjectorModule['upstream']): RequestHandler => {
@@ -108,6 +112,11 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
 
   const ledger = await openEmbeddedStorageLedger(dir('storage'), events, (message) => logger.warn(message));
   const storageMetrics = makeStorageMetrics(ops.registry, { totalStored: ledger.total, logger });
+  // Webhooks (issue 23): secrets sealed in events under a key kept in DATA_DIR (or WEBHOOK_SECRET_KEY);
+  // the delivery state (tasks, attempts, the dispatcher's checkpoint) on disk.
+  const webhookKey = config.webhooks.secretKey ?? await loadOrCreateSecret(join(config.dataDir, 'secrets', 'webhook-key'));
+  const sealer = makeSecretSealer(webhookKey);
+  const webhookStore = await openFileWebhookStore(dir('webhooks'));
   // The anonymous viewers' salt of the day, on disk so a restart keeps counting them as the same (libs/analytics).
   const viewerSalts = await openFileViewerSalts(dir('viewers'));
   const commands = makeDocsCommands({
@@ -120,6 +129,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     onStored: storageMetrics.recorded,
     purchasesOf: makeFilesQueries(filesStore, config.publicBaseUrl).purchasesOf,
     resumable: config.resumable,
+    webhooks: { settings: { maxPerUser: config.webhooks.maxPerUser, policy: config.webhooks.policy }, sealer, store: webhookStore },
   });
 
   // The text extractor, after the replay: its group must not hold up the start (a new process
@@ -134,6 +144,23 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     },
   });
   const extracting = await extraction.start(bus, textExtractor.name, logger, () => deadLetters.inc({ group: textExtractor.name }));
+
+  // The webhook dispatcher, after the replay like the extractor: its checkpoint (in the webhook
+  // store) says which events it already turned into deliveries, so the replay sends nothing twice.
+  const projectorGates = modules.map((module) => makeConsistencyGate(checkpoints, module.name, 1));
+  const deliverer = makeDeliverer({ policy: config.webhooks.policy, timeoutMs: config.webhooks.timeoutMs });
+  const dispatching = await startWebhookDispatch(bus, {
+    store: webhookStore, sealer, deliverer, settings: config.webhooks, logger, group: webhookDispatcher.name,
+    metrics: registerWebhookMetrics(ops.registry),
+    readModelsReached: async (position) => {
+      await Promise.all(projectorGates.map((gate) => gate.wait(position, config.consistencyWaitMs)));
+    },
+    recorder: {
+      disable: async (webhookId, ownerId, reason) => {
+        await commands.webhooks?.disable(ownerId, webhookId, reason, { requestId: randomUUID() });
+      },
+    },
+  }, () => deadLetters.inc({ group: webhookDispatcher.name }));
 
   const swept = counter(ops.registry, 'docshare_blobs_swept_total', 'Unreferenced blobs removed by the blob sweeper');
   const sweeper = startBlobSweeper({
@@ -181,8 +208,9 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
       storageMetrics.stop();
       await sweeper.stop();
       await uploadSweeper.stop();
-      await Promise.all([...projectors.map((p) => p.stop()), extracting.stop()]);
-      await Promise.all([events.close(), claims.close(), idempotencyKeys.close(), ledger.close(), viewerSalts.close(), ...[...readModels.values()].map((model) => model.close())]);
+      await Promise.all([...projectors.map((p) => p.stop()), extracting.stop(), dispatching.stop()]);
+      deliverer.close();
+      await Promise.all([webhookStore.close(), events.close(), claims.close(), idempotencyKeys.close(), ledger.close(), viewerSalts.close(), ...[...readModels.values()].map((model) => model.close())]);
       await unlock();
     })();
     return stopping;

@@ -55,12 +55,7 @@ const boolOf = (name: string, raw: string): boolean => {
   throw new ConfigError([`${name} must be true or false`]);
 };
 
-/**
- * Webhooks (issue 23): the write side's (registration: the limit, the URL policy, the sealing key)
- * and the dispatcher's (the policy again, the schedule, the budgets); one concern, read by both and
- * by `npm start`.
- */
-export const webhooks = () => concern({
+const WEBHOOK_VARS = {
   /** Live webhook endpoints each user may register. */
   WEBHOOK_MAX_PER_USER: intVar(10, 1, 1_000),
   /** Accept `http:` endpoint URLs (default: https only). */
@@ -81,7 +76,9 @@ export const webhooks = () => concern({
   WEBHOOK_ENDPOINT_CONCURRENCY: intVar(1, 1, 100),
   /** Days delivery attempts and settled deliveries are kept. */
   WEBHOOK_RETENTION_DAYS: intVar(30, 1, 3_650),
-}, (v): WebhookSettings => {
+};
+
+const readWebhooks = (v: { [K in keyof typeof WEBHOOK_VARS]: ReturnType<(typeof WEBHOOK_VARS)[K]['parse']> }): WebhookSettings => {
   const problems: string[] = [];
   const retryScheduleMs = parseDurations(v.WEBHOOK_RETRY_SCHEDULE);
   if (retryScheduleMs === null) problems.push('WEBHOOK_RETRY_SCHEDULE must be a comma-separated list of durations such as 5s,5m,2h');
@@ -101,4 +98,18 @@ export const webhooks = () => concern({
     timeoutMs: v.WEBHOOK_TIMEOUT_MS, concurrency: v.WEBHOOK_CONCURRENCY, endpointConcurrency: v.WEBHOOK_ENDPOINT_CONCURRENCY,
     retentionDays: v.WEBHOOK_RETENTION_DAYS,
   };
+};
+
+/**
+ * Webhooks (issue 23): the write side's (registration: the limit, the URL policy, the sealing key)
+ * and the dispatcher's (the policy again, the schedule, the budgets); read by both and by `npm
+ * start`, which generates the sealing key when WEBHOOK_SECRET_KEY is unset.
+ */
+export const webhooks = () => concern(WEBHOOK_VARS, readWebhooks);
+
+/** As `webhooks`, WEBHOOK_SECRET_KEY required: the distributed services that seal or open secrets. */
+export const webhooksWithKey = () => concern(WEBHOOK_VARS, (v): WebhookSettings & { secretKey: string } => {
+  const settings = readWebhooks(v);
+  if (settings.secretKey === undefined) throw new ConfigError(['WEBHOOK_SECRET_KEY is required']);
+  return { ...settings, secretKey: settings.secretKey };
 });

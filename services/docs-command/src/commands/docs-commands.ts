@@ -19,6 +19,7 @@ import { makeStorageQuota, resolvedBy } from './storage-quota.ts';
 import { DEFAULT_RESUMABLE, makeResumableUploads, resolvedHold, type ResumableSettings } from './resumable.ts';
 import { fileStateFrom } from './blob-sweeper.ts';
 import type { Committed, StoredChange } from './recorded.ts';
+import { makeWebhookCommands, type WebhookCommandsDeps } from './webhooks.ts';
 
 export interface DocsCommandsDeps {
   events: EventStore;
@@ -45,6 +46,8 @@ export interface DocsCommandsDeps {
   purchasesOf?: ReturnType<typeof makeFilesQueries>['purchasesOf'];
   /** Resumable uploads' limits (MAX_RESUMABLE_BYTES, UPLOAD_SESSION_TTL_SECONDS, UPLOAD_PART_BYTES, UPLOAD_PART_BYTES_PER_SECOND). */
   resumable?: ResumableSettings;
+  /** Webhooks (issue 23): the limit and URL policy, the secrets' sealer, the dispatcher's delivery store; absent: the webhook routes answer 503. */
+  webhooks?: Omit<WebhookCommandsDeps, 'ctx'>;
 }
 
 /**
@@ -72,10 +75,11 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   const { authorizeDownload, openContent } = makeContentCommands({ ctx, blobs, signer, links });
   const { purchase, purchases, purchaseUrl } = makeSalesCommands({ ctx, links, purchasesOf: deps.purchasesOf });
   const { extractionStatus, recordExtraction } = makeExtractionCommands({ ctx });
+  const webhooks = deps.webhooks === undefined ? undefined : makeWebhookCommands({ ctx, ...deps.webhooks });
 
   return {
     register, login, issueToken, reserveStorage, uploadSink, upload, remove, authorizeDownload, openContent, comment, update, purchase, purchaseUrl, purchases, view, peek,
-    extractionStatus, recordExtraction, ledger, ...resumable,
+    extractionStatus, recordExtraction, ledger, webhooks, ...resumable,
   };
 };
 

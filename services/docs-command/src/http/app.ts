@@ -21,6 +21,10 @@ import {
 } from '../pages/view-page.ts';
 import { parseExtractionReport } from './extraction-report.ts';
 import {
+  parseDeliveriesQuery, parseDisableReport, parseReplay, parseWebhookChanges, parseWebhookId, parseWebhookInput,
+} from './webhook-validation.ts';
+import type { WebhookCommands } from '../commands/webhooks.ts';
+import {
   PAGE_CACHE_CONTROL, STREAMED_CONTENT_CACHE_CONTROL, contentValidators, httpDate, notModified, pageValidators, rangeAllowed,
   type ConditionalHeaders, type Validators,
 } from './http-caching.ts';
@@ -272,6 +276,69 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     res.json({ status: 'success', ...(await commands.purchases(buyerId, page)) });
   });
 
+  // Webhooks (issue 23, docs/api-decisions.md "Webhooks"): a user's endpoints; deliveries are the dispatcher's.
+  const webhooks = (): WebhookCommands => {
+    if (!commands.webhooks) throw new DocshareError('unavailable', M.unavailable);
+    return commands.webhooks;
+  };
+  // A secret is never kept with an idempotent answer: a replay of the request reads the current one again.
+  const secretKept = (read: (ownerId: number, webhookId: number) => Promise<string>): IdempotentRoute => ({
+    ...jsonRequest,
+    redact: ({ secret: _secret, ...rest }) => rest,
+    restore: async (body, req) => {
+      const webhookId = Number((body.webhook as { id?: unknown } | undefined)?.id ?? body.webhook_id);
+      return { ...body, secret: await read(actorOf(req), webhookId) };
+    },
+  });
+  const base = '/api/V1/users/api-webhooks';
+  app.post(base, jsonBody(), once(secretKept((ownerId, id) => webhooks().currentSecret(ownerId, id)), async (req) => {
+    const input = parseWebhookInput(bodyOf(req));
+    const { webhook, secret, recorded } = await webhooks().register(actorOf(req), input, metaOf(req));
+    return { status: 201, recorded, body: { status: 'success', message: M.webhookRegistered, webhook, secret } };
+  }));
+  app.get(base, async (req, res) => {
+    res.json({ status: 'success', webhooks: await webhooks().list(actorOf(req)) });
+  });
+  app.get(`${base}/:webhookId`, async (req, res) => {
+    res.json({ status: 'success', webhook: await webhooks().get(actorOf(req), parseWebhookId(req.params.webhookId)) });
+  });
+  app.patch(`${base}/:webhookId`, jsonBody(), async (req, res) => {
+    const webhookId = parseWebhookId(req.params.webhookId);
+    const changes = parseWebhookChanges(bodyOf(req));
+    const { webhook, recorded } = await webhooks().update(actorOf(req), webhookId, changes, metaOf(req));
+    send(res, { status: 200, recorded, body: { status: 'success', message: M.webhookUpdated, webhook } });
+  });
+  app.delete(`${base}/:webhookId`, async (req, res) => {
+    const { recorded } = await webhooks().remove(actorOf(req), parseWebhookId(req.params.webhookId), metaOf(req));
+    send(res, { status: 200, recorded, body: { status: 'success', message: M.webhookDeleted } });
+  });
+  app.post(`${base}/:webhookId/rotate-secret`, jsonBody(), once(secretKept((ownerId, id) => webhooks().currentSecret(ownerId, id)), async (req) => {
+    const webhookId = parseWebhookId(req.params.webhookId);
+    const { secret, previousValidUntil, recorded } = await webhooks().rotateSecret(actorOf(req), webhookId, metaOf(req));
+    return {
+      status: 200, recorded,
+      body: { status: 'success', message: M.webhookSecretRotated, webhook_id: webhookId, secret, previous_secret_expires_at: previousValidUntil },
+    };
+  }));
+  app.post(`${base}/:webhookId/test`, jsonBody(), once(jsonRequest, async (req) => {
+    const { messageId, recorded } = await webhooks().test(actorOf(req), parseWebhookId(req.params.webhookId), metaOf(req));
+    return { status: 202, recorded, body: { status: 'success', message: M.webhookTestQueued, message_id: messageId } };
+  }));
+  app.get(`${base}/:webhookId/deliveries`, async (req, res) => {
+    const webhookId = parseWebhookId(req.params.webhookId);
+    res.json({ status: 'success', ...(await webhooks().deliveries(actorOf(req), webhookId, parseDeliveriesQuery(req.query, true))) });
+  });
+  app.get(`${base}/:webhookId/dead-letters`, async (req, res) => {
+    const webhookId = parseWebhookId(req.params.webhookId);
+    res.json({ status: 'success', ...(await webhooks().deadLetters(actorOf(req), webhookId, parseDeliveriesQuery(req.query, false))) });
+  });
+  app.post(`${base}/:webhookId/replay`, jsonBody(), once(jsonRequest, async (req) => {
+    const webhookId = parseWebhookId(req.params.webhookId);
+    const selector = parseReplay(bodyOf(req), new Date());
+    const { replayId, recorded } = await webhooks().replay(actorOf(req), webhookId, selector, metaOf(req));
+    return { status: 202, recorded, body: { status: 'success', message: M.webhookReplayQueued, replay_id: replayId } };
+  }));
+
   // Internal: the text extractor's reports. The gateway routes only the API's paths (routes.ts),
   // and each request must carry the internal token besides.
   const internal = options.internalToken === undefined ? null : internalOnly(options.internalToken);
@@ -288,6 +355,14 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     const { blobKey, report } = parseExtractionReport(bodyOf(req));
     const recorded = await commands.recordExtraction(fileId, blobKey, report, metaOf(req));
     send(res, { status: recorded ? 201 : 200, body: { status: 'success', recorded: recorded !== null }, recorded });
+  });
+
+  // The dispatcher's report: an endpoint answered 410 Gone, or failed every attempt for WEBHOOK_DISABLE_AFTER.
+  if (internal) app.post('/internal/V1/webhooks/:webhookId/disabled', internal, jsonBody(), async (req, res) => {
+    const webhookId = parseWebhookId(req.params.webhookId);
+    const { ownerId, reason } = parseDisableReport(bodyOf(req));
+    const { recorded } = await webhooks().disable(ownerId, webhookId, reason, metaOf(req));
+    send(res, { status: 200, body: { status: 'success', recorded: recorded !== null }, recorded });
   });
 
   app.get('/docs/:fileId', async (req: Request, res: Response) => {

@@ -147,7 +147,7 @@ export interface IdempotentRoute {
   deferred?: boolean;
   /** Takes out of the stored body what must not be stored (a token), and puts it back on replay. */
   redact?(body: Record<string, unknown>): Record<string, unknown>;
-  restore?(body: Record<string, unknown>): Record<string, unknown>;
+  restore?(body: Record<string, unknown>, req: Request): Record<string, unknown> | Promise<Record<string, unknown>>;
 }
 
 /**
@@ -175,7 +175,7 @@ export const idempotent = (options: Idempotency, route: IdempotentRoute, work: W
     if (begun.state === 'done') {
       const fingerprint = fingerprintOf(req, await route.requestOf(req));
       if (fingerprint !== begun.fingerprint) throw new DocshareError('unprocessable', M.idempotencyKeyReused);
-      return replay(res, begun.answer, route);
+      return replay(req, res, begun.answer, route);
     }
 
     const { token } = begun;
@@ -217,10 +217,10 @@ export const idempotent = (options: Idempotency, route: IdempotentRoute, work: W
   };
 };
 
-const replay = (res: Response, answer: StoredAnswer, route: IdempotentRoute): void => {
+const replay = async (req: Request, res: Response, answer: StoredAnswer, route: IdempotentRoute): Promise<void> => {
+  // What was taken out of the stored body (a token, a secret) is read again first, so a failure answers an error, not half a replay.
+  const body = route.restore ? JSON.stringify(await route.restore(JSON.parse(answer.body) as Record<string, unknown>, req)) : answer.body;
   for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
   res.setHeader(REPLAYED_HEADER, 'true');
-  let body = answer.body;
-  if (route.restore) body = JSON.stringify(route.restore(JSON.parse(body) as Record<string, unknown>));
   res.status(answer.status).type('application/json').send(body);
 };
