@@ -19,8 +19,11 @@ export type Change =
   | { t: 'c'; g: string; p: number; v: number };
 
 export interface WebhookModel {
-  /** The store's calls; each mutation hands what it changed to `persist` and resolves when it does. */
-  store(persist: (changes: Change[]) => Promise<void>): Omit<WebhookStore, 'close'>;
+  /**
+   * The store's calls; each mutation hands what it changed to `persist` and resolves when it does.
+   * `check` runs first in every call (it throws when the store is closed or can no longer write).
+   */
+  store(persist: (changes: Change[]) => Promise<void>, check: () => void): Omit<WebhookStore, 'close'>;
   /** Applies a logged change (replay at open). */
   load(change: Change): void;
   /** Every live value as changes (what a compaction writes). */
@@ -107,21 +110,25 @@ export const makeWebhookModel = (): WebhookModel => {
     }
   };
 
-  const store = (persist: (changes: Change[]) => Promise<void>): Omit<WebhookStore, 'close'> => ({
+  const store = (persist: (changes: Change[]) => Promise<void>, check: () => void): Omit<WebhookStore, 'close'> => ({
     async applyEndpoints(records) {
+      check();
       const changes: Change[] = [];
       for (const record of records) if (putEndpoint(record)) changes.push({ t: 'e', v: cloneEndpoint(record) });
       await persist(changes);
     },
     async endpoint(webhookId) {
+      check();
       const record = endpoints.get(webhookId);
       return record ? cloneEndpoint(record) : null;
     },
     async endpointsOf(ownerIds) {
+      check();
       const owners = new Set(ownerIds);
       return [...endpoints.values()].filter((r) => owners.has(r.ownerId) && !r.deleted).map(cloneEndpoint);
     },
     async schedule(list) {
+      check();
       const inserted: DeliveryTask[] = [];
       for (const task of list) {
         if (tasks.has(task.id)) continue;
@@ -133,6 +140,7 @@ export const makeWebhookModel = (): WebhookModel => {
       return inserted.map((t) => t.id);
     },
     async claimDue(now, limit, leaseMs, owner, skip) {
+      check();
       if (limit <= 0) return [];
       const due: DeliveryTask[] = [];
       for (const id of pending) {
@@ -147,6 +155,7 @@ export const makeWebhookModel = (): WebhookModel => {
       });
     },
     async settle(taskId, next, attempt) {
+      check();
       const changes: Change[] = [];
       const task = tasks.get(taskId);
       if (task) {
@@ -161,6 +170,7 @@ export const makeWebhookModel = (): WebhookModel => {
       await persist(changes);
     },
     async reopen(webhookId, selector: ReopenSelector, now) {
+      check();
       const wanted = 'messageIds' in selector ? new Set(selector.messageIds) : null;
       const changes: Change[] = [];
       for (const id of tasksOf.get(webhookId) ?? []) {
@@ -175,11 +185,13 @@ export const makeWebhookModel = (): WebhookModel => {
       return changes.length;
     },
     async pendingCount(webhookId) {
+      check();
       let count = 0;
       for (const id of tasksOf.get(webhookId) ?? []) if (pending.has(id)) count++;
       return count;
     },
     async attempts(webhookId, { outcome, cursor, limit }) {
+      check();
       const after = cursor === undefined ? null : decodeCursor(cursor);
       const list = attemptsOf.get(webhookId) ?? [];
       // Items older than the cursor are a prefix of the ascending list: `high` is its length (binary search).
@@ -201,6 +213,7 @@ export const makeWebhookModel = (): WebhookModel => {
       return pageOf(items, limit, attemptKey);
     },
     async deadLetters(webhookId, { cursor, limit }) {
+      check();
       const after = cursor === undefined ? null : decodeCursor(cursor);
       const dead: DeliveryTask[] = [];
       for (const id of tasksOf.get(webhookId) ?? []) {
@@ -210,19 +223,24 @@ export const makeWebhookModel = (): WebhookModel => {
       return pageOf(dead.sort((a, b) => compareDesc(deadKey(a), deadKey(b))), limit, deadKey);
     },
     async failingSince(webhookId) {
+      check();
       return health.get(webhookId) ?? null;
     },
     async setFailingSince(webhookId, since) {
+      check();
       putHealth(webhookId, since);
       await persist([{ t: 'h', w: webhookId, s: since }]);
     },
     async checkpoint(group, partition) {
+      check();
       return checkpoints.get(key(group, partition))?.v ?? 0;
     },
     async setCheckpoint(group, partition, position) {
+      check();
       if (putCheckpoint(group, partition, position)) await persist([{ t: 'c', g: group, p: partition, v: position }]);
     },
     async prune(before) {
+      check();
       let removed = 0;
       for (const task of [...tasks.values()]) {
         if (SETTLED_STATES.includes(task.state) && task.updatedAt < before) {
