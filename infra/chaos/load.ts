@@ -5,7 +5,7 @@
  */
 import { createHash, randomBytes, randomInt } from 'node:crypto';
 
-export type Op = 'register' | 'upload' | 'comment' | 'view' | 'download' | 'content' | 'delete' | 'sell' | 'purchase'
+export type Op = 'register' | 'webhook' | 'upload' | 'comment' | 'view' | 'download' | 'content' | 'delete' | 'sell' | 'purchase'
   | 'stats' | 'files' | 'search' | 'comments' | 'daily';
 
 /** One request and what became of it. */
@@ -53,6 +53,8 @@ export class Recorder {
   readonly users = new Map<number, User>();
   private seq = 0;
   readonly began = performance.now();
+  /** Run for each user once registered, before `register` returns (the suite registers its webhook endpoint). */
+  afterRegister?: (client: string, user: User) => Promise<void>;
 
   readonly baseUrl: string;
   readonly runId: string;
@@ -122,6 +124,7 @@ export class Recorder {
         const user: User = { userId: Number(r.json.user_id), token: String(r.json.token), name, email, password };
         r.userId = user.userId;
         this.users.set(user.userId, user);
+        await this.afterRegister?.(client, user);
         return user;
       }
       if (this.now() > deadlineMs) throw new Error(`${client}: could not register: ${r.status} ${r.error ?? r.body ?? ''}`);

@@ -3,7 +3,8 @@
  *
  * 1. Starts its own servers (infra/local: Kafka, FerretDB, Elasticsearch, MinIO, Redis) on its own
  *    ports (defaults + CHAOS_PORT_OFFSET) and data dir, and one distributed instance on them.
- * 2. Runs CHAOS_CLIENTS (8) clients: register, upload random bytes (sha256 known), comment, view
+ * 2. Runs CHAOS_CLIENTS (8) clients: register (and a webhook endpoint on the suite's receiver, every
+ *    event type), upload random bytes (sha256 known), comment, view
  *    pages, authorize downloads (and fetch the bytes), sell, buy, delete, read; every request has
  *    its own X-Request-Id and is recorded with its answer. Beside them, CHAOS_VIEWERS (4) viewers
  *    view pages (half on one hot file; signed in and anonymous).
@@ -16,7 +17,9 @@
  *    (api-daily of each user and file) equal to the events day by day, each file's views and
  *    downloads between what was acknowledged and that plus what failed in flight, and every
  *    user's days adding up to api-stats' totals, a rebuild (infra/rebuild.ts all) answering the
- *    same, and every surviving upload's bytes intact.
+ *    same, every surviving upload's bytes intact, and every webhook message the final event store
+ *    makes received by its owner's endpoint, signed, and by no one else (infra/chaos/webhooks.ts;
+ *    distinct webhook-ids: a re-send after the dispatcher's kill counts once).
  * 5. Prints requests by status, the fault table and every violation; exits 1 on any violation.
  * Servers, instance and temp dirs are always removed; on failure the record and logs are kept
  * (their path is printed).
@@ -27,6 +30,9 @@
  * stays down), CHAOS_PAUSE_SECONDS (20), CHAOS_CALM_SECONDS (2: load between faults),
  * CHAOS_WARMUP_SECONDS (5), CHAOS_CLIENTS (8), CHAOS_VIEWERS (4), CHAOS_THINK_MS (100), CHAOS_REQUEST_TIMEOUT_MS
  * (30000), CHAOS_RECOVERY_TIMEOUT_SECONDS (120: "never recovered"), CHAOS_PORT_OFFSET (3000),
+ * CHAOS_WEBHOOK_TIMEOUT_SECONDS (420: how long the check waits for the last webhook messages; a
+ * killed dispatcher's leased deliveries wait out their lease), CHAOS_WEBHOOK_RETRY_SCHEDULE
+ * (the instance's WEBHOOK_RETRY_SCHEDULE, 1s,2s,5s,10s,30s,1m,2m,5m),
  * CHAOS_KEEP=1 (keep the temp dir), CHAOS_ARTIFACTS (where to keep record and logs on failure),
  * CHAOS_LOG_LEVEL (services' LOG_LEVEL, warn).
  */
@@ -43,6 +49,7 @@ import { Recorder, runClient, runViewer, type Rec, type User } from './load.ts';
 import { Probe } from './probe.ts';
 import { SERVER_NAMES, Servers, type ServerName } from './servers.ts';
 import { checkDailyCounts, checkRecord, modelOf, type AnalyticsAnswers, type DailyAnswer, type Event, type Window } from './verify.ts';
+import { allReceived, checkWebhookDeliveries, expectedWebhookMessages, registerWebhook, WebhookReceiver } from './webhooks.ts';
 import { freePort } from '../stack/ports.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -69,6 +76,8 @@ const cfg = {
   requestTimeoutMs: num('CHAOS_REQUEST_TIMEOUT_MS', 30_000),
   recoveryTimeoutMs: num('CHAOS_RECOVERY_TIMEOUT_SECONDS', 120) * 1000,
   portOffset: num('CHAOS_PORT_OFFSET', 3000),
+  webhookTimeoutMs: num('CHAOS_WEBHOOK_TIMEOUT_SECONDS', 420) * 1000,
+  webhookRetrySchedule: env.CHAOS_WEBHOOK_RETRY_SCHEDULE ?? '1s,2s,5s,10s,30s,1m,2m,5m',
   keep: env.CHAOS_KEEP === '1',
 };
 for (const f of cfg.faults) if (!(ALL_FAULTS as readonly string[]).includes(f)) throw new Error(`CHAOS_FAULTS: unknown fault ${f} (known: ${ALL_FAULTS.join(', ')})`);
@@ -97,11 +106,13 @@ interface FaultResult {
 // ---- set-up -----------------------------------------------------------------------------------
 const work = await mkdtemp(join(tmpdir(), 'docshare-chaos-'));
 const servers = new Servers(join(work, 'infra'), cfg.portOffset);
+const receiver = new WebhookReceiver();
 let instance: Instance | undefined;
 let cleaning: Promise<void> | undefined;
 const cleanup = (): Promise<void> => {
   cleaning ??= (async () => {
     await instance?.close().catch((e: unknown) => log(`stopping the instance: ${String(e)}`));
+    await receiver.stop();
     await servers.stopAll();
     if (!cfg.keep) await rm(work, { recursive: true, force: true }).catch(() => undefined);
   })();
@@ -143,8 +154,11 @@ try {
   log(`servers: ready in ${secs(performance.now() - t)} s`);
   const serverEnv = await servers.stackEnv();
   const port = await freePort();
+  await receiver.start();
   instance = new Instance({
     port, dataDir: join(work, 'instance'), jwtSecret: randomBytes(48).toString('base64'), serverEnv, logFile: join(work, 'instance.log'),
+    // The receiver is on loopback over http: the SSRF opt-in is for tests like this one (docs/ops.md: Webhooks).
+    extraEnv: { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_SCHEDULE: cfg.webhookRetrySchedule },
   });
   const inst = instance;
   inst.onUnexpectedExit((info) => {
@@ -162,6 +176,7 @@ try {
   const runTag = `chaos${runId}`;
   const rec = new Recorder(inst.baseUrl, runId, cfg.requestTimeoutMs);
   recorder = rec;
+  rec.afterRegister = (client, user) => registerWebhook(rec, client, user, receiver, rec.now() + 120_000);
   const probeUser: User = await rec.register('probe', 60_000);
   const probe = new Probe(rec, probeUser, runTag);
 
@@ -453,6 +468,17 @@ try {
   const check = checkRecord(rec.records, final, gatewayDown);
   for (const v of check.violations) violation(v);
 
+  // Webhooks: every message of the final log reaches its owner's endpoint (the last ones may still be on their way).
+  const expectedMessages = expectedWebhookMessages(final);
+  t = performance.now();
+  while (!allReceived(expectedMessages, receiver.received()) && performance.now() - t < cfg.webhookTimeoutMs) await sleep(1_000);
+  const webhookViolations = checkWebhookDeliveries(expectedMessages, receiver.received());
+  for (const v of webhookViolations) violation(v);
+  const expectedCount = [...expectedMessages.values()].reduce((n, ids) => n + ids.size, 0);
+  log(`webhooks: ${receiver.distinct()} distinct messages received of ${expectedCount} expected for ${expectedMessages.size} users, ` +
+    `${receiver.deliveries} deliveries (${receiver.deliveries - receiver.distinct()} re-sent; ${receiver.unverified} to endpoints whose registration was not answered), ` +
+    `${webhookViolations.length === 0 ? `all in ${secs(performance.now() - t)} s after the checks` : 'NOT ALL'}`);
+
   // ---- summary ------------------------------------------------------------------------------------
   const byStatus = new Map<string, number>();
   for (const r of rec.records) {
@@ -485,7 +511,7 @@ try {
     const fromRestart = r.restartedAt === undefined ? '-' : r.recoveredAt === undefined ? 'NEVER' : secs(r.recoveredAt - r.restartedAt);
     console.log(`  ${r.fault.padEnd(22)} ${secs(r.injectedAt).padStart(7)} ${fromFault.padStart(10)} ${fromRestart.padStart(12)}  ${r.notes.join('; ')}`);
   }
-  console.log(`=== chaos: ${rec.records.length} requests, ${final.length} events, ${results.length} faults, ${violations.length} violations, ${secs(performance.now() - began)} s ===`);
+  console.log(`=== chaos: ${rec.records.length} requests, ${final.length} events, ${receiver.distinct()} webhook messages, ${results.length} faults, ${violations.length} violations, ${secs(performance.now() - began)} s ===`);
   exitCode = violations.length === 0 ? 0 : 1;
 } catch (error) {
   violation(`the run stopped: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);

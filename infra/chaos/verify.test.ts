@@ -1,9 +1,13 @@
 // The chaos suite's checker catches what it claims to: lost, duplicated and unasked-for writes,
-// unclean outage answers, and read models that differ from the events.
+// unclean outage answers, read models that differ from the events, and webhook messages lost,
+// sent to the wrong user or badly signed.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { webhookMessageId } from '@docshare/contracts';
 import type { Rec } from './load.ts';
 import { checkDailyCounts, checkRecord, modelOf, type AnalyticsAnswers, type DailyAnswer, type Event } from './verify.ts';
+import { allReceived, checkWebhookDeliveries, expectedWebhookMessages, WebhookReceiver } from './webhooks.ts';
 
 const json = (status: number, body: Record<string, unknown>, extra: Partial<Rec> = {}): Rec => ({
   id: `r${Math.random().toString(16).slice(2)}`, client: 'c0', op: 'stats', method: 'POST', path: '/x', at: 1000, ms: 5,
@@ -236,5 +240,71 @@ describe('chaos checker', () => {
       assert.match(text, /api-daily of file 1: 503/);
       assert.match(text, /analytics of user 1: api-stats: 0 TimeoutError/);
     });
+  });
+});
+
+describe('chaos webhook check', () => {
+  const at = (position: number, type: string, data: Record<string, unknown>): Event => ({
+    id: `00000000-0000-4000-8000-${String(position).padStart(12, '0')}`, type, subject: `s${position}`, streamversion: 1, data, position,
+  });
+  const registered = (position: number, ownerId: number): Event => at(position, 'docs.webhook.registered.v1', { webhookId: position, ownerId });
+  const uploadedBy = (position: number, ownerId: number): Event => at(position, 'docs.file.uploaded.v1', { fileId: position, ownerId, title: 't' });
+  const events = [
+    uploadedBy(1, 1), // before user 1's endpoint: no message
+    registered(2, 1),
+    uploadedBy(3, 1),
+    at(4, 'docs.comment.posted.v1', { commentId: 1, fileId: 3, fileOwnerId: 1, authorId: 2, comment: 'c' }), // to the file's owner
+    at(5, 'docs.file.viewed.v2', { fileId: 3, ownerId: 1 }), // makes no message
+    uploadedBy(6, 2), // user 2 has no endpoint
+    registered(7, 1), // a second endpoint of user 1 changes nothing
+  ];
+  const id = (e: Event): string => webhookMessageId(e.id);
+
+  it('expects the message of each event after the owner\'s first registration, for that owner only', () => {
+    const expected = expectedWebhookMessages(events);
+    assert.deepEqual([...expected.keys()], [1]);
+    assert.deepEqual([...(expected.get(1) ?? [])].sort(), [id(events[2]!), id(events[3]!)].sort());
+  });
+
+  it('flags a lost message, one received by another user, a bad signature; passes an exact receipt with re-sends', () => {
+    const expected = expectedWebhookMessages(events);
+    const all = new Set([id(events[2]!), id(events[3]!)]);
+    const exact = { byUser: new Map([[1, all]]), badSignatures: [] };
+    assert.deepEqual(checkWebhookDeliveries(expected, exact), []);
+    assert.equal(allReceived(expected, exact), true);
+    const lost = { byUser: new Map([[1, new Set([id(events[2]!)])]]), badSignatures: [] };
+    assert.equal(allReceived(expected, lost), false);
+    assert.match(checkWebhookDeliveries(expected, lost).join('\n'), /WEBHOOK LOST: user 1 never received 1 of 2/);
+    const crossed = { byUser: new Map([[1, all], [2, new Set([id(events[3]!)])]]), badSignatures: [] };
+    assert.match(checkWebhookDeliveries(expected, crossed).join('\n'), /WEBHOOK UNASKED: user 2 received 1 message/);
+    assert.match(checkWebhookDeliveries(expected, { ...exact, badSignatures: ['msg_x to user 1: bad'] }).join('\n'), /WEBHOOK SIGNATURE: 1 delivery/);
+  });
+
+  it('the receiver verifies with the endpoint\'s secret and counts a re-sent webhook-id once', async () => {
+    const receiver = new WebhookReceiver();
+    await receiver.start();
+    try {
+      const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+      const { url, token } = receiver.endpoint(5);
+      receiver.knowSecret(token, secret);
+      const post = async (messageId: string, signingSecret: string): Promise<number> => {
+        const body = JSON.stringify({ type: 'file.deleted', timestamp: new Date().toISOString(), data: {} });
+        const now = new Date();
+        const res = await fetch(url, { method: 'POST', body, headers: {
+          'content-type': 'application/json', 'webhook-id': messageId, 'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+          'webhook-signature': new Webhook(signingSecret).sign(messageId, now, body),
+        } });
+        return res.status;
+      };
+      assert.equal(await post('msg_1', secret), 204);
+      assert.equal(await post('msg_1', secret), 204);
+      assert.equal(await post('msg_2', `whsec_${Buffer.alloc(32, 9).toString('base64')}`), 204);
+      assert.equal(receiver.deliveries, 3);
+      assert.deepEqual([...(receiver.received().byUser.get(5) ?? [])], ['msg_1']);
+      assert.equal(receiver.received().badSignatures.length, 1);
+      assert.match(receiver.received().badSignatures[0] ?? '', /^msg_2 to user 5: /);
+    } finally {
+      await receiver.stop();
+    }
   });
 });

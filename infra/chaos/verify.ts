@@ -26,6 +26,7 @@ export interface Event {
  */
 export const WRITES: Record<string, { type: string; also?: readonly string[]; key?: (e: Event) => unknown; answer?: (r: Rec) => unknown }> = {
   register: { type: 'docs.user.registered.v1', key: (e) => Number(e.data.userId), answer: (r) => Number(r.json?.user_id) },
+  webhook: { type: 'docs.webhook.registered.v1', key: (e) => Number(e.data.webhookId), answer: (r) => Number((r.json?.webhook as { id?: unknown } | undefined)?.id) },
   upload: { type: 'docs.file.uploaded.v1', key: (e) => String(e.data.fileId), answer: (r) => String(r.json?.file_id) },
   comment: { type: 'docs.comment.posted.v1', key: (e) => Number(e.data.commentId), answer: (r) => Number(r.json?.comment_id) },
   view: { type: 'docs.file.viewed.v2', also: ['docs.file.viewed.v1'], key: (e) => String(e.data.fileId), answer: (r) => r.fileId },
