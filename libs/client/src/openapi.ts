@@ -505,6 +505,186 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/V1/users/api-webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your webhook endpoints, oldest first
+         * @description Your endpoints, oldest first (deleted ones are not listed). Secrets are never shown again.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Register a webhook endpoint; answers its signing secret, once
+         * @description Registers an endpoint for the message types listed (the catalogue: this document's `webhooks`): from now on docshare POSTs it a signed message for each such event about your own files. The answer holds the signing `secret`, shown this once. At most WEBHOOK_MAX_PER_USER endpoints per user (default 10). The URL must be `https` (unless WEBHOOK_ALLOW_HTTP) and its host must resolve only to public addresses (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS, which a laptop's `npm start` and the tests set): loopback, private, link-local and other special addresses are refused now, and again at every connection.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        /**
+         * CORS preflight
+         * @description A browser's preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.
+         */
+        options: operations["createWebhookPreflight"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/V1/users/api-webhooks/{webhookId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One of your webhook endpoints
+         * @description One of your endpoints. Another user's, a deleted one or a malformed id is not found.
+         */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint: nothing more is sent to it
+         * @description Deletes the endpoint: nothing more is sent to it, messages being retried included. Its id is not used again.
+         */
+        delete: operations["deleteWebhook"];
+        /**
+         * CORS preflight
+         * @description A browser's preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.
+         */
+        options: operations["getWebhookPreflight"];
+        head?: never;
+        /**
+         * Change a webhook endpoint: url, events, description, enabled
+         * @description Changes any of `url`, `events`, `description`, `enabled` (checked as on registration). Enabling an endpoint docshare disabled (410, or failing for days) clears `disabled_reason`; messages kept meanwhile can be replayed.
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/api/V1/users/api-webhooks/{webhookId}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A new signing secret; the old one keeps signing beside it for 24 h
+         * @description A new signing secret, shown this once. For 24 hours every message carries two signatures, by the new secret and by the old one, so your receiver can switch at its own pace; then the old one stops. No request body.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        /**
+         * CORS preflight
+         * @description A browser's preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.
+         */
+        options: operations["rotateWebhookSecretPreflight"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/V1/users/api-webhooks/{webhookId}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a webhook.test message to the endpoint now
+         * @description Queues one `webhook.test` message to this endpoint (even a disabled one), delivered, retried and listed like any. No request body.
+         */
+        post: operations["testWebhook"];
+        delete?: never;
+        /**
+         * CORS preflight
+         * @description A browser's preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.
+         */
+        options: operations["testWebhookPreflight"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/V1/users/api-webhooks/{webhookId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Delivery attempts to an endpoint, newest first
+         * @description Every delivery attempt to the endpoint, newest first: the message and its event, when, the outcome, the HTTP status, the latency and the error. Attempts are kept WEBHOOK_RETENTION_DAYS (default 30) days. Pages by `cursor`.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /**
+         * CORS preflight
+         * @description A browser's preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.
+         */
+        options: operations["listWebhookDeliveriesPreflight"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/V1/users/api-webhooks/{webhookId}/dead-letters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Messages whose retries an endpoint exhausted, newest first
+         * @description The messages whose retries were exhausted, newest first: never dropped, kept WEBHOOK_RETENTION_DAYS (default 30) days, and sent again by `replay`. Pages by `cursor`.
+         */
+        get: operations["listWebhookDeadLetters"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /**
+         * CORS preflight
+         * @description A browser's preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.
+         */
+        options: operations["listWebhookDeadLettersPreflight"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/V1/users/api-webhooks/{webhookId}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver again, from the event log, the messages of a time range or listed by id
+         * @description Delivers again, from the event log, the endpoint's messages of events in [`since`, `until`) (ISO 8601 times; `until` defaults to now), or the messages listed by id (at most 100): dead letters, delivered ones and those skipped while it was disabled alike, each with its original `webhook-id`, in log order. Only messages of the types the endpoint subscribes to, within the retention. A disabled endpoint must be enabled first.
+         */
+        post: operations["replayWebhook"];
+        delete?: never;
+        /**
+         * CORS preflight
+         * @description A browser's preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.
+         */
+        options: operations["replayWebhookPreflight"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/docs/{fileId}": {
         parameters: {
             query?: never;
@@ -635,7 +815,190 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "file.uploaded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * file.uploaded: One of your files was uploaded
+         * @description A file was recorded (a form upload, or a resumable upload completed). Its text is not extracted yet: `file.processed` follows.
+         *
+         *     Delivery follows the Standard Webhooks specification (https://www.standardwebhooks.com): a POST with `content-type: application/json`, `user-agent: docshare-webhooks/1`, the headers `webhook-id`, `webhook-timestamp` and `webhook-signature`, and the body `{type, timestamp, data}`. Verify it with a Standard Webhooks library (npm `standardwebhooks`: `new Webhook(secret).verify(body, headers)`) or docshare's SDK verifier, on the raw body.
+         *
+         *     **Your answer.** Any 2xx within 15 s (WEBHOOK_TIMEOUT_MS) is a delivery; its body is ignored (at most 64 KiB is read). `410 Gone` disables the endpoint (re-enable it with PATCH `enabled: true`). Anything else fails and is retried: another status, a redirect (never followed), a timeout, a refused connection. Retries after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h and 24 h (±10 %; a longer `Retry-After` is honoured, up to 24 h; WEBHOOK_RETRY_SCHEDULE), with the same `webhook-id`; then the message is a dead letter (listed, replayable). An endpoint that fails every attempt for 5 days (WEBHOOK_DISABLE_AFTER) is disabled.
+         *
+         *     **Order and duplicates.** An endpoint's messages are sent one at a time in the order of the event log (WEBHOOK_ENDPOINT_CONCURRENCY); a message being retried holds the ones after it. A message can come more than once (a replay, a re-send after a crash): deduplicate on `webhook-id`.
+         */
+        post: operations["fileUploadedMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "file.processed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * file.processed: Text extraction of one of your files ended
+         * @description Sent after the extractor's outcome is recorded and the read models have it: search and the file's page already show the text when this arrives. `status` says whether text was extracted.
+         *
+         *     Delivery follows the Standard Webhooks specification (https://www.standardwebhooks.com): a POST with `content-type: application/json`, `user-agent: docshare-webhooks/1`, the headers `webhook-id`, `webhook-timestamp` and `webhook-signature`, and the body `{type, timestamp, data}`. Verify it with a Standard Webhooks library (npm `standardwebhooks`: `new Webhook(secret).verify(body, headers)`) or docshare's SDK verifier, on the raw body.
+         *
+         *     **Your answer.** Any 2xx within 15 s (WEBHOOK_TIMEOUT_MS) is a delivery; its body is ignored (at most 64 KiB is read). `410 Gone` disables the endpoint (re-enable it with PATCH `enabled: true`). Anything else fails and is retried: another status, a redirect (never followed), a timeout, a refused connection. Retries after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h and 24 h (±10 %; a longer `Retry-After` is honoured, up to 24 h; WEBHOOK_RETRY_SCHEDULE), with the same `webhook-id`; then the message is a dead letter (listed, replayable). An endpoint that fails every attempt for 5 days (WEBHOOK_DISABLE_AFTER) is disabled.
+         *
+         *     **Order and duplicates.** An endpoint's messages are sent one at a time in the order of the event log (WEBHOOK_ENDPOINT_CONCURRENCY); a message being retried holds the ones after it. A message can come more than once (a replay, a re-send after a crash): deduplicate on `webhook-id`.
+         */
+        post: operations["fileProcessedMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "file.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * file.updated: One of your files was changed
+         * @description `changes` holds only what changed: title, description, tags, enabled, for_sale, price.
+         *
+         *     Delivery follows the Standard Webhooks specification (https://www.standardwebhooks.com): a POST with `content-type: application/json`, `user-agent: docshare-webhooks/1`, the headers `webhook-id`, `webhook-timestamp` and `webhook-signature`, and the body `{type, timestamp, data}`. Verify it with a Standard Webhooks library (npm `standardwebhooks`: `new Webhook(secret).verify(body, headers)`) or docshare's SDK verifier, on the raw body.
+         *
+         *     **Your answer.** Any 2xx within 15 s (WEBHOOK_TIMEOUT_MS) is a delivery; its body is ignored (at most 64 KiB is read). `410 Gone` disables the endpoint (re-enable it with PATCH `enabled: true`). Anything else fails and is retried: another status, a redirect (never followed), a timeout, a refused connection. Retries after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h and 24 h (±10 %; a longer `Retry-After` is honoured, up to 24 h; WEBHOOK_RETRY_SCHEDULE), with the same `webhook-id`; then the message is a dead letter (listed, replayable). An endpoint that fails every attempt for 5 days (WEBHOOK_DISABLE_AFTER) is disabled.
+         *
+         *     **Order and duplicates.** An endpoint's messages are sent one at a time in the order of the event log (WEBHOOK_ENDPOINT_CONCURRENCY); a message being retried holds the ones after it. A message can come more than once (a replay, a re-send after a crash): deduplicate on `webhook-id`.
+         */
+        post: operations["fileUpdatedMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "file.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * file.deleted: One of your files was deleted
+         * @description The file left search, lists and downloads; its bytes are removed.
+         *
+         *     Delivery follows the Standard Webhooks specification (https://www.standardwebhooks.com): a POST with `content-type: application/json`, `user-agent: docshare-webhooks/1`, the headers `webhook-id`, `webhook-timestamp` and `webhook-signature`, and the body `{type, timestamp, data}`. Verify it with a Standard Webhooks library (npm `standardwebhooks`: `new Webhook(secret).verify(body, headers)`) or docshare's SDK verifier, on the raw body.
+         *
+         *     **Your answer.** Any 2xx within 15 s (WEBHOOK_TIMEOUT_MS) is a delivery; its body is ignored (at most 64 KiB is read). `410 Gone` disables the endpoint (re-enable it with PATCH `enabled: true`). Anything else fails and is retried: another status, a redirect (never followed), a timeout, a refused connection. Retries after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h and 24 h (±10 %; a longer `Retry-After` is honoured, up to 24 h; WEBHOOK_RETRY_SCHEDULE), with the same `webhook-id`; then the message is a dead letter (listed, replayable). An endpoint that fails every attempt for 5 days (WEBHOOK_DISABLE_AFTER) is disabled.
+         *
+         *     **Order and duplicates.** An endpoint's messages are sent one at a time in the order of the event log (WEBHOOK_ENDPOINT_CONCURRENCY); a message being retried holds the ones after it. A message can come more than once (a replay, a re-send after a crash): deduplicate on `webhook-id`.
+         */
+        post: operations["fileDeletedMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "comment.received": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * comment.received: A comment was posted on one of your files
+         * @description Sent to the file's owner (whoever wrote it, the owner included).
+         *
+         *     Delivery follows the Standard Webhooks specification (https://www.standardwebhooks.com): a POST with `content-type: application/json`, `user-agent: docshare-webhooks/1`, the headers `webhook-id`, `webhook-timestamp` and `webhook-signature`, and the body `{type, timestamp, data}`. Verify it with a Standard Webhooks library (npm `standardwebhooks`: `new Webhook(secret).verify(body, headers)`) or docshare's SDK verifier, on the raw body.
+         *
+         *     **Your answer.** Any 2xx within 15 s (WEBHOOK_TIMEOUT_MS) is a delivery; its body is ignored (at most 64 KiB is read). `410 Gone` disables the endpoint (re-enable it with PATCH `enabled: true`). Anything else fails and is retried: another status, a redirect (never followed), a timeout, a refused connection. Retries after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h and 24 h (±10 %; a longer `Retry-After` is honoured, up to 24 h; WEBHOOK_RETRY_SCHEDULE), with the same `webhook-id`; then the message is a dead letter (listed, replayable). An endpoint that fails every attempt for 5 days (WEBHOOK_DISABLE_AFTER) is disabled.
+         *
+         *     **Order and duplicates.** An endpoint's messages are sent one at a time in the order of the event log (WEBHOOK_ENDPOINT_CONCURRENCY); a message being retried holds the ones after it. A message can come more than once (a replay, a re-send after a crash): deduplicate on `webhook-id`.
+         */
+        post: operations["commentReceivedMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "sale.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * sale.completed: One of your files was bought
+         * @description A buyer's first purchase of the file (a repeated purchase records nothing).
+         *
+         *     Delivery follows the Standard Webhooks specification (https://www.standardwebhooks.com): a POST with `content-type: application/json`, `user-agent: docshare-webhooks/1`, the headers `webhook-id`, `webhook-timestamp` and `webhook-signature`, and the body `{type, timestamp, data}`. Verify it with a Standard Webhooks library (npm `standardwebhooks`: `new Webhook(secret).verify(body, headers)`) or docshare's SDK verifier, on the raw body.
+         *
+         *     **Your answer.** Any 2xx within 15 s (WEBHOOK_TIMEOUT_MS) is a delivery; its body is ignored (at most 64 KiB is read). `410 Gone` disables the endpoint (re-enable it with PATCH `enabled: true`). Anything else fails and is retried: another status, a redirect (never followed), a timeout, a refused connection. Retries after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h and 24 h (±10 %; a longer `Retry-After` is honoured, up to 24 h; WEBHOOK_RETRY_SCHEDULE), with the same `webhook-id`; then the message is a dead letter (listed, replayable). An endpoint that fails every attempt for 5 days (WEBHOOK_DISABLE_AFTER) is disabled.
+         *
+         *     **Order and duplicates.** An endpoint's messages are sent one at a time in the order of the event log (WEBHOOK_ENDPOINT_CONCURRENCY); a message being retried holds the ones after it. A message can come more than once (a replay, a re-send after a crash): deduplicate on `webhook-id`.
+         */
+        post: operations["saleCompletedMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook.test: A test message
+         * @description Sent by `POST /api/V1/users/api-webhooks/{webhookId}/test`, to that endpoint only (even when it is disabled); never subscribed to.
+         *
+         *     Delivery follows the Standard Webhooks specification (https://www.standardwebhooks.com): a POST with `content-type: application/json`, `user-agent: docshare-webhooks/1`, the headers `webhook-id`, `webhook-timestamp` and `webhook-signature`, and the body `{type, timestamp, data}`. Verify it with a Standard Webhooks library (npm `standardwebhooks`: `new Webhook(secret).verify(body, headers)`) or docshare's SDK verifier, on the raw body.
+         *
+         *     **Your answer.** Any 2xx within 15 s (WEBHOOK_TIMEOUT_MS) is a delivery; its body is ignored (at most 64 KiB is read). `410 Gone` disables the endpoint (re-enable it with PATCH `enabled: true`). Anything else fails and is retried: another status, a redirect (never followed), a timeout, a refused connection. Retries after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h and 24 h (±10 %; a longer `Retry-After` is honoured, up to 24 h; WEBHOOK_RETRY_SCHEDULE), with the same `webhook-id`; then the message is a dead letter (listed, replayable). An endpoint that fails every attempt for 5 days (WEBHOOK_DISABLE_AFTER) is disabled.
+         *
+         *     **Order and duplicates.** An endpoint's messages are sent one at a time in the order of the event log (WEBHOOK_ENDPOINT_CONCURRENCY); a message being retried holds the ones after it. A message can come more than once (a replay, a re-send after a crash): deduplicate on `webhook-id`.
+         */
+        post: operations["webhookTestMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /** @description Every error answer: `status` is `error` and `message` says why. */
@@ -1132,6 +1495,339 @@ export interface components {
             page: number;
             per_page: number;
         };
+        /**
+         * @description A message type an endpoint may subscribe to (the catalogue: this document's `webhooks`).
+         * @enum {string}
+         */
+        WebhookEventType: "file.uploaded" | "file.processed" | "file.updated" | "file.deleted" | "comment.received" | "sale.completed";
+        Webhook: {
+            id: number;
+            /**
+             * Format: uri
+             * @description Where messages are POSTed.
+             */
+            url: string;
+            /** @description The message types sent to it. */
+            events: components["schemas"]["WebhookEventType"][];
+            description: string;
+            /** @description False: nothing is sent to it (messages meanwhile are kept, and can be replayed once it is enabled again). */
+            enabled: boolean;
+            /**
+             * @description Why docshare disabled it: `gone` (it answered 410), `failing` (every attempt failed for WEBHOOK_DISABLE_AFTER, default 5 days). Null when enabled, or disabled by you.
+             * @enum {string|null}
+             */
+            disabled_reason: "gone" | "failing" | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        CreateWebhookRequest: {
+            /**
+             * @description `https` (`http` only where WEBHOOK_ALLOW_HTTP is set), no user or password, and a host that resolves only to public addresses (WEBHOOK_ALLOW_PRIVATE_NETWORKS lifts that): checked now, and again at every connection.
+             * @example https://hooks.example.com/docshare
+             */
+            url: string;
+            /**
+             * @example [
+             *       "file.uploaded",
+             *       "file.processed",
+             *       "comment.received"
+             *     ]
+             */
+            events: components["schemas"]["WebhookEventType"][];
+            /**
+             * @description Yours to recognise it by; default empty.
+             * @example Index new files
+             */
+            description?: string;
+        };
+        /** @description At least one change. */
+        UpdateWebhookRequest: {
+            /** @description Checked as on registration. */
+            url?: string;
+            events?: components["schemas"]["WebhookEventType"][];
+            description?: string;
+            /** @description `true` enables an endpoint docshare disabled (`disabled_reason` is cleared); `false` stops deliveries. */
+            enabled?: boolean;
+        };
+        WebhookRegistered: {
+            /** @constant */
+            status: "success";
+            message: string;
+            webhook: components["schemas"]["Webhook"];
+            /** @description The signing secret (Standard Webhooks): shown this once. Keep it where your receiver verifies signatures. */
+            secret: string;
+        };
+        WebhookList: {
+            /** @constant */
+            status: "success";
+            /** @description Oldest first; deleted ones are not listed. */
+            webhooks: components["schemas"]["Webhook"][];
+        };
+        WebhookOne: {
+            /** @constant */
+            status: "success";
+            webhook: components["schemas"]["Webhook"];
+        };
+        WebhookChanged: {
+            /** @constant */
+            status: "success";
+            message: string;
+            webhook: components["schemas"]["Webhook"];
+        };
+        WebhookSecretRotated: {
+            /** @constant */
+            status: "success";
+            message: string;
+            /** @description The new signing secret: shown this once. */
+            secret: string;
+            /**
+             * Format: date-time
+             * @description Until then messages carry a signature by each secret (the new one first).
+             */
+            previous_secret_expires_at: string;
+        };
+        WebhookTestQueued: {
+            /** @constant */
+            status: "success";
+            message: string;
+            /** @description The `webhook-id` of the test message. */
+            message_id: string;
+        };
+        WebhookDelivery: {
+            /** @description The `webhook-id` sent. */
+            message_id: string;
+            /**
+             * Format: uuid
+             * @description The event of the log the message was made from.
+             */
+            event_id: string;
+            /** @enum {string} */
+            event_type: "file.uploaded" | "file.processed" | "file.updated" | "file.deleted" | "comment.received" | "sale.completed" | "webhook.test";
+            /** @description The attempt's number (a replay counts from 1 again). */
+            attempt: number;
+            /** Format: date-time */
+            attempted_at: string;
+            /**
+             * @description A 410 is `failed` (and disabled the endpoint).
+             * @enum {string}
+             */
+            outcome: "succeeded" | "failed";
+            /** @description The status the endpoint answered; null when none came (timeout, connection refused, a private address refused). */
+            http_status: number | null;
+            /** @description From the request's start to the end of the answer (or the failure). */
+            latency_ms: number;
+            /** @description Why it failed, in short (`HTTP 500`, `timeout after 15000 ms`, `connection refused`...); null when it succeeded. */
+            error: string | null;
+        };
+        WebhookDeliveries: {
+            /** @constant */
+            status: "success";
+            /** @description Attempts, newest first. */
+            deliveries: components["schemas"]["WebhookDelivery"][];
+            /** @description Send it as `cursor` for the next page; null on the last. */
+            next_cursor: string | null;
+        };
+        WebhookDeadLetter: {
+            message_id: string;
+            /** Format: uuid */
+            event_id: string;
+            /** @enum {string} */
+            event_type: "file.uploaded" | "file.processed" | "file.updated" | "file.deleted" | "comment.received" | "sale.completed" | "webhook.test";
+            /**
+             * Format: date-time
+             * @description When the event happened (what a replay's `since` and `until` compare).
+             */
+            event_time: string;
+            /** @description Attempts made before giving up (0: the endpoint was deleted meanwhile). */
+            attempts: number;
+            last_http_status: number | null;
+            last_error: string | null;
+            /** Format: date-time */
+            dead_at: string;
+        };
+        WebhookDeadLetters: {
+            /** @constant */
+            status: "success";
+            /** @description Newest first. */
+            dead_letters: components["schemas"]["WebhookDeadLetter"][];
+            /** @description Send it as `cursor` for the next page; null on the last. */
+            next_cursor: string | null;
+        };
+        /** @description `since` (and `until`), or `message_ids`. */
+        ReplayWebhookRequest: {
+            /**
+             * Format: date-time
+             * @description Replay the messages of events from this time (included)...
+             */
+            since?: string;
+            /**
+             * Format: date-time
+             * @description ...to this one (excluded); default: now.
+             */
+            until?: string;
+            /** @description Or: these messages (their `webhook-id`s). */
+            message_ids?: string[];
+        };
+        WebhookReplayQueued: {
+            /** @constant */
+            status: "success";
+            message: string;
+            /** @description The replay's id (the event that records it). */
+            replay_id: string;
+        };
+        /** @description The body of a `file.uploaded` delivery (Standard Webhooks: `{type, timestamp, data}`). */
+        WebhookFileUploaded: {
+            /** @constant */
+            type: "file.uploaded";
+            /**
+             * Format: date-time
+             * @description When the event happened (the event's time, the same on every attempt).
+             */
+            timestamp: string;
+            data: {
+                file_id: number;
+                owner_id: number;
+                title: string;
+                /** @description The original file name. */
+                file_name: string;
+                /** @description The stored content type (sniffed from the bytes where known). */
+                content_type: string;
+                /** @description Bytes. */
+                size: number;
+                category_id: number;
+                /** Format: date-time */
+                uploaded_at: string;
+            };
+        };
+        /** @description The body of a `file.processed` delivery (Standard Webhooks: `{type, timestamp, data}`). */
+        WebhookFileProcessed: {
+            /** @constant */
+            type: "file.processed";
+            /**
+             * Format: date-time
+             * @description When the event happened (the event's time, the same on every attempt).
+             */
+            timestamp: string;
+            data: {
+                file_id: number;
+                owner_id: number;
+                /** @enum {string} */
+                status: "extracted" | "failed";
+                /**
+                 * @description The format read; null when it was not recognised.
+                 * @enum {string|null}
+                 */
+                format: "pdf" | "docx" | "odt" | "pptx" | "html" | "markdown" | "text" | "csv" | null;
+                /** @description Characters of text extracted (0 when failed). */
+                characters: number;
+                /** @description The document held more text than the cap. */
+                truncated: boolean;
+                /** @description ISO 639-3 code of the text's language; null when too short, unclear or failed. */
+                language: string | null;
+                /**
+                 * @description Why no text was extracted; null when extracted.
+                 * @enum {string|null}
+                 */
+                reason: "unsupported_type" | "encrypted" | "corrupt" | "too_large" | "timeout" | "memory" | "error" | null;
+                /** Format: date-time */
+                processed_at: string;
+            };
+        };
+        /** @description The body of a `file.updated` delivery (Standard Webhooks: `{type, timestamp, data}`). */
+        WebhookFileUpdated: {
+            /** @constant */
+            type: "file.updated";
+            /**
+             * Format: date-time
+             * @description When the event happened (the event's time, the same on every attempt).
+             */
+            timestamp: string;
+            data: {
+                file_id: number;
+                owner_id: number;
+                changes: {
+                    title?: string;
+                    description?: string;
+                    tags?: string[];
+                    enabled?: boolean;
+                    for_sale?: boolean;
+                    price?: number;
+                };
+                /** Format: date-time */
+                updated_at: string;
+            };
+        };
+        /** @description The body of a `file.deleted` delivery (Standard Webhooks: `{type, timestamp, data}`). */
+        WebhookFileDeleted: {
+            /** @constant */
+            type: "file.deleted";
+            /**
+             * Format: date-time
+             * @description When the event happened (the event's time, the same on every attempt).
+             */
+            timestamp: string;
+            data: {
+                file_id: number;
+                owner_id: number;
+                /** Format: date-time */
+                deleted_at: string;
+            };
+        };
+        /** @description The body of a `comment.received` delivery (Standard Webhooks: `{type, timestamp, data}`). */
+        WebhookCommentReceived: {
+            /** @constant */
+            type: "comment.received";
+            /**
+             * Format: date-time
+             * @description When the event happened (the event's time, the same on every attempt).
+             */
+            timestamp: string;
+            data: {
+                comment_id: number;
+                file_id: number;
+                /** @description The file's owner: you. */
+                owner_id: number;
+                author_id: number;
+                comment: string;
+                /** Format: date-time */
+                posted_at: string;
+            };
+        };
+        /** @description The body of a `sale.completed` delivery (Standard Webhooks: `{type, timestamp, data}`). */
+        WebhookSaleCompleted: {
+            /** @constant */
+            type: "sale.completed";
+            /**
+             * Format: date-time
+             * @description When the event happened (the event's time, the same on every attempt).
+             */
+            timestamp: string;
+            data: {
+                sale_id: number;
+                file_id: number;
+                owner_id: number;
+                buyer_id: number;
+                price: number;
+                /** Format: date-time */
+                purchased_at: string;
+            };
+        };
+        /** @description The body of a `webhook.test` delivery (Standard Webhooks: `{type, timestamp, data}`). */
+        WebhookTest: {
+            /** @constant */
+            type: "webhook.test";
+            /**
+             * Format: date-time
+             * @description When the event happened (the event's time, the same on every attempt).
+             */
+            timestamp: string;
+            data: {
+                webhook_id: number;
+                owner_id: number;
+                /** Format: date-time */
+                requested_at: string;
+            };
+        };
         Index: {
             /** @constant */
             status: "success";
@@ -1297,6 +1993,26 @@ export interface components {
          * @example 1
          */
         fileIdPath: string;
+        /**
+         * @description The webhook's `id`, as registering it answered.
+         * @example 1
+         */
+        webhookIdPath: string;
+        /**
+         * @description The message's id, `msg_` and 32 hex digits, derived from the event's: the same on every retry, replay and re-send after a crash. Your deduplication key.
+         * @example msg_5f2b8c3e9a414d7bb1e60c8d2f4a6e19
+         */
+        WebhookId: string;
+        /**
+         * @description Unix seconds of this attempt (not of the event). Refuse a timestamp too far from your clock (the Standard Webhooks libraries allow 5 minutes) against replayed requests.
+         * @example 1763906787
+         */
+        WebhookTimestamp: string;
+        /**
+         * @description Space-separated signatures `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64-decoded part of your secret after `whsec_`. During a rotation there are two (the new secret's first) for 24 h: accept the message when any one verifies (compare in constant time).
+         * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4= v1,5i8kM2d0c0u7w5S3Y3oQ1k5m6n7o8p9q0r1s2t3u4v8=
+         */
+        WebhookSignature: string;
         /** @description One byte range (e.g. `bytes=0-99`): 206 with that part. Empty: the whole file. */
         Range: string;
         /** @description The `ETag` of the copy you hold (or `*`): 304 when it still matches (weak comparison). */
@@ -1375,7 +2091,7 @@ export interface components {
         AccessControlExposeHeaders: string;
         /**
          * @description CORS preflight: the methods allowed.
-         * @example GET, HEAD, POST, PUT, DELETE
+         * @example GET, HEAD, POST, PUT, PATCH, DELETE
          */
         AccessControlAllowMethods: string;
         /**
@@ -5795,6 +6511,1822 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
         };
     };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Your webhooks, oldest first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            /** @description No valid token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409. Use a new key for each new request (e.g. a fresh UUID); leave it empty when you do not mean to retry. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description Webhook registered */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "X-Docshare-Consistency": components["headers"]["XDocshareConsistency"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookRegistered"];
+                };
+            };
+            /** @description The request is invalid */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description Conflict */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key belongs to another request */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createWebhookPreflight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @example https://app.example.com */
+                Origin?: string;
+                /** @example POST */
+                "Access-Control-Request-Method"?: string;
+                /** @example x-authorization, content-type, idempotency-key */
+                "Access-Control-Request-Headers"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Preflight answered (no body) */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
+                    "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
+                    "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["MethodNotAllowed"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`, as registering it answered.
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["webhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookOne"];
+                };
+            };
+            /** @description No valid token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`, as registering it answered.
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["webhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Webhook deleted */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "X-Docshare-Consistency": components["headers"]["XDocshareConsistency"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description No valid token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhookPreflight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @example https://app.example.com */
+                Origin?: string;
+                /** @example POST */
+                "Access-Control-Request-Method"?: string;
+                /** @example x-authorization, content-type, idempotency-key */
+                "Access-Control-Request-Headers"?: string;
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`, as registering it answered.
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["webhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Preflight answered (no body) */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
+                    "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
+                    "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["MethodNotAllowed"];
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`, as registering it answered.
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["webhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description Webhook updated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "X-Docshare-Consistency": components["headers"]["XDocshareConsistency"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookChanged"];
+                };
+            };
+            /** @description The request is invalid */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description Too large */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409. Use a new key for each new request (e.g. a fresh UUID); leave it empty when you do not mean to retry. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`, as registering it answered.
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["webhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Webhook secret rotated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "X-Docshare-Consistency": components["headers"]["XDocshareConsistency"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecretRotated"];
+                };
+            };
+            /** @description The request is invalid */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description Conflict */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key belongs to another request */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecretPreflight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @example https://app.example.com */
+                Origin?: string;
+                /** @example POST */
+                "Access-Control-Request-Method"?: string;
+                /** @example x-authorization, content-type, idempotency-key */
+                "Access-Control-Request-Headers"?: string;
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`, as registering it answered.
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["webhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Preflight answered (no body) */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
+                    "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
+                    "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["MethodNotAllowed"];
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409. Use a new key for each new request (e.g. a fresh UUID); leave it empty when you do not mean to retry. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`, as registering it answered.
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["webhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Test delivery queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "X-Docshare-Consistency": components["headers"]["XDocshareConsistency"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookTestQueued"];
+                };
+            };
+            /** @description The request is invalid */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description Conflict */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key belongs to another request */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    testWebhookPreflight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @example https://app.example.com */
+                Origin?: string;
+                /** @example POST */
+                "Access-Control-Request-Method"?: string;
+                /** @example x-authorization, content-type, idempotency-key */
+                "Access-Control-Request-Headers"?: string;
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`, as registering it answered.
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["webhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Preflight answered (no body) */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
+                    "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
+                    "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["MethodNotAllowed"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only the attempts that failed, or only those that succeeded (default: all).
+                 * @example failed
+                 */
+                status?: "failed" | "succeeded";
+                /** @description The `next_cursor` of the previous page, copied as it is; empty for the first page. */
+                cursor?: string;
+                /**
+                 * @description How many at most (1–100).
+                 * @example 50
+                 */
+                limit?: number;
+            };
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`, as registering it answered.
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["webhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Attempts, newest first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveries"];
+                };
+            };
+            /** @description The request is invalid */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveriesPreflight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @example https://app.example.com */
+                Origin?: string;
+                /** @example POST */
+                "Access-Control-Request-Method"?: string;
+                /** @example x-authorization, content-type, idempotency-key */
+                "Access-Control-Request-Headers"?: string;
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`, as registering it answered.
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["webhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Preflight answered (no body) */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
+                    "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
+                    "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["MethodNotAllowed"];
+        };
+    };
+    listWebhookDeadLetters: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page, copied as it is; empty for the first page. */
+                cursor?: string;
+                /**
+                 * @description How many at most (1–100).
+                 * @example 50
+                 */
+                limit?: number;
+            };
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`, as registering it answered.
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["webhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Dead letters, newest first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeadLetters"];
+                };
+            };
+            /** @description The request is invalid */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhookDeadLettersPreflight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @example https://app.example.com */
+                Origin?: string;
+                /** @example POST */
+                "Access-Control-Request-Method"?: string;
+                /** @example x-authorization, content-type, idempotency-key */
+                "Access-Control-Request-Headers"?: string;
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`, as registering it answered.
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["webhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Preflight answered (no body) */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
+                    "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
+                    "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["MethodNotAllowed"];
+        };
+    };
+    replayWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same request (per user) is done once, and a repeat replays the first answer with `Idempotent-Replayed: true` for 24 hours. 1–255 printable ASCII characters, bare or as a quoted string. The same key with another request is 422; while the first is still being worked on, 409. Use a new key for each new request (e.g. a fresh UUID); leave it empty when you do not mean to retry. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`, as registering it answered.
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["webhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplayWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description Replay queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "X-Docshare-Consistency": components["headers"]["XDocshareConsistency"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookReplayQueued"];
+                };
+            };
+            /** @description The request is invalid */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description Conflict */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key belongs to another request */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    replayWebhookPreflight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @example https://app.example.com */
+                Origin?: string;
+                /** @example POST */
+                "Access-Control-Request-Method"?: string;
+                /** @example x-authorization, content-type, idempotency-key */
+                "Access-Control-Request-Headers"?: string;
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`, as registering it answered.
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["webhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Preflight answered (no body) */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
+                    "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
+                    "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["MethodNotAllowed"];
+        };
+    };
     viewPage: {
         parameters: {
             query?: never;
@@ -6423,6 +8955,370 @@ export interface operations {
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+        };
+    };
+    fileUploadedMessage: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The message's id, `msg_` and 32 hex digits, derived from the event's: the same on every retry, replay and re-send after a crash. Your deduplication key.
+                 * @example msg_5f2b8c3e9a414d7bb1e60c8d2f4a6e19
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description Unix seconds of this attempt (not of the event). Refuse a timestamp too far from your clock (the Standard Webhooks libraries allow 5 minutes) against replayed requests.
+                 * @example 1763906787
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64-decoded part of your secret after `whsec_`. During a rotation there are two (the new secret's first) for 24 h: accept the message when any one verifies (compare in constant time).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4= v1,5i8kM2d0c0u7w5S3Y3oQ1k5m6n7o8p9q0r1s2t3u4v8=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookFileUploaded"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled (docs.webhook.disabled.v1, reason `gone`); nothing more is sent to it until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: nothing more is sent for this message (the body is ignored). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Failed (any other status, a redirect, or no answer within 15 s): retried on the schedule, then kept as a dead letter. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    fileProcessedMessage: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The message's id, `msg_` and 32 hex digits, derived from the event's: the same on every retry, replay and re-send after a crash. Your deduplication key.
+                 * @example msg_5f2b8c3e9a414d7bb1e60c8d2f4a6e19
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description Unix seconds of this attempt (not of the event). Refuse a timestamp too far from your clock (the Standard Webhooks libraries allow 5 minutes) against replayed requests.
+                 * @example 1763906787
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64-decoded part of your secret after `whsec_`. During a rotation there are two (the new secret's first) for 24 h: accept the message when any one verifies (compare in constant time).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4= v1,5i8kM2d0c0u7w5S3Y3oQ1k5m6n7o8p9q0r1s2t3u4v8=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookFileProcessed"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled (docs.webhook.disabled.v1, reason `gone`); nothing more is sent to it until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: nothing more is sent for this message (the body is ignored). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Failed (any other status, a redirect, or no answer within 15 s): retried on the schedule, then kept as a dead letter. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    fileUpdatedMessage: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The message's id, `msg_` and 32 hex digits, derived from the event's: the same on every retry, replay and re-send after a crash. Your deduplication key.
+                 * @example msg_5f2b8c3e9a414d7bb1e60c8d2f4a6e19
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description Unix seconds of this attempt (not of the event). Refuse a timestamp too far from your clock (the Standard Webhooks libraries allow 5 minutes) against replayed requests.
+                 * @example 1763906787
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64-decoded part of your secret after `whsec_`. During a rotation there are two (the new secret's first) for 24 h: accept the message when any one verifies (compare in constant time).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4= v1,5i8kM2d0c0u7w5S3Y3oQ1k5m6n7o8p9q0r1s2t3u4v8=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookFileUpdated"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled (docs.webhook.disabled.v1, reason `gone`); nothing more is sent to it until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: nothing more is sent for this message (the body is ignored). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Failed (any other status, a redirect, or no answer within 15 s): retried on the schedule, then kept as a dead letter. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    fileDeletedMessage: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The message's id, `msg_` and 32 hex digits, derived from the event's: the same on every retry, replay and re-send after a crash. Your deduplication key.
+                 * @example msg_5f2b8c3e9a414d7bb1e60c8d2f4a6e19
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description Unix seconds of this attempt (not of the event). Refuse a timestamp too far from your clock (the Standard Webhooks libraries allow 5 minutes) against replayed requests.
+                 * @example 1763906787
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64-decoded part of your secret after `whsec_`. During a rotation there are two (the new secret's first) for 24 h: accept the message when any one verifies (compare in constant time).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4= v1,5i8kM2d0c0u7w5S3Y3oQ1k5m6n7o8p9q0r1s2t3u4v8=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookFileDeleted"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled (docs.webhook.disabled.v1, reason `gone`); nothing more is sent to it until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: nothing more is sent for this message (the body is ignored). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Failed (any other status, a redirect, or no answer within 15 s): retried on the schedule, then kept as a dead letter. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    commentReceivedMessage: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The message's id, `msg_` and 32 hex digits, derived from the event's: the same on every retry, replay and re-send after a crash. Your deduplication key.
+                 * @example msg_5f2b8c3e9a414d7bb1e60c8d2f4a6e19
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description Unix seconds of this attempt (not of the event). Refuse a timestamp too far from your clock (the Standard Webhooks libraries allow 5 minutes) against replayed requests.
+                 * @example 1763906787
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64-decoded part of your secret after `whsec_`. During a rotation there are two (the new secret's first) for 24 h: accept the message when any one verifies (compare in constant time).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4= v1,5i8kM2d0c0u7w5S3Y3oQ1k5m6n7o8p9q0r1s2t3u4v8=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookCommentReceived"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled (docs.webhook.disabled.v1, reason `gone`); nothing more is sent to it until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: nothing more is sent for this message (the body is ignored). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Failed (any other status, a redirect, or no answer within 15 s): retried on the schedule, then kept as a dead letter. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    saleCompletedMessage: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The message's id, `msg_` and 32 hex digits, derived from the event's: the same on every retry, replay and re-send after a crash. Your deduplication key.
+                 * @example msg_5f2b8c3e9a414d7bb1e60c8d2f4a6e19
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description Unix seconds of this attempt (not of the event). Refuse a timestamp too far from your clock (the Standard Webhooks libraries allow 5 minutes) against replayed requests.
+                 * @example 1763906787
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64-decoded part of your secret after `whsec_`. During a rotation there are two (the new secret's first) for 24 h: accept the message when any one verifies (compare in constant time).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4= v1,5i8kM2d0c0u7w5S3Y3oQ1k5m6n7o8p9q0r1s2t3u4v8=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookSaleCompleted"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled (docs.webhook.disabled.v1, reason `gone`); nothing more is sent to it until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: nothing more is sent for this message (the body is ignored). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Failed (any other status, a redirect, or no answer within 15 s): retried on the schedule, then kept as a dead letter. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTestMessage: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The message's id, `msg_` and 32 hex digits, derived from the event's: the same on every retry, replay and re-send after a crash. Your deduplication key.
+                 * @example msg_5f2b8c3e9a414d7bb1e60c8d2f4a6e19
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description Unix seconds of this attempt (not of the event). Refuse a timestamp too far from your clock (the Standard Webhooks libraries allow 5 minutes) against replayed requests.
+                 * @example 1763906787
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64-decoded part of your secret after `whsec_`. During a rotation there are two (the new secret's first) for 24 h: accept the message when any one verifies (compare in constant time).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4= v1,5i8kM2d0c0u7w5S3Y3oQ1k5m6n7o8p9q0r1s2t3u4v8=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookTest"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled (docs.webhook.disabled.v1, reason `gone`); nothing more is sent to it until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: nothing more is sent for this message (the body is ignored). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Failed (any other status, a redirect, or no answer within 15 s): retried on the schedule, then kept as a dead letter. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

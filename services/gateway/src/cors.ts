@@ -13,8 +13,8 @@ export { corsOriginsVar, normalizeOrigin, parseCorsOrigins, type CorsOrigins } f
  * `Access-Control-Allow-Credentials`: `*` is never combined with credentials.
  */
 
-/** The methods the API's routes use (preflight answer; PUT: a resumable upload's parts). */
-export const CORS_ALLOWED_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'];
+/** The methods the API's routes use (preflight answer; PUT: a resumable upload's parts; PATCH: a webhook's changes). */
+export const CORS_ALLOWED_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 /** The request headers a browser app may send (preflight answer). */
 export const CORS_ALLOWED_HEADERS: readonly string[] = [
   'Content-Type', 'Authorization', 'X-Authorization', 'Idempotency-Key', 'X-Request-Id', 'Range', 'If-None-Match', 'If-Modified-Since', 'If-Range',

@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { LICENSES, LIMITS, M } from '@docshare/contracts';
+import { LICENSES, LIMITS, M, WEBHOOK_DISABLE_REASONS, WEBHOOK_EVENT_TYPES } from '@docshare/contracts';
 import { ROUTES, type Route } from './routes.ts';
 import { CORS_ALLOWED_HEADERS, CORS_ALLOWED_METHODS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS } from './cors.ts';
 import { API_PREFIX, DOCS_ASSET_FILES, DOCS_ASSET_VERSION, DOCS_PATH, LOCAL_ROUTES, OPENAPI_PATH, indexBody } from './docs-ui.ts';
+import { WEBHOOK_HEADER_PARAMETERS, WEBHOOK_MESSAGE_SCHEMAS, WEBHOOK_MESSAGES_TAG, WEBHOOK_MESSAGE_TYPES, webhookCatalogue } from './openapi-webhooks.ts';
 
 /*
  * The gateway's OpenAPI 3.1 document, built from the route table (routes.ts) and the gateway's own
@@ -48,6 +49,12 @@ const LAST_MODIFIED = 'Sun, 23 Nov 2025 14:06:27 GMT';
 const UPLOAD_ID = '3b241101-e2bb-4255-8caf-4136c566a962';
 const PART_ETAG = '"5d41402abc4b2a76b9719d911017c592"';
 const MIB = 1024 * 1024;
+const WEBHOOK_SECRET = 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD3fKcOGn9kLA=';
+const WEBHOOK_SECRET_ROTATED = 'whsec_6dR1x0cmNHqvW9tbkL3CN7bOp3cZFpqI0wGd1n2mX8s=';
+const MESSAGE_ID = 'msg_5f2b8c3e9a414d7bb1e60c8d2f4a6e19';
+const EVENT_ID = '5f2b8c3e-9a41-4d7b-b1e6-0c8d2f4a6e19';
+/** Webhook listings' `cursor`: only ever copied from a `next_cursor`. */
+const WEBHOOK_CURSOR = 'eyJhdCI6MTc2MzkwNjc4NzAwMCwiaWQiOiIxOm1zZ181ZjJiIn0';
 
 /** The name of a message in `M`, used as its example's key. */
 const MESSAGE_KEY = new Map<string, string>(Object.entries(M).map(([key, text]) => [text, key]));
@@ -156,6 +163,8 @@ const PARAMETERS: Record<string, Obj> = {
   uploadIdPath: { name: 'uploadId', in: 'path', required: true, description: 'The `upload_id` answered when the upload started.', schema: { type: 'string', pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' }, example: UPLOAD_ID },
   partNumberPath: { name: 'partNumber', in: 'path', required: true, description: 'The part\'s number, from 1 to `part_count`.', schema: { type: 'string', pattern: '^[1-9][0-9]*$' }, example: '1' },
   fileIdPath: { name: 'fileId', in: 'path', required: true, description: 'The file\'s id.', schema: { type: 'string', pattern: '^[0-9]+$' }, example: '1' },
+  webhookIdPath: { name: 'webhookId', in: 'path', required: true, description: 'The webhook\'s `id`, as registering it answered.', schema: { type: 'string', pattern: '^[0-9]+$' }, example: '1' },
+  ...WEBHOOK_HEADER_PARAMETERS,
   Range: { name: 'Range', in: 'header', required: false, description: 'One byte range (e.g. `bytes=0-99`): 206 with that part. Empty: the whole file.', schema: shownOnly(str, 'bytes=0-99') },
   IfNoneMatch: { name: 'If-None-Match', in: 'header', required: false, description: 'The `ETag` of the copy you hold (or `*`): 304 when it still matches (weak comparison).', schema: shownOnly(str, ETAG) },
   IfModifiedSince: { name: 'If-Modified-Since', in: 'header', required: false, description: 'A `Last-Modified` you hold: 304 when nothing changed since (ignored with `If-None-Match`).', schema: shownOnly(str, LAST_MODIFIED) },
@@ -342,6 +351,82 @@ const SCHEMAS: Record<string, Obj> = {
   PageRequest: obj({ page: { type: 'integer', minimum: 1 }, per_page: { type: 'integer', minimum: 1, maximum: LIMITS.perPageMax } }, []),
   ReceivedComment: obj({ comment_id: int, submission_date: date, title: str, comment: str, link: uri }),
   ReceivedComments: success({ data: { type: 'array', items: schema('ReceivedComment') }, total: int, page: int, per_page: int }),
+  WebhookEventType: { type: 'string', enum: [...WEBHOOK_EVENT_TYPES], description: 'A message type an endpoint may subscribe to (the catalogue: this document\'s `webhooks`).' },
+  Webhook: obj({
+    id: { type: 'integer', minimum: 1 },
+    url: { ...uri, description: 'Where messages are POSTed.' },
+    events: { type: 'array', items: schema('WebhookEventType'), description: 'The message types sent to it.' },
+    description: { type: 'string', maxLength: 500 },
+    enabled: { type: 'boolean', description: 'False: nothing is sent to it (messages meanwhile are kept, and can be replayed once it is enabled again).' },
+    disabled_reason: { type: ['string', 'null'], enum: [...WEBHOOK_DISABLE_REASONS, null], description: 'Why docshare disabled it: `gone` (it answered 410), `failing` (every attempt failed for WEBHOOK_DISABLE_AFTER, default 5 days). Null when enabled, or disabled by you.' },
+    created_at: { type: 'string', format: 'date-time' },
+  }),
+  CreateWebhookRequest: obj({
+    url: { type: 'string', maxLength: 2048, description: '`https` (`http` only where WEBHOOK_ALLOW_HTTP is set), no user or password, and a host that resolves only to public addresses (WEBHOOK_ALLOW_PRIVATE_NETWORKS lifts that): checked now, and again at every connection.', examples: ['https://hooks.example.com/docshare'] },
+    events: { type: 'array', minItems: 1, uniqueItems: true, items: schema('WebhookEventType'), examples: [['file.uploaded', 'file.processed', 'comment.received']] },
+    description: { type: 'string', maxLength: 500, description: 'Yours to recognise it by; default empty.', examples: ['Index new files'] },
+  }, ['url', 'events']),
+  UpdateWebhookRequest: {
+    ...obj({
+      url: { type: 'string', maxLength: 2048, description: 'Checked as on registration.' },
+      events: { type: 'array', minItems: 1, uniqueItems: true, items: schema('WebhookEventType') },
+      description: { type: 'string', maxLength: 500 },
+      enabled: { type: 'boolean', description: '`true` enables an endpoint docshare disabled (`disabled_reason` is cleared); `false` stops deliveries.' },
+    }, []),
+    description: 'At least one change.',
+  },
+  WebhookRegistered: success({
+    message: str, webhook: schema('Webhook'),
+    secret: { type: 'string', pattern: '^whsec_[A-Za-z0-9+/]+=*$', description: 'The signing secret (Standard Webhooks): shown this once. Keep it where your receiver verifies signatures.' },
+  }),
+  WebhookList: success({ webhooks: { type: 'array', items: schema('Webhook'), description: 'Oldest first; deleted ones are not listed.' } }),
+  WebhookOne: success({ webhook: schema('Webhook') }),
+  WebhookChanged: success({ message: str, webhook: schema('Webhook') }),
+  WebhookSecretRotated: success({
+    message: str,
+    secret: { type: 'string', pattern: '^whsec_[A-Za-z0-9+/]+=*$', description: 'The new signing secret: shown this once.' },
+    previous_secret_expires_at: { type: 'string', format: 'date-time', description: 'Until then messages carry a signature by each secret (the new one first).' },
+  }),
+  WebhookTestQueued: success({ message: str, message_id: { type: 'string', pattern: '^msg_[0-9a-f]{32}$', description: 'The `webhook-id` of the test message.' } }),
+  WebhookDelivery: obj({
+    message_id: { type: 'string', pattern: '^msg_[0-9a-f]{32}$', description: 'The `webhook-id` sent.' },
+    event_id: { type: 'string', format: 'uuid', description: 'The event of the log the message was made from.' },
+    event_type: { type: 'string', enum: [...WEBHOOK_MESSAGE_TYPES] },
+    attempt: { type: 'integer', minimum: 1, description: 'The attempt\'s number (a replay counts from 1 again).' },
+    attempted_at: { type: 'string', format: 'date-time' },
+    outcome: { type: 'string', enum: ['succeeded', 'failed'], description: 'A 410 is `failed` (and disabled the endpoint).' },
+    http_status: { type: ['integer', 'null'], description: 'The status the endpoint answered; null when none came (timeout, connection refused, a private address refused).' },
+    latency_ms: { type: 'integer', minimum: 0, description: 'From the request\'s start to the end of the answer (or the failure).' },
+    error: { type: ['string', 'null'], description: 'Why it failed, in short (`HTTP 500`, `timeout after 15000 ms`, `connection refused`...); null when it succeeded.' },
+  }),
+  WebhookDeliveries: success({
+    deliveries: { type: 'array', items: schema('WebhookDelivery'), description: 'Attempts, newest first.' },
+    next_cursor: { type: ['string', 'null'], description: 'Send it as `cursor` for the next page; null on the last.' },
+  }),
+  WebhookDeadLetter: obj({
+    message_id: { type: 'string', pattern: '^msg_[0-9a-f]{32}$' },
+    event_id: { type: 'string', format: 'uuid' },
+    event_type: { type: 'string', enum: [...WEBHOOK_MESSAGE_TYPES] },
+    event_time: { type: 'string', format: 'date-time', description: 'When the event happened (what a replay\'s `since` and `until` compare).' },
+    attempts: { type: 'integer', minimum: 0, description: 'Attempts made before giving up (0: the endpoint was deleted meanwhile).' },
+    last_http_status: { type: ['integer', 'null'] },
+    last_error: { type: ['string', 'null'] },
+    dead_at: { type: 'string', format: 'date-time' },
+  }),
+  WebhookDeadLetters: success({
+    dead_letters: { type: 'array', items: schema('WebhookDeadLetter'), description: 'Newest first.' },
+    next_cursor: { type: ['string', 'null'], description: 'Send it as `cursor` for the next page; null on the last.' },
+  }),
+  ReplayWebhookRequest: {
+    ...obj({
+      since: { type: 'string', format: 'date-time', description: 'Replay the messages of events from this time (included)...' },
+      until: { type: 'string', format: 'date-time', description: '...to this one (excluded); default: now.' },
+      message_ids: { type: 'array', minItems: 1, maxItems: 100, items: { type: 'string', pattern: '^msg_[0-9a-f]{32}$' }, description: 'Or: these messages (their `webhook-id`s).' },
+    }, []),
+    description: '`since` (and `until`), or `message_ids`.',
+  },
+  WebhookReplayQueued: success({ message: str, replay_id: { type: 'string', description: 'The replay\'s id (the event that records it).' } }),
+  ...WEBHOOK_MESSAGE_SCHEMAS,
   Index: success({
     message: str, api: { type: 'string', description: 'The prefix of the API\'s paths.' },
     docs: { type: 'string', description: 'The API reference (HTML).' }, openapi: { type: 'string', description: 'This document.' },
@@ -417,6 +502,144 @@ const jsonAnswer = (description: string, schemaName: string, example: unknown, h
 
 const jsonBody = (schemaName: string, examples: Obj, required = true, description?: string): Obj => ({
   required, ...(description === undefined ? {} : { description }), content: json(schema(schemaName), examples),
+});
+
+/* ---------- webhooks (issue 23) ---------- */
+
+const WEBHOOK = {
+  id: 1, url: 'https://hooks.example.com/docshare', events: ['file.uploaded', 'file.processed', 'comment.received'], description: 'Index new files',
+  enabled: true, disabled_reason: null, created_at: '2025-11-23T14:06:27.000Z',
+};
+/** The URL checks, in the order they run (registration, and a PATCH that changes the URL). */
+const WEBHOOK_URL_ERRORS = [M.webhookUrlInvalid, M.webhookUrlTooLong, M.webhookUrlScheme, M.webhookUrlCredentials];
+const WEBHOOK_RESOLVE_ERRORS = [M.webhookUrlPrivate, M.webhookUrlUnresolvable];
+const WEBHOOK_CHANGE_HEADERS: Obj = { ...JSON_HEADERS, 'X-Docshare-Consistency': header('XDocshareConsistency') };
+const cursorParameter: Obj = {
+  name: 'cursor', in: 'query', required: false, description: 'The `next_cursor` of the previous page, copied as it is; empty for the first page.', schema: shownOnly(str, WEBHOOK_CURSOR),
+};
+const listLimit: Obj = {
+  name: 'limit', in: 'query', required: false, description: 'How many at most (1–100).', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 }, example: 50,
+};
+
+/** The operations on `/api/V1/users/api-webhooks…`: each user's own endpoints (at most WEBHOOK_MAX_PER_USER, default 10). */
+const webhookOperations = (): Record<string, OperationSpec> => ({
+  createWebhook: {
+    tag: 'Webhooks', body: 'json', write: true,
+    description: 'Registers an endpoint for the message types listed (the catalogue: this document\'s `webhooks`): from now on docshare POSTs it a signed message for each such event about your own files. The answer holds the signing `secret`, shown this once. At most WEBHOOK_MAX_PER_USER endpoints per user (default 10). The URL must be `https` (unless WEBHOOK_ALLOW_HTTP) and its host must resolve only to public addresses (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS, which a laptop\'s `npm start` and the tests set): loopback, private, link-local and other special addresses are refused now, and again at every connection.',
+    requestBody: jsonBody('CreateWebhookRequest', one('An endpoint for new files and comments', { url: WEBHOOK.url, events: WEBHOOK.events, description: WEBHOOK.description })),
+    answers: { 201: jsonAnswer(M.webhookRegistered, 'WebhookRegistered', { status: 'success', message: M.webhookRegistered, webhook: WEBHOOK, secret: WEBHOOK_SECRET }, WRITE_HEADERS) },
+    errors: {
+      400: [M.webhookUrlRequired, ...WEBHOOK_URL_ERRORS, M.webhookEventsRequired, M.webhookEventUnknown, M.webhookDescriptionTooLong, M.webhookDescriptionInvalid, ...WEBHOOK_RESOLVE_ERRORS],
+      409: [M.webhookLimitReached],
+    },
+  },
+  listWebhooks: {
+    tag: 'Webhooks',
+    description: 'Your endpoints, oldest first (deleted ones are not listed). Secrets are never shown again.',
+    answers: { 200: jsonAnswer('Your webhooks, oldest first', 'WebhookList', { status: 'success', webhooks: [WEBHOOK] }) },
+  },
+  getWebhook: {
+    tag: 'Webhooks',
+    description: 'One of your endpoints. Another user\'s, a deleted one or a malformed id is not found.',
+    parameters: [param('webhookIdPath')],
+    answers: { 200: jsonAnswer('The webhook', 'WebhookOne', { status: 'success', webhook: WEBHOOK }) },
+    errors: { 404: [M.webhookNotFound] },
+  },
+  updateWebhook: {
+    tag: 'Webhooks', body: 'json',
+    description: 'Changes any of `url`, `events`, `description`, `enabled` (checked as on registration). Enabling an endpoint docshare disabled (410, or failing for days) clears `disabled_reason`; messages kept meanwhile can be replayed.',
+    parameters: [param('webhookIdPath')],
+    requestBody: jsonBody('UpdateWebhookRequest', {
+      events: { summary: 'Subscribe to more events', value: { events: ['file.uploaded', 'file.processed', 'file.updated', 'file.deleted', 'comment.received', 'sale.completed'], description: 'Everything about my files' } },
+      enable: { summary: 'Enable it again', value: { enabled: true } },
+    }),
+    answers: {
+      200: jsonAnswer(M.webhookUpdated, 'WebhookChanged', {
+        status: 'success', message: M.webhookUpdated,
+        webhook: { ...WEBHOOK, events: ['file.uploaded', 'file.processed', 'file.updated', 'file.deleted', 'comment.received', 'sale.completed'], description: 'Everything about my files' },
+      }, WEBHOOK_CHANGE_HEADERS),
+    },
+    errors: {
+      400: [M.webhookNothingToUpdate, ...WEBHOOK_URL_ERRORS, M.webhookEventsRequired, M.webhookEventUnknown, M.webhookDescriptionTooLong, M.webhookDescriptionInvalid, M.webhookEnabledInvalid, ...WEBHOOK_RESOLVE_ERRORS],
+      404: [M.webhookNotFound],
+    },
+  },
+  deleteWebhook: {
+    tag: 'Webhooks',
+    description: 'Deletes the endpoint: nothing more is sent to it, messages being retried included. Its id is not used again.',
+    parameters: [param('webhookIdPath')],
+    answers: { 200: jsonAnswer(M.webhookDeleted, 'Message', { status: 'success', message: M.webhookDeleted }, WEBHOOK_CHANGE_HEADERS) },
+    errors: { 404: [M.webhookNotFound] },
+  },
+  rotateWebhookSecret: {
+    tag: 'Webhooks', write: true,
+    description: 'A new signing secret, shown this once. For 24 hours every message carries two signatures, by the new secret and by the old one, so your receiver can switch at its own pace; then the old one stops. No request body.',
+    parameters: [param('webhookIdPath')],
+    answers: {
+      200: jsonAnswer(M.webhookSecretRotated, 'WebhookSecretRotated', {
+        status: 'success', message: M.webhookSecretRotated, secret: WEBHOOK_SECRET_ROTATED, previous_secret_expires_at: '2025-11-24T14:06:27.000Z',
+      }, WRITE_HEADERS),
+    },
+    errors: { 404: [M.webhookNotFound] },
+  },
+  testWebhook: {
+    tag: 'Webhooks', write: true,
+    description: 'Queues one `webhook.test` message to this endpoint (even a disabled one), delivered, retried and listed like any. No request body.',
+    parameters: [param('webhookIdPath')],
+    answers: { 202: jsonAnswer(M.webhookTestQueued, 'WebhookTestQueued', { status: 'success', message: M.webhookTestQueued, message_id: MESSAGE_ID }, WRITE_HEADERS) },
+    errors: { 404: [M.webhookNotFound] },
+  },
+  listWebhookDeliveries: {
+    tag: 'Webhooks',
+    description: 'Every delivery attempt to the endpoint, newest first: the message and its event, when, the outcome, the HTTP status, the latency and the error. Attempts are kept WEBHOOK_RETENTION_DAYS (default 30) days. Pages by `cursor`.',
+    parameters: [
+      param('webhookIdPath'),
+      { name: 'status', in: 'query', required: false, description: 'Only the attempts that failed, or only those that succeeded (default: all).', schema: { type: 'string', enum: ['failed', 'succeeded'] }, example: 'failed' },
+      cursorParameter, listLimit,
+    ],
+    answers: {
+      200: jsonAnswer('Attempts, newest first', 'WebhookDeliveries', {
+        status: 'success',
+        deliveries: [
+          { message_id: MESSAGE_ID, event_id: EVENT_ID, event_type: 'file.uploaded', attempt: 2, attempted_at: '2025-11-23T14:06:33.000Z', outcome: 'succeeded', http_status: 204, latency_ms: 87, error: null },
+          { message_id: MESSAGE_ID, event_id: EVENT_ID, event_type: 'file.uploaded', attempt: 1, attempted_at: '2025-11-23T14:06:27.000Z', outcome: 'failed', http_status: 500, latency_ms: 112, error: 'HTTP 500' },
+        ],
+        next_cursor: null,
+      }),
+    },
+    errors: { 400: [M.deliveriesStatusInvalid, M.invalidCursor], 404: [M.webhookNotFound] },
+  },
+  listWebhookDeadLetters: {
+    tag: 'Webhooks',
+    description: 'The messages whose retries were exhausted, newest first: never dropped, kept WEBHOOK_RETENTION_DAYS (default 30) days, and sent again by `replay`. Pages by `cursor`.',
+    parameters: [param('webhookIdPath'), cursorParameter, listLimit],
+    answers: {
+      200: jsonAnswer('Dead letters, newest first', 'WebhookDeadLetters', {
+        status: 'success',
+        dead_letters: [{
+          message_id: MESSAGE_ID, event_id: EVENT_ID, event_type: 'file.uploaded', event_time: '2025-11-23T14:06:27.000Z', attempts: 10,
+          last_http_status: 503, last_error: 'HTTP 503', dead_at: '2025-11-27T05:31:40.000Z',
+        }],
+        next_cursor: null,
+      }),
+    },
+    errors: { 400: [M.invalidCursor], 404: [M.webhookNotFound] },
+  },
+  replayWebhook: {
+    tag: 'Webhooks', body: 'json', write: true,
+    description: 'Delivers again, from the event log, the endpoint\'s messages of events in [`since`, `until`) (ISO 8601 times; `until` defaults to now), or the messages listed by id (at most 100): dead letters, delivered ones and those skipped while it was disabled alike, each with its original `webhook-id`, in log order. Only messages of the types the endpoint subscribes to, within the retention. A disabled endpoint must be enabled first.',
+    parameters: [param('webhookIdPath')],
+    requestBody: jsonBody('ReplayWebhookRequest', {
+      range: { summary: 'A time range', value: { since: '2025-11-23T00:00:00Z', until: '2025-11-24T00:00:00Z' } },
+      messages: { summary: 'Messages by id', value: { message_ids: [MESSAGE_ID] } },
+    }),
+    answers: { 202: jsonAnswer(M.webhookReplayQueued, 'WebhookReplayQueued', { status: 'success', message: M.webhookReplayQueued, replay_id: EVENT_ID }, WRITE_HEADERS) },
+    errors: {
+      400: [M.replayRangeRequired, M.replayTimeInvalid, M.replayRangeOrder, M.replayMessageIdsInvalid],
+      404: [M.webhookNotFound],
+      409: [M.webhookDisabled],
+    },
+  },
 });
 
 const operations = (base: string): Record<string, OperationSpec> => {
@@ -771,6 +994,7 @@ const operations = (base: string): Record<string, OperationSpec> => {
       },
       errors: { 400: [M.invalidPage, M.invalidPerPage], 404: [M.userNotFound] },
     },
+    ...webhookOperations(),
     viewPage: {
       tag: 'Public pages',
       description: 'Public HTML page of a file; each GET counts a view (HEAD does not), 304s included. The view is counted with a viewer key (unique viewers in api-daily and api-trending): your user id when the request carries a valid token, else an anonymous key of the day (an HMAC of the client address and User-Agent under a salt that changes every UTC day and is forgotten after two). Conditional GETs answer 304.',
@@ -848,6 +1072,8 @@ const TAGS = [
   { name: 'Search and statistics', description: 'Full-text search; your statistics, in totals and per UTC day; your top files; trending files.' },
   { name: 'Resumable uploads', description: 'Large files in parts sent straight to storage: start, PUT each part, complete; resume with the upload\'s state.' },
   { name: 'Comments', description: 'Comment on files; read the comments on yours.' },
+  { name: 'Webhooks', description: 'Your endpoints for signed notifications about your own files: register, change, test, rotate the secret, see the deliveries and dead letters, replay.' },
+  { name: WEBHOOK_MESSAGES_TAG, description: 'What docshare POSTs to your webhook endpoints (this document\'s `webhooks`): one message type each, signed as Standard Webhooks says.' },
   { name: 'Public pages', description: 'No token: a file\'s HTML page and its bytes behind a signed link.' },
   { name: 'Documentation', description: 'This document, its reference page and the index.' },
   { name: 'CORS', description: 'Preflight requests of browsers.' },
@@ -899,6 +1125,7 @@ const pathParameters = (openApi: string): Obj[] => [...openApi.matchAll(/\{(\w+)
   if (name === 'fileId') return param('fileIdPath');
   if (name === 'uploadId') return param('uploadIdPath');
   if (name === 'partNumber') return param('partNumberPath');
+  if (name === 'webhookId') return param('webhookIdPath');
   throw new Error(`no parameter for {${String(name)}} in ${openApi}`);
 });
 
@@ -1056,6 +1283,7 @@ export const openApiDocument = (publicBaseUrl: string): Obj => {
     security: [{ XAuthorization: [] }, { BearerAuth: [] }],
     tags: TAGS,
     paths,
+    webhooks: webhookCatalogue(),
     components: {
       securitySchemes: {
         XAuthorization: { type: 'apiKey', in: 'header', name: 'X-Authorization', description: '`Bearer <JWT>`, the token register and login answer.' },

@@ -5,7 +5,7 @@ import { routeMatcher } from './cors.ts';
 /** The services behind the gateway: their names in the registry (libs/contracts/src/services.ts, `upstream`). */
 export type { Upstream };
 
-export type Method = 'get' | 'post' | 'put' | 'delete';
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 export interface Route {
   method: Method;
@@ -60,6 +60,19 @@ export const ROUTES: readonly Route[] = [
   { method: 'post', path: '/api/V1/users/api-comments', upstream: 'files', auth: true, operationId: 'listComments', summary: 'Comments received on your files' },
   // docs-command answers it (from the files read model) because it signs the links.
   { method: 'get', path: '/api/V1/users/api-purchases', upstream: 'docs', auth: true, operationId: 'listPurchases', summary: 'Files you bought, each with a signed download_url' },
+  // Creators' webhooks (issue 23, docs/api-decisions.md "Webhooks"): docs-command decides on the
+  // user's `webhooks-<userId>` stream and reads deliveries from the dispatcher's store. Its internal
+  // route (/internal/V1/webhooks/:id/disabled, the dispatcher's) is never routed here.
+  { method: 'post', path: '/api/V1/users/api-webhooks', upstream: 'docs', auth: true, operationId: 'createWebhook', summary: 'Register a webhook endpoint; answers its signing secret, once' },
+  { method: 'get', path: '/api/V1/users/api-webhooks', upstream: 'docs', auth: true, operationId: 'listWebhooks', summary: 'Your webhook endpoints, oldest first' },
+  { method: 'get', path: '/api/V1/users/api-webhooks/:webhookId', upstream: 'docs', auth: true, operationId: 'getWebhook', summary: 'One of your webhook endpoints' },
+  { method: 'patch', path: '/api/V1/users/api-webhooks/:webhookId', upstream: 'docs', auth: true, operationId: 'updateWebhook', summary: 'Change a webhook endpoint: url, events, description, enabled' },
+  { method: 'delete', path: '/api/V1/users/api-webhooks/:webhookId', upstream: 'docs', auth: true, operationId: 'deleteWebhook', summary: 'Delete a webhook endpoint: nothing more is sent to it' },
+  { method: 'post', path: '/api/V1/users/api-webhooks/:webhookId/rotate-secret', upstream: 'docs', auth: true, operationId: 'rotateWebhookSecret', summary: 'A new signing secret; the old one keeps signing beside it for 24 h' },
+  { method: 'post', path: '/api/V1/users/api-webhooks/:webhookId/test', upstream: 'docs', auth: true, operationId: 'testWebhook', summary: 'Send a webhook.test message to the endpoint now' },
+  { method: 'get', path: '/api/V1/users/api-webhooks/:webhookId/deliveries', upstream: 'docs', auth: true, operationId: 'listWebhookDeliveries', summary: 'Delivery attempts to an endpoint, newest first' },
+  { method: 'get', path: '/api/V1/users/api-webhooks/:webhookId/dead-letters', upstream: 'docs', auth: true, operationId: 'listWebhookDeadLetters', summary: 'Messages whose retries an endpoint exhausted, newest first' },
+  { method: 'post', path: '/api/V1/users/api-webhooks/:webhookId/replay', upstream: 'docs', auth: true, operationId: 'replayWebhook', summary: 'Deliver again, from the event log, the messages of a time range or listed by id' },
   { method: 'get', path: '/docs/:fileId', upstream: 'docs', auth: false, operationId: 'viewPage', summary: 'Public HTML page of a file; counts a view under a viewer key' },
   { method: 'get', path: '/files/:fileId/content', upstream: 'docs', auth: false, operationId: 'fileContent', summary: 'File bytes behind a signed, expiring link (Range supported)', transfer: true },
 ];

@@ -110,7 +110,7 @@ describe('the gateway with CORS', () => {
       assert.equal(res.status, 204, path);
       assert.equal(await res.text(), '');
       assert.equal(res.headers.get('access-control-allow-origin'), APP);
-      assert.equal(res.headers.get('access-control-allow-methods'), 'GET, HEAD, POST, PUT, DELETE');
+      assert.equal(res.headers.get('access-control-allow-methods'), 'GET, HEAD, POST, PUT, PATCH, DELETE');
       assert.equal(res.headers.get('access-control-allow-headers'), CORS_ALLOWED_HEADERS.join(', '));
       assert.equal(res.headers.get('access-control-max-age'), '600');
       assert.equal(res.headers.get('access-control-allow-credentials'), null);

@@ -106,7 +106,7 @@ describe('OpenAPI document', () => {
     // Swagger UI fills "Try it out" with a parameter's `example` (or its schema's `example` or
     // `default`). These take a value from an earlier answer, or a new one per request: their
     // example is the schema's `examples` (shown, never filled), and a made-up value is not sent.
-    const shownOnly = new Set(['Idempotency-Key', 'X-Docshare-Consistency', 'Range', 'If-None-Match', 'If-Modified-Since', 'If-Range', 'expires', 'signature', 'sale']);
+    const shownOnly = new Set(['Idempotency-Key', 'X-Docshare-Consistency', 'Range', 'If-None-Match', 'If-Modified-Since', 'If-Range', 'expires', 'signature', 'sale', 'cursor']);
     const seen = new Set<string>();
     for (const { path, method, op } of operationsOf(doc)) {
       (op.parameters ?? []).forEach((_p, i) => {
@@ -250,7 +250,11 @@ describe('OpenAPI document', () => {
   });
 
   it('each route answers 405, 429, 500 and 503 with its own failure message; protected routes 401; writes take Idempotency-Key', () => {
-    const writes = new Set(['register', 'upload', 'createUpload', 'completeUpload', 'deleteFile', 'postComment', 'updateFile', 'purchase']);
+    const writes = new Set([
+      'register', 'upload', 'createUpload', 'completeUpload', 'deleteFile', 'postComment', 'updateFile', 'purchase',
+      // Webhooks: the POSTs (docs-command honours the key on every POST of api-webhooks).
+      'createWebhook', 'rotateWebhookSecret', 'testWebhook', 'replayWebhook',
+    ]);
     const messagesOf = (path: string, method: string, status: string): string[] => {
       const at = schemas.responsePointer(path, method, status);
       const media = (schemas.at(at) as { content: Record<string, Obj> }).content['application/json'] as Obj;
