@@ -16,6 +16,7 @@ import { makeGateway } from '@docshare/gateway';
 import { httpLimitsOf, makeLogger, makeOps } from '@docshare/http';
 import express from 'express';
 import { registerExtractionMetrics } from '@docshare/text-extractor';
+import { registerWebhookMetrics } from '@docshare/webhook-dispatcher';
 import { makeMemoryCheckpoints } from '@docshare/consistency';
 import { registerReadModelGenerations, startProjectorService } from '@docshare/projection';
 import { deadLetterCounter, registerConsumerLag } from '@docshare/runtime';
@@ -75,6 +76,7 @@ const registeredMetrics = async (): Promise<Map<string, { type: string; help: st
       registerReadModelGenerations(registry, { stats: async () => 'stats_' });
       deadLetterCounter(registry);
       registerExtractionMetrics(registry);
+      registerWebhookMetrics(registry);
     },
   });
   await projector.stop();
@@ -129,6 +131,8 @@ describe('infra/observability/grafana-dashboard.json', () => {
       'http_request_duration_seconds_count', 'http_request_duration_seconds_bucket', 'docshare_rate_limited_requests_total',
       'docshare_consumer_lag', 'docshare_outbox_backlog_events', 'docshare_outbox_oldest_unpublished_age_seconds',
       'docshare_dead_letters_total', 'docshare_read_model_generation_timestamp_seconds', 'docshare_stored_bytes', 'docshare_upload_size_bytes_bucket',
+      // The Webhooks row (issue 23).
+      'docshare_webhook_deliveries_total', 'docshare_webhook_queue_depth', 'docshare_webhook_dead_letters_total', 'docshare_webhook_first_attempt_seconds_bucket',
     ]) assert.ok(queried(name), `no panel queries ${name}`);
     assert.ok(expressions.some(({ expr }) => /status=~"5\.\."/.test(expr)), 'no 5xx panel');
   });
