@@ -28,6 +28,10 @@
  *      ferretdb = bash + PostgreSQL with its backends + FerretDB) from the first request until the
  *      pipeline (projectors and text extractor) caught up, the idle rate over the same span taken
  *      off; and each service's `docshare_store_commands_total` from /metrics (bench/stack/cost.ts)
+ *   9. webhooks (issue 23), only with BENCH_STACK_ONLY=webhooks (bench/stack/webhooks.ts): event
+ *      recorded → first delivery p50/p99 at BENCH_WEBHOOK_RATE events/s over BENCH_WEBHOOK_ENDPOINTS
+ *      endpoints on a loopback receiver vs the bench's own signed POSTs to it; the others' p99 with
+ *      one endpoint hanging; the dispatcher's RSS over a soak with an endpoint answering 500
  *
  * and the memory of each service (RSS) and server (PSS of its process tree). Prints a
  * `measure | docshare | ceiling | ratio` table (ratio = docshare ÷ ceiling), then section 8's
@@ -48,7 +52,14 @@
  * skips Kafka's own perf test), BENCH_STACK_RESUMABLE_MIB (1024; 0 skips 6b), BENCH_STACK_RESUMABLE_UPLOADS (5
  * uploads and as many direct puts, plus the killed one), BENCH_STACK_RESUMABLE_PARALLEL (4 parts at
  * once), BENCH_STACK_ONLY=resumable (only 6b: the seeding, the reads, the writes, the costs, the big file and
- * the rebuilds skipped), BENCH_STACK_CATCHUP_SECONDS (600: longest wait for the pipeline to
+ * the rebuilds skipped), BENCH_STACK_ONLY=webhooks (only section 9; the instance runs with
+ * WEBHOOK_ALLOW_PRIVATE_NETWORKS=true, WEBHOOK_ALLOW_HTTP=true and WEBHOOK_RETRY_SCHEDULE=BENCH_WEBHOOK_RETRY_SCHEDULE
+ * (1s,2s,4s,8s,16s); knobs BENCH_WEBHOOK_ENDPOINTS (1000 users, one endpoint each), BENCH_WEBHOOK_RATE (200
+ * events/s), BENCH_WEBHOOK_LOAD_SECONDS (60, each of the two runs), BENCH_WEBHOOK_HANG_SECONDS (30),
+ * BENCH_WEBHOOK_HANG_RATE (20 events/s to the hanging endpoint, on top), BENCH_WEBHOOK_SETTLE_SECONDS (60: longest wait
+ * for a run's deliveries), BENCH_WEBHOOK_CEILING_SECONDS (10), BENCH_WEBHOOK_SOAK_SECONDS (3600; 0 skips the soak),
+ * BENCH_WEBHOOK_SOAK_RATE (20/s to the others), BENCH_WEBHOOK_FAIL_RATE (5/s to the failing endpoint),
+ * BENCH_WEBHOOK_SAMPLE_SECONDS (10), BENCH_WEBHOOK_RECEIVER_PORT (18240)), BENCH_STACK_CATCHUP_SECONDS (600: longest wait for the pipeline to
  * catch up after the seeding, the writes and the read-your-writes phase), BENCH_STACK_REBUILD_TIMEOUT_SECONDS
  * (1800, per model), BENCH_STACK_COST_SECONDS (30 per operation; 0 skips section 8),
  * BENCH_STACK_COST_IDLE_SECONDS (15), BENCH_STACK_COST_WRITE_RATE (50/s: uploads, comments, views,
@@ -88,6 +99,7 @@ import { fmt, ratioOf, renderTable, rowsJson, type Row } from './stack/report.ts
 import { environOf, replicaEnv, startReplica, stopReplica, type Replica } from './stack/replica.ts';
 import { hotVsSpread, utcDaysEnding } from './stack/views.ts';
 import { resumableRows, runResumablePhase, writeRandomFile } from './stack/resumable.ts';
+import { runWebhookPhase, webhookRows } from './stack/webhooks.ts';
 import { readProcTable, treeCpuSeconds } from '../infra/stack/procs.ts';
 import { freePort } from '../infra/stack/ports.ts';
 
@@ -132,10 +144,27 @@ const cfg = {
   out: env.BENCH_STACK_OUT,
   logLevel: env.BENCH_STACK_LOG_LEVEL ?? 'warn',
   only: env.BENCH_STACK_ONLY ?? '',
+  webhooks: {
+    endpoints: Math.max(1, Math.round(num('BENCH_WEBHOOK_ENDPOINTS', 1000))),
+    rate: Math.max(1, num('BENCH_WEBHOOK_RATE', 200)),
+    loadSeconds: Math.max(1, num('BENCH_WEBHOOK_LOAD_SECONDS', 60)),
+    hangSeconds: num('BENCH_WEBHOOK_HANG_SECONDS', 30),
+    hangRate: Math.max(1, num('BENCH_WEBHOOK_HANG_RATE', 20)),
+    settleSeconds: num('BENCH_WEBHOOK_SETTLE_SECONDS', 60),
+    ceilingSeconds: Math.max(1, num('BENCH_WEBHOOK_CEILING_SECONDS', 10)),
+    soakSeconds: num('BENCH_WEBHOOK_SOAK_SECONDS', 3600),
+    soakRate: Math.max(1, num('BENCH_WEBHOOK_SOAK_RATE', 20)),
+    failRate: Math.max(1, num('BENCH_WEBHOOK_FAIL_RATE', 5)),
+    sampleSeconds: Math.max(1, num('BENCH_WEBHOOK_SAMPLE_SECONDS', 10)),
+    receiverPort: Math.round(num('BENCH_WEBHOOK_RECEIVER_PORT', 18240)),
+    retrySchedule: env.BENCH_WEBHOOK_RETRY_SCHEDULE ?? '1s,2s,4s,8s,16s',
+  },
 };
-if (!['', 'resumable'].includes(cfg.only)) throw new Error(`BENCH_STACK_ONLY=${cfg.only}: the only phase that runs alone is resumable`);
+if (!['', 'resumable', 'webhooks'].includes(cfg.only)) throw new Error(`BENCH_STACK_ONLY=${cfg.only}: the phases that run alone are resumable and webhooks`);
 /** BENCH_STACK_ONLY=resumable: the servers, the instance and 6b, nothing else. */
 const onlyResumable = cfg.only === 'resumable';
+/** BENCH_STACK_ONLY=webhooks: the servers, the instance (webhooks to loopback allowed) and section 9. */
+const onlyWebhooks = cfg.only === 'webhooks';
 const MiB = 1024 * 1024;
 
 const began = performance.now();
@@ -273,6 +302,11 @@ try {
       STORAGE_QUOTA_BYTES: '0',
       // the gateway's metrics listener (the other services get theirs from the instance), for the store commands
       METRICS_PORT: String(await freePort()),
+      // Section 9's receivers are on loopback, over http; its failing endpoint runs a whole retry schedule in seconds.
+      ...(onlyWebhooks ? {
+        WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_RETRY_SCHEDULE: cfg.webhooks.retrySchedule,
+        WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
+      } : {}),
     },
   });
   instance = inst;
@@ -446,6 +480,17 @@ try {
   sections: {
   if (onlyResumable) {
     await resumablePhase();
+    break sections;
+  }
+  // ---- 9. webhooks (issue 23): only with BENCH_STACK_ONLY=webhooks ---------------------------------
+  if (onlyWebhooks) {
+    const result = await attempt('webhooks', () => runWebhookPhase({
+      ...cfg.webhooks, api, runId, log, lost: () => instanceLost,
+      dispatcherPid: () => inst.servicePid('webhook-dispatcher'),
+      catchUp: (label) => catchUp(label),
+    }));
+    details.webhooks = result ? { ...result, soak: result.soak && { ...result.soak, samples: result.soak.samples.map((s) => [Number(s.t.toFixed(1)), Number(s.mib.toFixed(1))]) } } : null;
+    rows.push(...(result ? webhookRows(result, cfg.webhooks) : [failedRow('webhooks')]));
     break sections;
   }
 
