@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { useServer } from '../support/fixture.ts';
 import { checkExchange, checkResponse, newTally } from './lib/check.ts';
 import type { Case } from './lib/gen.ts';
-import { checkSentinel, makeWorld } from './lib/setup.ts';
+import { checkSentinel, FUZZ_WEBHOOK_ENV, makeWorld } from './lib/setup.ts';
 import { exchange, parseResponses, type Wire, type WireResponse } from './lib/wire.ts';
 import { createServer, type Socket } from 'node:net';
 
@@ -106,7 +106,7 @@ describe('fuzz response checker', () => {
   });
 });
 
-const fx = useServer({ RATE_LIMIT_POINTS: '1000000', MAX_UPLOAD_BYTES: '65536' });
+const fx = useServer({ RATE_LIMIT_POINTS: '1000000', MAX_UPLOAD_BYTES: '65536', ...FUZZ_WEBHOOK_ENV });
 
 describe('fuzz sentinel check', () => {
   it('passes while the sentinel is untouched and fails once its owner changes a file', async () => {

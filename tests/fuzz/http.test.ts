@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 import { useServer } from '../support/fixture.ts';
 import { TARGET } from '../support/server.ts';
 import type { FuzzContext } from './lib/gen.ts';
-import { checkSentinel, makeWorld, type Sentinel } from './lib/setup.ts';
+import { checkSentinel, FUZZ_WEBHOOK_ENV, makeWorld, type Sentinel } from './lib/setup.ts';
 import { failureReport, formatTally, optionsFromEnv, runFuzz } from './lib/run.ts';
 
 const MAX_UPLOAD_BYTES = 65_536;
@@ -21,7 +21,7 @@ console.log(`fuzz: seed ${opts.seed} (reproduce with FUZZ_SEED=${opts.seed}), ${
 
 let ctx: FuzzContext;
 let sentinel: Sentinel;
-const fx = useServer({ RATE_LIMIT_POINTS: '1000000', MAX_UPLOAD_BYTES: String(MAX_UPLOAD_BYTES) }, async ({ server, c }) => {
+const fx = useServer({ RATE_LIMIT_POINTS: '1000000', MAX_UPLOAD_BYTES: String(MAX_UPLOAD_BYTES), ...FUZZ_WEBHOOK_ENV }, async ({ server, c }) => {
   const world = await makeWorld(c, MAX_UPLOAD_BYTES);
   const url = new URL(server.baseUrl);
   ctx = { host: url.hostname, port: Number(url.port || 80), ...world.ctx };

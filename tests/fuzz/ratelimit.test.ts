@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { useServer } from '../support/fixture.ts';
 import { TARGET } from '../support/server.ts';
 import type { FuzzContext } from './lib/gen.ts';
-import { makeWorld } from './lib/setup.ts';
+import { FUZZ_WEBHOOK_ENV, makeWorld } from './lib/setup.ts';
 import { failureReport, formatTally, optionsFromEnv, runFuzz } from './lib/run.ts';
 import { header } from './lib/wire.ts';
 
@@ -19,7 +19,7 @@ console.log(`fuzz at the default rate limit: seed ${opts.seed} (reproduce with F
 let ctx: FuzzContext;
 // The setup itself needs more than 30 requests: it runs under a high limit, then the server is
 // restarted on the same data with the default limit.
-const fx = useServer({ RATE_LIMIT_POINTS: '1000000', MAX_UPLOAD_BYTES: String(MAX_UPLOAD_BYTES) }, async ({ server, c }) => {
+const fx = useServer({ RATE_LIMIT_POINTS: '1000000', MAX_UPLOAD_BYTES: String(MAX_UPLOAD_BYTES), ...FUZZ_WEBHOOK_ENV }, async ({ server, c }) => {
   const world = await makeWorld(c, MAX_UPLOAD_BYTES);
   const url = new URL(server.baseUrl);
   ctx = { host: url.hostname, port: Number(url.port || 80), ...world.ctx };

@@ -34,6 +34,9 @@ export interface FuzzContext {
   uploadIds: string[];
   /** Path and query of docshare's signed part URLs of those sessions. */
   partPaths: string[];
+  /** Webhook ids of the fuzz users (issue 23), and the sentinel's (the fuzz aims at it too). */
+  webhookIds: number[];
+  sentinelWebhookIds: number[];
 }
 
 export interface Case {
@@ -216,6 +219,8 @@ const authHeaders = (ctx: FuzzContext): fc.Arbitrary<Array<[string, string]>> =>
 
 /** Resumable uploads (issue 22): the create call is an endpoint; the session's calls are in uploadCase. */
 const UPLOADS = '/api/V1/docs/api-uploads';
+/** Webhooks (issue 23): registration and the list are endpoints; an endpoint's own routes are in webhookCase. */
+const WEBHOOKS = '/api/V1/users/api-webhooks';
 
 interface Endpoint {
   name: string;
@@ -248,6 +253,8 @@ const ENDPOINTS: Endpoint[] = [
     name: 'uploads', method: 'POST', path: UPLOADS, kind: 'json',
     fields: ['file_name', 'size', 'content_type', 'title', 'description', 'tags', 'cc_license', 'category_id', 'new_category_name', 'category_description', 'category_tags', 'video'],
   },
+  { name: 'webhooks', method: 'POST', path: WEBHOOKS, kind: 'json', fields: ['url', 'events', 'description'] },
+  { name: 'webhook-list', method: 'GET', path: WEBHOOKS, kind: 'query', fields: [] },
 ];
 
 const OTHER_PATHS = ['/', '/healthz', '/readyz', '/metrics', '/docs', '/docs/', '/files', '/files/1', '/api', '/api/V1', '/api/V1/', '/favicon.ico', '/robots.txt', '/.env', '/api/V1/docs', '/api/V2/users/api-files'];
@@ -282,6 +289,14 @@ const goodValue = (ctx: FuzzContext, field: string): fc.Arbitrary<string> => {
     case 'parts': return fc.constantFrom('[]', '[{"part_number":1,"etag":"\\"0123456789abcdef0123456789abcdef\\""}]', '[{"part_number":1,"etag":"x"},{"part_number":1,"etag":"x"}]',
       '[{"part_number":0,"etag":"x"}]', '[{"part_number":10001,"etag":"x"}]', '[{"part_number":1e300,"etag":"x"}]', '[{"part_number":"1","etag":"x"}]', '[{"part_number":1}]',
       '"x"', '[1]', '[null]', '{"0":{"part_number":1,"etag":"x"}}', `[${'{"part_number":1,"etag":"x"},'.repeat(3000)}{"part_number":2,"etag":"x"}]`);
+    // Webhooks (issue 23): registration, PATCH and replay bodies. The fuzz server allows http and
+    // private networks (the setup's endpoints are on a closed loopback port): nothing is reached.
+    case 'url': return s('http://127.0.0.1:9/fuzz', 'https://127.0.0.1:9/fuzz', 'http://169.254.169.254/latest/meta-data/', 'https://example.invalid/hook', 'ftp://127.0.0.1/',
+      'http://user:pw@127.0.0.1:9/', 'http://[::1]:9/', 'javascript:alert(1)', '', `http://127.0.0.1:9/${'a'.repeat(2100)}`, 'http://127.0.0.1:9/%zz', 'http://\u0000/');
+    case 'events': return fc.constantFrom('["file.uploaded"]', '["comment.received","file.deleted","sale.completed"]', '[]', '["nope"]', '["webhook.test"]', '"file.uploaded"',
+      '[null]', '["file.uploaded","file.uploaded"]', `[${'"file.uploaded",'.repeat(2000)}"file.deleted"]`, '{"0":"file.uploaded"}');
+    case 'since': case 'until': return s('2026-01-01T00:00:00Z', '2026-11-28T12:00:00.000Z', '1970-01-01T00:00:00Z', '9999-12-31T23:59:59Z', 'yesterday', '2026-02-30T00:00:00Z', '', '2026-11-28');
+    case 'message_ids': return fc.constantFrom('[]', `["msg_${'0'.repeat(32)}"]`, '["msg_x"]', '[1]', '"msg_"', `[${Array.from({ length: 101 }, (_, i) => `"msg_${i.toString(16).padStart(32, '0')}"`).join(',')}]`);
     default: return jsonText([field]);
   }
 };
@@ -448,7 +463,7 @@ const queryString = (ctx: FuzzContext, fields: string[]): fc.Arbitrary<string> =
     { weight: 5, arbitrary: idInUrl(ctx) },
     { weight: 1, arbitrary: fc.constantFrom('1', '20', '100', '0', '-1', '101', '1.5', '1e3', '99999999999999999999', 'abc', '') },
     // The statistics' dates, metrics and bounds (api-daily, api-top, api-trending).
-    { weight: 1, arbitrary: fc.constantFrom('2026-11-28', '2025-11-28', '2024-02-29', '2026-02-30', '1970-01-01', '9999-12-31', '2026-1-1', 'views', 'unique_viewers', 'sales', '366', '367', '168', '90', '50') },
+    { weight: 1, arbitrary: fc.constantFrom('2026-11-28', '2025-11-28', '2024-02-29', '2026-02-30', '1970-01-01', '9999-12-31', '2026-1-1', 'views', 'unique_viewers', 'sales', '366', '367', '168', '90', '50', 'failed', 'succeeded', 'pending') },
     { weight: 2, arbitrary: nastyString().map(encodeURIComponentLoose) },
   );
   const param = (f: string): fc.Arbitrary<string> => fc.oneof(
@@ -823,6 +838,33 @@ const uploadCase = (ctx: FuzzContext): fc.Arbitrary<Case> => {
   return fc.oneof({ weight: 1, arbitrary: session }, { weight: 1, arbitrary: part });
 };
 
+/**
+ * An endpoint's own routes (issue 23): GET, PATCH, DELETE, rotate-secret, test, deliveries,
+ * dead-letters and replay on the fuzz users' webhooks, the sentinel's (never theirs to touch),
+ * unknown and malformed ids, with their bodies and query parameters.
+ */
+const webhookCase = (ctx: FuzzContext): fc.Arbitrary<Case> => {
+  const known = fc.constantFrom(...ctx.webhookIds, ...ctx.sentinelWebhookIds, 0);
+  const id = fc.oneof(
+    { weight: 6, arbitrary: known.map(String) },
+    { weight: 1, arbitrary: fc.integer({ min: -5, max: 300 }).map(String) },
+    { weight: 2, arbitrary: known.chain((x) => fc.constantFrom('00%d', '%d.0', '+%d', '-%d', '%d%00', '%zz', '99999999999999999999999', '1e3', '0x%d', '%d;x', 'abc', '').map((f) => f.replaceAll('%d', String(x)))) },
+  );
+  const route = fc.constantFrom<[string, string]>(
+    ['GET', ''], ['PATCH', ''], ['DELETE', ''], ['POST', '/rotate-secret'], ['POST', '/test'], ['GET', '/deliveries'], ['GET', '/dead-letters'], ['POST', '/replay'],
+    ['PUT', ''], ['POST', ''], ['GET', '/replay'], ['POST', '/x'], ['GET', '/deliveries/'],
+  );
+  return fc.tuple(route, id, authHeaders(ctx)).chain(([[method, suffix], webhookId, auth]) => {
+    const target = `${WEBHOOKS}/${webhookId}${suffix}`;
+    if (method === 'GET' || method === 'DELETE') {
+      return queryString(ctx, ['status', 'cursor', 'limit']).map((q) => mkCase(ctx, 'webhook', { method, target: `${target}${suffix.startsWith('/deliveries') || suffix === '/dead-letters' ? q : ''}`, headers: auth }));
+    }
+    const fields = suffix === '/replay' ? ['since', 'until', 'message_ids'] : ['url', 'events', 'description', 'enabled'];
+    return fc.tuple(fc.oneof({ weight: 3, arbitrary: jsonObject(ctx, fields) }, { weight: 1, arbitrary: mutatedJson(jsonObject(ctx, fields)) }, { weight: 1, arbitrary: fc.constant('') }), jsonCt, framingArb)
+      .map(([text, ct, framing]) => mkCase(ctx, 'webhook', { method, target, headers: text === '' ? auth : withCt(ct, auth), body: b(text), framing }));
+  });
+};
+
 /** Every generator with its share of the requests. */
 export const caseArb = (ctx: FuzzContext): fc.Arbitrary<Case> => fc.oneof(
   { weight: 28, arbitrary: routeCase(ctx) },
@@ -836,7 +878,8 @@ export const caseArb = (ctx: FuzzContext): fc.Arbitrary<Case> => fc.oneof(
   { weight: 10, arbitrary: rawCase(ctx) },
   { weight: 4, arbitrary: contentCase(ctx) },
   { weight: 5, arbitrary: uploadCase(ctx) },
+  { weight: 4, arbitrary: webhookCase(ctx) },
 );
 
 /** Generator names, for the counts. */
-export const GENERATORS = ['route', 'json', 'query', 'path', 'method', 'headers', 'encoding', 'multipart', 'raw', 'pipeline', 'slow-abort', 'content', 'upload'];
+export const GENERATORS = ['route', 'json', 'query', 'path', 'method', 'headers', 'encoding', 'multipart', 'raw', 'pipeline', 'slow-abort', 'content', 'upload', 'webhook'];

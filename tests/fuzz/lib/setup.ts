@@ -15,7 +15,23 @@ export interface Sentinel {
   stats: unknown;
   files: string;
   comments: string;
+  webhooks: string;
 }
+
+/**
+ * Webhooks (issue 23) point at a closed loopback port: the fuzz servers run with
+ * WEBHOOK_ALLOW_PRIVATE_NETWORKS and WEBHOOK_ALLOW_HTTP (FUZZ_WEBHOOK_ENV), so registrations pass and
+ * deliveries fail without reaching anything.
+ */
+const WEBHOOKS = '/api/V1/users/api-webhooks';
+const CLOSED_URL = 'http://127.0.0.1:9/fuzz';
+export const FUZZ_WEBHOOK_ENV = { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_ALLOW_HTTP: 'true' } as const;
+
+const registerWebhook = async (c: Api, token: string, events: string[]): Promise<number> => {
+  const res = await c.json('POST', WEBHOOKS, token, { url: CLOSED_URL, events });
+  ok(res, 'fuzz webhook');
+  return Number(res.body.webhook.id);
+};
 
 const ok = (res: { status: number; text: string }, what: string): void => {
   assert.ok(res.status >= 200 && res.status < 300, `${what}: HTTP ${res.status} ${res.text.slice(0, 300)}`);
@@ -31,14 +47,16 @@ const fetchBytes = async (c: Api, token: string, fileId: number): Promise<Buffer
 };
 
 /** The sentinel's data as the API shows it to its owner. */
-const snapshot = async (c: Api, token: string): Promise<{ stats: unknown; files: string; comments: string }> => {
+const snapshot = async (c: Api, token: string): Promise<{ stats: unknown; files: string; comments: string; webhooks: string }> => {
   const stats = await c.stats(token);
   ok(stats, 'sentinel stats');
   const files = await c.files(token);
   ok(files, 'sentinel files');
   const comments = await c.comments(token);
   ok(comments, 'sentinel comments');
-  return { stats: stats.body.data, files: files.text, comments: comments.text };
+  const webhooks = await c.json('GET', WEBHOOKS, token);
+  ok(webhooks, 'sentinel webhooks');
+  return { stats: stats.body.data, files: files.text, comments: comments.text, webhooks: webhooks.text };
 };
 
 export async function makeWorld(c: Api, maxUploadBytes: number): Promise<{ ctx: Omit<FuzzContext, 'host' | 'port'>; sentinel: Sentinel }> {
@@ -81,6 +99,11 @@ export async function makeWorld(c: Api, maxUploadBytes: number): Promise<{ ctx: 
     }
   }
 
+  const webhookIds = [
+    await registerWebhook(c, u0.token, ['file.uploaded', 'comment.received']),
+    await registerWebhook(c, u1.token, ['file.updated']),
+  ];
+
   // The sentinel: two files (text and binary), comments received, a download counted; then both
   // files disabled, so that no other user can lawfully change its numbers (no views, downloads,
   // comments or purchases of a disabled file), while the fuzz still aims at its ids.
@@ -101,10 +124,12 @@ export async function makeWorld(c: Api, maxUploadBytes: number): Promise<{ ctx: 
     bytes.push(got);
   }
   for (const id of sentinelIds) ok(await c.update(s.token, { id, enabled: false }), 'sentinel disable');
+  // A webhook of the sentinel's: its view is part of what must not change.
+  const sentinelWebhookIds = [await registerWebhook(c, s.token, ['comment.received'])];
   const snap = await snapshot(c, s.token);
   return {
     ctx: {
-      users, fileIds, categoryIds: [...categoryIds], signedPaths, uploadIds, partPaths,
+      users, fileIds, categoryIds: [...categoryIds], signedPaths, uploadIds, partPaths, webhookIds, sentinelWebhookIds,
       sentinelUserId: s.userId, sentinelFileIds: sentinelIds, sentinelEmail: s.email,
       jwtSecret: TEST_JWT_SECRET, maxUploadBytes,
     },
@@ -121,6 +146,7 @@ export async function checkSentinel(c: Api, sentinel: Sentinel, settleMs = 15_00
     assert.deepEqual(now.stats, sentinel.stats, 'the sentinel\'s statistics changed during the fuzz');
     assert.equal(now.files, sentinel.files, 'the sentinel\'s file list changed during the fuzz');
     assert.equal(now.comments, sentinel.comments, 'the sentinel\'s comments changed during the fuzz');
+    assert.equal(now.webhooks, sentinel.webhooks, 'the sentinel\'s webhooks changed during the fuzz');
     return true;
   }, { timeoutMs: settleMs, intervalMs: 500 });
   for (const [i, id] of sentinel.fileIds.entries()) {
