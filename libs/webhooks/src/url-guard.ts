@@ -72,16 +72,15 @@ const parseWebhookUrl = (raw: unknown, policy: WebhookUrlPolicy): UrlCheck => {
 
 /**
  * Registration's check: syntax (at most 2048 characters, http or https, no `user:pass@`), the
- * scheme (https unless allowHttp), then the host: an IP literal is judged as it is; a name must
- * resolve (within 5 s) and every address it resolves to must be plain unicast. With allowPrivate
- * nothing is refused by address, so no DNS is asked (an unresolvable host then fails at delivery
- * as `host not found`).
+ * scheme (https unless allowHttp), then the host: an IP literal is judged as it is (no DNS); a
+ * name must resolve (within 5 s: a typo is told at once, not by failed deliveries) and, unless
+ * allowPrivate, every address it resolves to must be plain unicast.
  */
 export const checkWebhookUrl = async (raw: unknown, policy: WebhookUrlPolicy, lookup: LookupAll = systemLookupAll): Promise<UrlCheck> => {
   const parsed = parseWebhookUrl(raw, policy);
-  if (!parsed.ok || policy.allowPrivate) return parsed;
+  if (!parsed.ok) return parsed;
   const literal = ipLiteralOf(parsed.url);
-  if (literal !== null) return isSpecialAddress(literal) ? fail(M.webhookUrlPrivate) : parsed;
+  if (literal !== null) return policy.allowPrivate || !isSpecialAddress(literal) ? parsed : fail(M.webhookUrlPrivate);
   const stop = new AbortController();
   let addresses: readonly { address: string }[] | null;
   try {
@@ -93,7 +92,7 @@ export const checkWebhookUrl = async (raw: unknown, policy: WebhookUrlPolicy, lo
     stop.abort();
   }
   if (addresses === null || addresses.length === 0) return fail(M.webhookUrlUnresolvable);
-  return addresses.some(({ address }) => isSpecialAddress(address)) ? fail(M.webhookUrlPrivate) : parsed;
+  return policy.allowPrivate ? parsed : addresses.some(({ address }) => isSpecialAddress(address)) ? fail(M.webhookUrlPrivate) : parsed;
 };
 
 /** A connect-time refusal (the code the deliverer maps); the address is operational, not secret. */

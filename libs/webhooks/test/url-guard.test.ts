@@ -91,10 +91,15 @@ describe('checkWebhookUrl: addresses', () => {
     assert.equal(await messageOf('https://nowhere.invalid/x', STRICT, failing), M.webhookUrlUnresolvable);
     assert.equal(await messageOf('https://nowhere.invalid/x', STRICT, answering()), M.webhookUrlUnresolvable);
   });
-  it('takes anything, without DNS, when private networks are allowed', async () => {
-    for (const raw of ['http://127.0.0.1:9/x', 'http://localhost/x', 'https://[::1]/', 'https://nowhere.invalid/']) {
+  it('takes any address when private networks are allowed (IP literals without DNS)', async () => {
+    for (const raw of ['http://127.0.0.1:9/x', 'https://[::1]/', 'https://169.254.169.254/']) {
       assert.equal(await messageOf(raw, OPEN, unused), 'ok', raw);
     }
+    assert.equal(await messageOf('https://hooks.example.com/x', OPEN, answering('10.0.0.5')), 'ok');
+    assert.equal((await checkWebhookUrl('http://localhost:9/x', OPEN)).ok, true);
+  });
+  it('still refuses an unresolvable name when private networks are allowed', async () => {
+    assert.equal(await messageOf('https://nowhere.invalid/x', OPEN, failing), M.webhookUrlUnresolvable);
   });
   it('still checks syntax and scheme when private networks are allowed', async () => {
     assert.equal(await messageOf('http://127.0.0.1/', { allowHttp: false, allowPrivate: true }), M.webhookUrlScheme);
