@@ -5,20 +5,29 @@
 // valid against its schema. Also: the reference page (/api/V1/docs) and its same-origin files,
 // the index (`/`), 404 and 405, and the CORS preflight.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { DocSchemas, operationsOf, pointer, type Doc, type Obj } from '../../services/gateway/test/openapi-schema.ts';
 import { randomWord, unique, type Json, type Res } from '../support/client.ts';
 import { useServer } from '../support/fixture.ts';
+import { eventually } from '../support/wait.ts';
+import { startReceiver, verifyDelivery, webhookHeaders, type Receiver } from '../support/webhook-receiver.ts';
 
 const ORIGIN = 'https://app.example.com';
 let doc: Doc;
 let schemas: DocSchemas;
 
-const fx = useServer({ CORS_ORIGINS: ORIGIN }, async () => {
+/** Where the webhook examples are sent (a local endpoint: the server allows private networks and http). */
+let receiver: Receiver;
+
+const fx = useServer({ CORS_ORIGINS: ORIGIN, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_ALLOW_HTTP: 'true' }, async () => {
   const res = await fx.c.raw('GET', '/api/V1/openapi.json');
   assert.equal(res.status, 200, res.text);
   doc = res.body as Doc;
   schemas = new DocSchemas(doc, { strict: true });
+  receiver = await startReceiver();
+});
+after(async () => {
+  if (receiver !== undefined) await receiver.close();
 });
 
 /** The operations an answer was checked for (`get /docs/{fileId}`). */
@@ -425,6 +434,94 @@ describe('the OpenAPI document, over HTTP', () => {
     conforms(await fx.c.json('POST', `${uploads}/${String(other.body.upload_id)}/complete`, token, {}), complete, 'post');
   });
 
+  it('webhooks: the examples against a local endpoint, each refusal once, and a delivery as the catalogue documents it', async () => {
+    const hooks = '/api/V1/users/api-webhooks';
+    const one = `${hooks}/{webhookId}`;
+    const at = (id: unknown, suffix = ''): string => `${hooks}/${String(id)}${suffix}`;
+    const url = receiver.url(`/openapi/${randomWord(10)}`);
+    // The example, with the local endpoint's URL typed over the example's (whose host may not resolve here).
+    const created = await fx.c.json('POST', hooks, token, { ...requestExample(hooks, 'post'), url });
+    conforms(created, hooks, 'post');
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.webhook.id as number;
+    const secret = created.body.secret as string;
+    for (const body of [{}, { url, events: ['file.exploded'] }, { url: 'ftp://example.com/x', events: ['file.uploaded'] }]) conforms(await fx.c.json('POST', hooks, token, body), hooks, 'post');
+    const keyed = { headers: { 'Idempotency-Key': unique('hook') } };
+    const first = await fx.c.json('POST', hooks, token, { ...requestExample(hooks, 'post'), url }, keyed);
+    conforms(first, hooks, 'post');
+    const again = await fx.c.json('POST', hooks, token, { ...requestExample(hooks, 'post'), url }, keyed);
+    conforms(again, hooks, 'post');
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+
+    conforms(await fx.c.raw('GET', hooks, { headers: auth(token) }), hooks, 'get');
+    conforms(await fx.c.raw('GET', hooks), hooks, 'get');
+    conforms(await fx.c.raw('GET', at(id), { headers: auth(token) }), one, 'get');
+    conforms(await fx.c.raw('GET', at(id), { headers: auth(buyerToken) }), one, 'get');
+    for (const name of ['events', 'enable']) {
+      const res = await fx.c.json('PATCH', at(id), token, requestExample(one, 'patch', name));
+      conforms(res, one, 'patch', `update ${name}`);
+      assert.equal(res.status, 200, res.text);
+    }
+    conforms(await fx.c.json('PATCH', at(id), token, {}), one, 'patch');
+    conforms(await fx.c.json('PATCH', at('abc'), token, { enabled: true }), one, 'patch');
+
+    // The test message arrives as the catalogue documents it: its headers and body, verified with the secret.
+    const test = await fx.c.json('POST', at(id, '/test'), token);
+    conforms(test, `${one}/test`, 'post');
+    assert.equal(test.status, 202, test.text);
+    const sent = await eventually(() => {
+      const found = receiver.deliveries(new URL(url).pathname).find((d) => d.headers['webhook-id'] === test.body.message_id);
+      assert.ok(found, 'the test message has not arrived yet');
+      return found;
+    }, { timeoutMs: 60_000, intervalMs: 100 });
+    const catalogued = pointer('webhooks', 'webhook.test', 'post');
+    assert.deepEqual(schemas.errors(`${catalogued}${pointer('requestBody', 'content', 'application/json', 'schema')}`, JSON.parse(sent.body)), [], sent.body);
+    ((doc.webhooks as Record<string, { post: { parameters: Obj[] } }>)['webhook.test']?.post.parameters ?? []).forEach((_p, i) => {
+      const parameterAt = schemas.deref(`${catalogued}${pointer('parameters', i)}`);
+      const name = (schemas.at(parameterAt) as { name: string }).name;
+      assert.deepEqual(schemas.headerErrors(`${parameterAt}/schema`, webhookHeaders(sent)[name] ?? ''), [], `${name}: ${webhookHeaders(sent)[name] ?? ''}`);
+    });
+    assert.equal(verifyDelivery(secret, sent).type, 'webhook.test');
+    conforms(await fx.c.json('POST', at(999_999_999, '/test'), token), `${one}/test`, 'post');
+
+    const deliveries = `${one}/deliveries`;
+    const listed = await eventually(async () => {
+      const res = await fx.c.raw('GET', at(id, `/deliveries?limit=${String(parameterExample(deliveries, 'get', 'limit'))}`), { headers: auth(token) });
+      assert.ok((res.body.deliveries as unknown[] | undefined)?.length, `no attempt listed yet: ${res.text}`);
+      return res;
+    }, { timeoutMs: 60_000, intervalMs: 100 });
+    conforms(listed, deliveries, 'get');
+    conforms(await fx.c.raw('GET', at(id, `/deliveries?status=${String(parameterExample(deliveries, 'get', 'status'))}`), { headers: auth(token) }), deliveries, 'get');
+    conforms(await fx.c.raw('GET', at(id, '/deliveries?status=pending'), { headers: auth(token) }), deliveries, 'get');
+    conforms(await fx.c.raw('GET', at(id, '/deliveries?cursor=not-a-cursor'), { headers: auth(token) }), deliveries, 'get');
+    const dead = `${one}/dead-letters`;
+    conforms(await fx.c.raw('GET', at(id, '/dead-letters'), { headers: auth(token) }), dead, 'get');
+    conforms(await fx.c.raw('GET', at(id, '/dead-letters?cursor=not-a-cursor'), { headers: auth(token) }), dead, 'get');
+    conforms(await fx.c.raw('GET', at(999_999_999, '/dead-letters'), { headers: auth(token) }), dead, 'get');
+
+    const replay = `${one}/replay`;
+    for (const name of ['range', 'messages']) {
+      const res = await fx.c.json('POST', at(id, '/replay'), token, requestExample(replay, 'post', name));
+      conforms(res, replay, 'post', `replay ${name}`);
+      assert.equal(res.status, 202, res.text);
+    }
+    conforms(await fx.c.json('POST', at(id, '/replay'), token, {}), replay, 'post');
+    const rotated = await fx.c.json('POST', at(id, '/rotate-secret'), token);
+    conforms(rotated, `${one}/rotate-secret`, 'post');
+    assert.equal(rotated.status, 200, rotated.text);
+    conforms(await fx.c.json('POST', at(id, '/rotate-secret'), buyerToken), `${one}/rotate-secret`, 'post');
+    // A disabled endpoint: enable it before a replay.
+    conforms(await fx.c.json('PATCH', at(id), token, { enabled: false }), one, 'patch');
+    const refused = await fx.c.json('POST', at(id, '/replay'), token, requestExample(replay, 'post', 'messages'));
+    conforms(refused, replay, 'post');
+    assert.equal(refused.status, 409, refused.text);
+
+    const removed = await fx.c.raw('DELETE', at(id), { headers: auth(token) });
+    conforms(removed, one, 'delete');
+    assert.equal(removed.status, 200, removed.text);
+    conforms(await fx.c.raw('DELETE', at(id), { headers: auth(token) }), one, 'delete');
+  });
+
   it('unknown paths answer the documented 404, other methods the documented 405 with the documented methods in Allow', async () => {
     for (const path of ['/nope', '/api/V1/nope', '/api/v1/users/api-login']) {
       const res = await fx.c.raw('GET', path);
@@ -432,7 +529,7 @@ describe('the OpenAPI document, over HTTP', () => {
       checkAnswer(res, '/components/responses/NotFound', `GET ${path}`);
     }
     for (const { path, methods } of Object.entries(doc.paths).map(([p, item]) => ({ path: p, methods: Object.keys(item) }))) {
-      const concrete = path.replace('{fileId}', '1').replace('{version}', '0').replace('{file}', 'x.css');
+      const concrete = path.replace('{fileId}', '1').replace('{version}', '0').replace('{file}', 'x.css').replace('{webhookId}', '1');
       const documented = methods.filter((m) => m !== 'options').map((m) => m.toUpperCase());
       const wrong = ['PUT', 'PATCH', 'POST', 'DELETE'].find((m) => !documented.includes(m)) as string;
       const res = await fx.c.raw(wrong, concrete);

@@ -1578,6 +1578,7 @@ export interface components {
             /** @constant */
             status: "success";
             message: string;
+            webhook_id: number;
             /** @description The new signing secret: shown this once. */
             secret: string;
             /**
@@ -1672,7 +1673,10 @@ export interface components {
             /** @constant */
             status: "success";
             message: string;
-            /** @description The replay's id (the event that records it). */
+            /**
+             * Format: uuid
+             * @description The replay's id: the id of the event that records it.
+             */
             replay_id: string;
         };
         /** @description The body of a `file.uploaded` delivery (Standard Webhooks: `{type, timestamp, data}`). */
@@ -7368,8 +7372,28 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large */
+            413: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -7588,8 +7612,28 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large */
+            413: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -7717,7 +7761,7 @@ export interface operations {
                 /** @description The `next_cursor` of the previous page, copied as it is; empty for the first page. */
                 cursor?: string;
                 /**
-                 * @description How many at most (1–100).
+                 * @description How many at most (1–100; more is 100; anything else is the default).
                  * @example 50
                  */
                 limit?: number;
@@ -7903,7 +7947,7 @@ export interface operations {
                 /** @description The `next_cursor` of the previous page, copied as it is; empty for the first page. */
                 cursor?: string;
                 /**
-                 * @description How many at most (1–100).
+                 * @description How many at most (1–100; more is 100; anything else is the default).
                  * @example 50
                  */
                 limit?: number;

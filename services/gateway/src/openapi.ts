@@ -383,7 +383,7 @@ const SCHEMAS: Record<string, Obj> = {
   WebhookOne: success({ webhook: schema('Webhook') }),
   WebhookChanged: success({ message: str, webhook: schema('Webhook') }),
   WebhookSecretRotated: success({
-    message: str,
+    message: str, webhook_id: { type: 'integer', minimum: 1 },
     secret: { type: 'string', pattern: '^whsec_[A-Za-z0-9+/]+=*$', description: 'The new signing secret: shown this once.' },
     previous_secret_expires_at: { type: 'string', format: 'date-time', description: 'Until then messages carry a signature by each secret (the new one first).' },
   }),
@@ -425,7 +425,7 @@ const SCHEMAS: Record<string, Obj> = {
     }, []),
     description: '`since` (and `until`), or `message_ids`.',
   },
-  WebhookReplayQueued: success({ message: str, replay_id: { type: 'string', description: 'The replay\'s id (the event that records it).' } }),
+  WebhookReplayQueued: success({ message: str, replay_id: { type: 'string', format: 'uuid', description: 'The replay\'s id: the id of the event that records it.' } }),
   ...WEBHOOK_MESSAGE_SCHEMAS,
   Index: success({
     message: str, api: { type: 'string', description: 'The prefix of the API\'s paths.' },
@@ -510,15 +510,16 @@ const WEBHOOK = {
   id: 1, url: 'https://hooks.example.com/docshare', events: ['file.uploaded', 'file.processed', 'comment.received'], description: 'Index new files',
   enabled: true, disabled_reason: null, created_at: '2025-11-23T14:06:27.000Z',
 };
-/** The URL checks, in the order they run (registration, and a PATCH that changes the URL). */
-const WEBHOOK_URL_ERRORS = [M.webhookUrlInvalid, M.webhookUrlTooLong, M.webhookUrlScheme, M.webhookUrlCredentials];
-const WEBHOOK_RESOLVE_ERRORS = [M.webhookUrlPrivate, M.webhookUrlUnresolvable];
+/** The body's checks, in the order they run: the fields given, in this order. */
+const WEBHOOK_FIELD_ERRORS = [M.webhookUrlRequired, M.webhookEventsRequired, M.webhookEventUnknown, M.webhookDescriptionInvalid, M.webhookDescriptionTooLong];
+/** The URL's own checks, after the body's (registration, and a PATCH that changes the URL): syntax, then the addresses its host resolves to. */
+const WEBHOOK_URL_ERRORS = [M.webhookUrlInvalid, M.webhookUrlTooLong, M.webhookUrlCredentials, M.webhookUrlScheme, M.webhookUrlPrivate, M.webhookUrlUnresolvable];
 const WEBHOOK_CHANGE_HEADERS: Obj = { ...JSON_HEADERS, 'X-Docshare-Consistency': header('XDocshareConsistency') };
 const cursorParameter: Obj = {
   name: 'cursor', in: 'query', required: false, description: 'The `next_cursor` of the previous page, copied as it is; empty for the first page.', schema: shownOnly(str, WEBHOOK_CURSOR),
 };
 const listLimit: Obj = {
-  name: 'limit', in: 'query', required: false, description: 'How many at most (1–100).', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 }, example: 50,
+  name: 'limit', in: 'query', required: false, description: 'How many at most (1–100; more is 100; anything else is the default).', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 }, example: 50,
 };
 
 /** The operations on `/api/V1/users/api-webhooks…`: each user's own endpoints (at most WEBHOOK_MAX_PER_USER, default 10). */
@@ -529,7 +530,7 @@ const webhookOperations = (): Record<string, OperationSpec> => ({
     requestBody: jsonBody('CreateWebhookRequest', one('An endpoint for new files and comments', { url: WEBHOOK.url, events: WEBHOOK.events, description: WEBHOOK.description })),
     answers: { 201: jsonAnswer(M.webhookRegistered, 'WebhookRegistered', { status: 'success', message: M.webhookRegistered, webhook: WEBHOOK, secret: WEBHOOK_SECRET }, WRITE_HEADERS) },
     errors: {
-      400: [M.webhookUrlRequired, ...WEBHOOK_URL_ERRORS, M.webhookEventsRequired, M.webhookEventUnknown, M.webhookDescriptionTooLong, M.webhookDescriptionInvalid, ...WEBHOOK_RESOLVE_ERRORS],
+      400: [...WEBHOOK_FIELD_ERRORS, ...WEBHOOK_URL_ERRORS],
       409: [M.webhookLimitReached],
     },
   },
@@ -560,7 +561,7 @@ const webhookOperations = (): Record<string, OperationSpec> => ({
       }, WEBHOOK_CHANGE_HEADERS),
     },
     errors: {
-      400: [M.webhookNothingToUpdate, ...WEBHOOK_URL_ERRORS, M.webhookEventsRequired, M.webhookEventUnknown, M.webhookDescriptionTooLong, M.webhookDescriptionInvalid, M.webhookEnabledInvalid, ...WEBHOOK_RESOLVE_ERRORS],
+      400: [...WEBHOOK_FIELD_ERRORS, M.webhookEnabledInvalid, M.webhookNothingToUpdate, ...WEBHOOK_URL_ERRORS],
       404: [M.webhookNotFound],
     },
   },
@@ -572,18 +573,18 @@ const webhookOperations = (): Record<string, OperationSpec> => ({
     errors: { 404: [M.webhookNotFound] },
   },
   rotateWebhookSecret: {
-    tag: 'Webhooks', write: true,
+    tag: 'Webhooks', write: true, body: 'json',
     description: 'A new signing secret, shown this once. For 24 hours every message carries two signatures, by the new secret and by the old one, so your receiver can switch at its own pace; then the old one stops. No request body.',
     parameters: [param('webhookIdPath')],
     answers: {
       200: jsonAnswer(M.webhookSecretRotated, 'WebhookSecretRotated', {
-        status: 'success', message: M.webhookSecretRotated, secret: WEBHOOK_SECRET_ROTATED, previous_secret_expires_at: '2025-11-24T14:06:27.000Z',
+        status: 'success', message: M.webhookSecretRotated, webhook_id: 1, secret: WEBHOOK_SECRET_ROTATED, previous_secret_expires_at: '2025-11-24T14:06:27.000Z',
       }, WRITE_HEADERS),
     },
     errors: { 404: [M.webhookNotFound] },
   },
   testWebhook: {
-    tag: 'Webhooks', write: true,
+    tag: 'Webhooks', write: true, body: 'json',
     description: 'Queues one `webhook.test` message to this endpoint (even a disabled one), delivered, retried and listed like any. No request body.',
     parameters: [param('webhookIdPath')],
     answers: { 202: jsonAnswer(M.webhookTestQueued, 'WebhookTestQueued', { status: 'success', message: M.webhookTestQueued, message_id: MESSAGE_ID }, WRITE_HEADERS) },
