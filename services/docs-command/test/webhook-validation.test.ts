@@ -25,6 +25,7 @@ describe('webhook registration input', () => {
   it('refuses in order: url, events, description', () => {
     refused(() => parseWebhookInput({ events: 'nope', description: 5 }), 'invalid', M.webhookUrlRequired);
     refused(() => parseWebhookInput({ url: '  ', events: [] }), 'invalid', M.webhookUrlRequired);
+    refused(() => parseWebhookInput({ url: 42, events: [] }), 'invalid', M.webhookUrlInvalid);
     refused(() => parseWebhookInput({ url: 'https://e.com', events: [], description: 5 }), 'invalid', M.webhookEventsRequired);
     refused(() => parseWebhookInput({ url: 'https://e.com', events: [1] }), 'invalid', M.webhookEventsRequired);
     refused(() => parseWebhookInput({ url: 'https://e.com', events: ['file.viewed'] }), 'invalid', M.webhookEventUnknown);

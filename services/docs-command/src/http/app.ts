@@ -285,8 +285,9 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
   const secretKept = (read: (ownerId: number, webhookId: number) => Promise<string>): IdempotentRoute => ({
     ...jsonRequest,
     redact: ({ secret: _secret, ...rest }) => rest,
+    // The endpoint is the one registered (its id in the answer) or the one in the path (a rotation).
     restore: async (body, req) => {
-      const webhookId = Number((body.webhook as { id?: unknown } | undefined)?.id ?? body.webhook_id);
+      const webhookId = (body.webhook as { id?: number } | undefined)?.id ?? parseWebhookId(req.params.webhookId);
       return { ...body, secret: await read(actorOf(req), webhookId) };
     },
   });
@@ -317,7 +318,7 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     const { secret, previousValidUntil, recorded } = await webhooks().rotateSecret(actorOf(req), webhookId, metaOf(req));
     return {
       status: 200, recorded,
-      body: { status: 'success', message: M.webhookSecretRotated, webhook_id: webhookId, secret, previous_secret_expires_at: previousValidUntil },
+      body: { status: 'success', message: M.webhookSecretRotated, secret, previous_secret_expires_at: previousValidUntil },
     };
   }));
   app.post(`${base}/:webhookId/test`, jsonBody(), once(jsonRequest, async (req) => {

@@ -16,7 +16,8 @@ export const WEBHOOK_DESCRIPTION_MAX = 500;
 export const REPLAY_MAX_MESSAGES = 100;
 
 const urlOf = (value: unknown): string => {
-  if (typeof value !== 'string' || value.trim() === '') throw invalid(M.webhookUrlRequired);
+  if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) throw invalid(M.webhookUrlRequired);
+  if (typeof value !== 'string') throw invalid(M.webhookUrlInvalid);
   return value.trim();
 };
 
