@@ -74,8 +74,16 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const health = new Map<number, Cached<number | null>>();
   /** Endpoints this process had disabled (recorded, its event not folded yet): their tasks are skipped meanwhile. */
   const disabledHere = new Set<number>();
-  /** Endpoints with pending tasks in the store that the queues had no room for: their new tasks go behind them, through the poller. */
-  const backlogged = new Set<number>();
+  /**
+   * Endpoints with pending tasks in the store that the queues had no room for: their new tasks go
+   * behind them, through the poller. Each mark is numbered, so a poll clears only the marks made
+   * before its claim began (a task stored after that is not in the claim's view).
+   */
+  const backlogged = new Map<number, number>();
+  let marks = 0;
+  const mark = (webhookId: number): void => {
+    backlogged.set(webhookId, ++marks);
+  };
   /** Per partition: the batches' tasks waiting for the read models, queued in batch order. */
   const chains = new Map<number, Promise<void>>();
   const sleeper = makeWakeableSleep();
@@ -344,7 +352,7 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
         task.leaseUntil = now + leaseMs;
         leased.add(task);
       } else {
-        backlogged.add(task.webhookId);
+        mark(task.webhookId);
       }
     }
     let inserted: Set<string>;
@@ -354,6 +362,7 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
       for (const task of leased) queue.cancel(task.webhookId);
       throw error;
     }
+    for (const task of tasks) if (task.state === 'pending' && !leased.has(task)) mark(task.webhookId);
     // A task already there (a batch delivered again) stays as it is: its holder, or the poller, delivers it.
     const mine: DeliveryTask[] = [];
     for (const task of leased) {
@@ -378,7 +387,7 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
     for (const { webhookId, selector } of replays) {
       const reopened = await store.reopen(webhookId, selector, now);
       logger.info({ webhookId, reopened }, 'webhook replay');
-      backlogged.add(webhookId);
+      mark(webhookId);
     }
     await store.setCheckpoint(group, batch.partition, batch.through);
     if (replays.length > 0 || leased.size < tasks.filter((task) => task.state === 'pending').length) sleeper.wake();
@@ -389,9 +398,12 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
     const limit = Math.min(queue.room(), CLAIM_BATCH);
     if (limit === 0) return;
     const skip = queue.full();
+    const claimFrom = marks;
     const claimed = await store.claimDue(clock(), limit, leaseMs, owner, skip);
     // Fewer than asked: nothing else is due for the endpoints not skipped, so none of them has a backlog left.
-    if (claimed.length < limit) for (const webhookId of backlogged) if (!skip.has(webhookId)) backlogged.delete(webhookId);
+    if (claimed.length < limit) {
+      for (const [webhookId, at] of backlogged) if (at <= claimFrom && !skip.has(webhookId)) backlogged.delete(webhookId);
+    }
     const firsts = claimed.filter((task) => task.attempts === 0 && task.cycle === 0);
     if (firsts.length > 0) {
       await deps.readModelsReached(Math.max(...firsts.map((task) => task.position))).catch((error: unknown) => {
@@ -399,14 +411,19 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
       });
     }
     let queued = 0;
+    // Once an endpoint's queue refuses one, the rest of its tasks go back too (its order holds).
+    const refused: DeliveryTask[] = [];
+    const full = new Set<number>();
     for (const task of claimed) {
-      if (!stopped && queue.push(task.webhookId, task)) {
+      if (!stopped && !full.has(task.webhookId) && queue.push(task.webhookId, task)) {
         queued++;
       } else {
-        backlogged.add(task.webhookId);
-        await release(task);
+        full.add(task.webhookId);
+        mark(task.webhookId);
+        refused.push(task);
       }
     }
+    await Promise.all(refused.map(release));
     // A full claim that queued something: more may be due, go again at once.
     if (claimed.length === limit && queued > 0) sleeper.wake();
   };
