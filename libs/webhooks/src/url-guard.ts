@@ -85,7 +85,7 @@ export const checkWebhookUrl = async (raw: unknown, policy: WebhookUrlPolicy, lo
   let addresses: readonly { address: string }[] | null;
   try {
     addresses = await Promise.race([
-      lookup(parsed.url.hostname).catch(() => null),
+      Promise.resolve(parsed.url.hostname).then(lookup).catch(() => null),
       sleep(LOOKUP_BOUND_MS, stop.signal).then(() => null),
     ]);
   } finally {
