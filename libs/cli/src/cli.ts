@@ -6,68 +6,23 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
-  CLIENT_VERSION, createClient, defaultUploadStateDir, DocshareApiError, DocshareNetworkError, type DocshareClient, type FetchLike, type SearchFilters,
+  CLIENT_VERSION, createClient, defaultUploadStateDir, DocshareApiError, DocshareNetworkError, type SearchFilters,
   type ResumableEvent, type SearchOptions, type SearchResponse, type SearchResult, type TopMetric, type UpdateRequest,
 } from '@docshare/client';
 import { dailyTable, dayRange, DEFAULT_DAYS, parseDay } from './daily.ts';
-import { configPath, readConfig, resolveBaseUrl, resolveResumableThreshold, resolveToken, writeConfig, type Config, type Env } from './config.ts';
+import { configPath, readConfig, resolveBaseUrl, resolveResumableThreshold, resolveToken, writeConfig } from './config.ts';
 import { CliError, EXIT, exitCodeOf, responseTooLarge, UsageError } from './exit.ts';
-import { commandHelp, GLOBAL_OPTIONS, mainHelp, type CommandHelp, type OptionHelp } from './help.ts';
+import { positiveInt, str, strs, type Command, type Ctx, type Io, type Values } from './command.ts';
+import { commandHelp, GLOBAL_OPTIONS, mainHelp, type OptionHelp } from './help.ts';
 import { formatBytes, progressBar } from './progress.ts';
 import { readPassword } from './prompt.ts';
 import { shown, terminalSafeJson, visible } from './terminal.ts';
+import { WEBHOOK_COMMANDS, WEBHOOKS, webhooksHelp } from './webhooks.ts';
+
+export type { Io } from './command.ts';
 
 /** The package's version (its package.json, one level above src/ and dist/ alike), which a release bumps. */
 const CLI_VERSION: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
-
-export interface Io {
-  stdout: NodeJS.WriteStream;
-  stderr: NodeJS.WriteStream;
-  stdin: NodeJS.ReadStream;
-  env: Env;
-  cwd: string;
-  fetch?: FetchLike;
-  /** Aborted on Ctrl-C. */
-  signal?: AbortSignal;
-  /** The clock (default: the system's): today's UTC date for `stats --daily`. */
-  now?: () => Date;
-}
-
-type Values = Record<string, string | boolean | string[] | boolean[] | undefined>;
-
-interface Ctx {
-  io: Io;
-  url: string;
-  config: Config;
-  client: DocshareClient;
-  json: boolean;
-  quiet: boolean;
-  progress: boolean;
-  values: Values;
-  args: string[];
-  command: string;
-  out(line: string): void;
-  note(line: string): void;
-  printJson(value: unknown): void;
-}
-
-interface Command extends CommandHelp {
-  /** Positional arguments: at least, at most. */
-  positionals: [number, number];
-  /** Needs a token. */
-  auth: boolean;
-  run(ctx: Ctx): Promise<void>;
-}
-
-const str = (v: Values[string]): string | undefined => (typeof v === 'string' ? v : undefined);
-const strs = (v: Values[string]): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : typeof v === 'string' ? [v] : []);
-
-function positiveInt(v: Values[string], name: string, command: string): number | undefined {
-  const s = str(v);
-  if (s === undefined) return undefined;
-  if (!/^[1-9][0-9]*$/.test(s)) throw new UsageError(`--${name} must be a positive integer, got '${s}'`, command);
-  return Number(s);
-}
 
 function day(v: Values[string], name: string, command: string): string | undefined {
   const s = str(v);
@@ -622,6 +577,7 @@ are exact up to 1,024 a day, estimated above (0.81 % standard error); the totals
       for (const c of answer.data) ctx.out(ctx.quiet ? visible(String(c.id)) : shown`${c.id}\t${c.name}${c.description ? `  ${c.description}` : ''}${c.tags ? `  [${c.tags}]` : ''}`);
     },
   },
+  ...WEBHOOK_COMMANDS,
 ];
 
 const BY_NAME = new Map(COMMANDS.map((c) => [c.name, c]));
@@ -645,9 +601,16 @@ function findCommand(argv: string[]): { name: string | undefined; rest: string[]
   return { name: undefined, rest: argv };
 }
 
+/** `webhooks <sub>` as one command name (`webhooks add`); `webhooks` alone when no subcommand follows. */
+function withSubcommand(found: { name: string | undefined; rest: string[] }): { name: string | undefined; rest: string[] } {
+  if (found.name !== WEBHOOKS) return found;
+  const sub = findCommand(found.rest);
+  return sub.name === undefined ? found : { name: `${WEBHOOKS} ${sub.name}`, rest: sub.rest };
+}
+
 /** Runs one command line; resolves with the exit code. */
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { name, rest } = findCommand(argv);
+  const { name, rest } = withSubcommand(findCommand(argv));
   const wantsJson = argv.includes('--json');
   const writeOut = (s: string): void => void io.stdout.write(s);
   const writeErr = (s: string): void => void io.stderr.write(s);
@@ -685,7 +648,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
       writeOut(`docshare ${CLI_VERSION} (client ${CLIENT_VERSION}, node ${process.versions.node})\n`);
       return EXIT.ok;
     }
-    const topic = name === 'help' ? findCommand(rest).name : undefined;
+    const topic = name === 'help' ? withSubcommand(findCommand(rest)).name : undefined;
+    if (topic === WEBHOOKS) {
+      writeOut(webhooksHelp());
+      return EXIT.ok;
+    }
     if (topic !== undefined) {
       const c = BY_NAME.get(topic);
       if (c === undefined) return fail(new UsageError(`unknown command '${topic}'`));
@@ -699,6 +666,12 @@ export async function run(argv: string[], io: Io): Promise<number> {
     }
     writeErr(text);
     return EXIT.usage;
+  }
+
+  if (name === WEBHOOKS) {
+    const asked = argv.includes('--help') || argv.includes('-h');
+    (asked ? writeOut : writeErr)(webhooksHelp());
+    return asked ? EXIT.ok : EXIT.usage;
   }
 
   const command = BY_NAME.get(name);
