@@ -282,6 +282,8 @@ describe('webhook dispatcher', () => {
     await until(() => t.to(url(2)).length === 2, 'endpoint 2\'s deliveries');
     await until(async () => (await t.store.pendingCount(2)) === 0, 'endpoint 2 settled');
     assert.equal(t.to(url(1)).length, 1, 'endpoint 1: one in flight, hanging');
+    assert.equal(await metric(t.registry, 'docshare_webhook_queue_depth', { webhook_id: '1' }), 2, 'one in flight, one waiting');
+    assert.equal(await metric(t.registry, 'docshare_webhook_queue_depth', { webhook_id: '2' }), 0, 'an endpoint with nothing queued is not listed');
     t.release();
     await until(async () => (await t.store.pendingCount(1)) === 0 && t.to(url(1)).length === 2, 'endpoint 1 settles once released');
   });
