@@ -9,7 +9,7 @@ export const EXIT = {
   usage: 2,
   /** Not logged in, token missing, invalid or expired, wrong email or password (401). */
   auth: 3,
-  /** The file, user or category does not exist (404). */
+  /** The file, user, category or webhook does not exist (404). */
   notFound: 4,
   /** The server failed (5xx) or could not be reached. */
   server: 5,
@@ -17,7 +17,7 @@ export const EXIT = {
   rateLimited: 6,
   /** A local file problem: cannot read the upload, the download's target exists, cannot write. */
   localFile: 7,
-  /** A walk stopped before its end: `search --all` reached --max-pages, or its results outgrew what --json holds. */
+  /** A walk stopped before its end: `search --all` or `webhooks deliveries --all` reached --max-pages, or search's results outgrew what --json holds. */
   incomplete: 8,
   /** Interrupted (Ctrl-C). */
   interrupted: 130,
@@ -28,12 +28,13 @@ export const EXIT_HELP = `Exit codes:
   1    the API refused the request (validation 400, forbidden 403, conflict 409, too large 413, ...)
   2    usage error: unknown command or option, missing or invalid argument
   3    authentication: not logged in, token rejected (401), wrong email or password
-  4    not found (404): no such file, user or category
+  4    not found (404): no such file, user, category or webhook
   5    server error (5xx), the server could not be reached, or its answer cannot be used
        (over 64 MiB, a search cursor it had already sent)
   6    rate limited (429), still after waiting as the server asked
   7    local file error: cannot read the file to upload, the download target exists, cannot write
-  8    incomplete: search --all stopped at --max-pages (or at what --json holds); what was printed is a prefix
+  8    incomplete: search --all or webhooks deliveries --all stopped at --max-pages (or search at what --json
+       holds); what was printed is a prefix
   130  interrupted (Ctrl-C); a download keeps its .part file, a resumable upload its session, to resume`;
 
 /** A usage error (exit 2), with the help of the command it concerns. */
