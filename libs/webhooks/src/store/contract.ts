@@ -95,6 +95,21 @@ export const webhookStoreContract = (name: string, make: () => Promise<WebhookSt
       assert.deepEqual(ids(await store.claimDue(T0 + LEASE, 10, LEASE, 'd2', NONE)), [deliveryTask(1, 1).id]);
     }));
 
+    it('a settle of an earlier cycle records its attempt but leaves a replayed task as the replay made it', withStore(async (store) => {
+      const task = deliveryTask(1, 1);
+      await store.schedule([task]);
+      await store.claimDue(T0, 10, LEASE, 'd1', NONE);
+      // Replayed while its first attempt is in flight: cycle 1, pending, due now.
+      assert.equal(await store.reopen(1, { messageIds: [task.messageId] }, T0 + 50), 1);
+      await store.settle(task.id, { state: 'succeeded', attempts: 1, nextAt: T0 + 100, lastError: null, lastStatus: 200, now: T0 + 100, cycle: 0 }, attemptOf(task, 1, T0 + 100, 'succeeded'));
+      const [replayed] = await store.claimDue(T0 + 200, 10, LEASE, 'd2', NONE);
+      assert.equal(replayed?.id, task.id, 'still pending for the replay');
+      assert.equal(replayed?.cycle, 1);
+      assert.equal((await store.attempts(1, { limit: 10 })).items.length, 1, 'the earlier cycle\'s attempt is recorded');
+      await store.settle(task.id, { state: 'succeeded', attempts: 1, nextAt: T0 + 300, lastError: null, lastStatus: 200, now: T0 + 300, cycle: 1 }, null);
+      assert.equal(await store.pendingCount(1), 0);
+    }));
+
     it('settle moves the state, clears the lease and records the attempt', withStore(async (store) => {
       const task = deliveryTask(1, 1);
       await store.schedule([task, deliveryTask(1, 2)]);

@@ -158,7 +158,7 @@ export const makeWebhookModel = (): WebhookModel => {
       check();
       const changes: Change[] = [];
       const task = tasks.get(taskId);
-      if (task) {
+      if (task && (next.cycle === undefined || task.cycle === next.cycle)) {
         Object.assign(task, {
           state: next.state, attempts: next.attempts, nextAt: next.nextAt, lastError: next.lastError, lastStatus: next.lastStatus,
           updatedAt: next.now, leaseOwner: null, leaseUntil: 0,

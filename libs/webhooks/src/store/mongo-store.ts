@@ -128,7 +128,7 @@ export async function makeMongoWebhookStore(db: Db): Promise<WebhookStore> {
     async settle(taskId, next, attempt) {
       check();
       await Promise.all([
-        tasks.updateOne({ _id: taskId }, {
+        tasks.updateOne(next.cycle === undefined ? { _id: taskId } : { _id: taskId, cycle: next.cycle }, {
           $set: {
             state: next.state, attempts: next.attempts, nextAt: next.nextAt, lastError: next.lastError, lastStatus: next.lastStatus,
             updatedAt: next.now, leaseOwner: null, leaseUntil: 0,

@@ -97,6 +97,13 @@ export interface SettleNext {
   lastError: string | null;
   lastStatus: number | null;
   now: number;
+  /**
+   * The cycle the settling attempt belongs to: when given, the task's state moves only while it is
+   * still in that cycle. A replay reopens a task (cycle + 1) even while an attempt of the previous
+   * cycle is in flight; that attempt's settle must not overwrite the replayed state (its attempt is
+   * still recorded).
+   */
+  cycle?: number;
 }
 
 export type ReopenSelector = { since: number; until: number } | { messageIds: readonly string[] };
