@@ -243,13 +243,13 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const queueAfterReadModels = (partition: number, tasks: DeliveryTask[]): void => {
     if (tasks.length === 0) return;
     const position = Math.max(...tasks.map((task) => task.position));
+    // The waits overlap (a lagging read model delays each batch once, not once per batch before it); the queueing keeps batch order.
+    const reached = deps.readModelsReached(position).catch((error: unknown) => {
+      logger.warn({ err: error, position }, 'could not wait for the read models; delivering anyway');
+    });
     const previous = chains.get(partition) ?? Promise.resolve();
     const next = previous.then(async () => {
-      try {
-        await deps.readModelsReached(position);
-      } catch (error) {
-        logger.warn({ err: error, position }, 'could not wait for the read models; delivering anyway');
-      }
+      await reached;
       for (const task of tasks) {
         if (stopped) {
           queue.cancel(task.webhookId);

@@ -130,6 +130,31 @@ describe('webhook dispatcher', () => {
     assert.deepEqual(attempts.items.map((a) => [a.attempt, a.outcome, a.status, a.messageId]), [[1, 'succeeded', 200, request?.messageId]]);
   });
 
+  it('batches wait for the read models together, and their tasks are queued in batch order', async () => {
+    const waits = new Map<number, () => void>();
+    const memory = makeMemoryWebhookStore();
+    let polls = 0;
+    const counted: WebhookStore = { ...memory, claimDue: (...args) => { polls++; return memory.claimDue(...args); } };
+    const t = setup({
+      store: counted,
+      deps: { readModelsReached: (position) => new Promise<void>((resolve) => { waits.set(position, resolve); }) },
+    });
+    const log = makeLog();
+    log.register(1, 1);
+    const first = log.upload(10, 1);
+    const second = log.upload(11, 1);
+    await t.dispatcher.handle(batchOf(log.records.slice(0, 2)));
+    await t.dispatcher.handle(batchOf(log.records.slice(2)));
+    await until(() => waits.size === 2, 'both waits started');
+    waits.get(3)?.();
+    const polled = polls;
+    await until(() => polls >= polled + 3, 'three rounds of the poller');
+    assert.equal(t.requests.length, 0, 'the second batch waits for the first');
+    waits.get(2)?.();
+    await until(() => t.requests.length === 2, 'both deliveries');
+    assert.deepEqual(t.requests.map((r) => r.messageId), [webhookMessageId(first.event.id), webhookMessageId(second.event.id)]);
+  });
+
   it('a batch delivered again (its checkpoint not written) schedules and sends nothing twice', async () => {
     const store = makeMemoryWebhookStore();
     let failOnce = true;
