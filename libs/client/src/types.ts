@@ -9,8 +9,8 @@ export type OperationId = keyof operations;
 type ResponsesOf<O extends OperationId> = operations[O]['responses'];
 type JsonContent<R> = R extends { content: { 'application/json': infer B } } ? B : never;
 
-/** The JSON body of an operation's success answer (200 or 201). */
-export type SuccessBody<O extends OperationId> = JsonContent<ResponsesOf<O>[Extract<keyof ResponsesOf<O>, 200 | 201>]>;
+/** The JSON body of an operation's success answer (200, 201, or 202 for what is queued). */
+export type SuccessBody<O extends OperationId> = JsonContent<ResponsesOf<O>[Extract<keyof ResponsesOf<O>, 200 | 201 | 202>]>;
 
 /** The JSON request body of an operation. */
 export type JsonRequest<O extends OperationId> = JsonContent<NonNullable<operations[O]['requestBody']>>;

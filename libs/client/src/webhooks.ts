@@ -1,90 +1,37 @@
 // `client.webhooks`: the endpoints a user registers to be told about their files (issue 23;
 // /api/V1/users/api-webhooks...). Calls go through the client's `call` (token, Idempotency-Key on
 // every POST, retries, DocshareApiError), as every other method does.
-import type { WebhookEventType } from './webhook-payloads.ts';
+import type { components } from './openapi.ts';
+import type { JsonRequest, QueryOf, SuccessBody } from './types.ts';
 
-/** An endpoint as the API shows it (its secret never: that is shown once, by create and rotateSecret). */
-export interface Webhook {
-  id: number;
-  url: string;
-  events: WebhookEventType[];
-  description: string;
-  enabled: boolean;
-  /** Why docshare disabled it: it answered 410 Gone, or failed every delivery for days (null: it did not). */
-  disabled_reason: null | 'gone' | 'failing';
-  created_at: string;
-}
-
-export interface CreateWebhookInput {
-  /** https (http only where the server allows it), not resolving to a private address. */
-  url: string;
-  /** At least one of the event types. */
-  events: WebhookEventType[];
-  /** Up to 500 characters. */
-  description?: string;
-}
-export interface CreateWebhookResponse {
-  status: 'success';
-  message: string;
-  webhook: Webhook;
-  /** `whsec_…`: signs every delivery. Shown this once: keep it where the receiver reads it. */
-  secret: string;
-}
-export interface WebhooksResponse { status: 'success'; webhooks: Webhook[] }
-export interface WebhookResponse { status: 'success'; webhook: Webhook }
-export interface UpdateWebhookInput { url?: string; events?: WebhookEventType[]; description?: string; enabled?: boolean }
-export interface UpdateWebhookResponse { status: 'success'; message: string; webhook: Webhook }
-export interface DeleteWebhookResponse { status: 'success'; message: string }
-export interface RotateSecretResponse {
-  status: 'success';
-  message: string;
-  /** The new secret (shown once). */
-  secret: string;
-  /** Until then deliveries carry a signature under the previous secret too. */
-  previous_secret_expires_at: string;
-}
-export interface TestWebhookResponse { status: 'success'; message: string; message_id: string }
-
-/** One delivery attempt. */
-export interface WebhookDelivery {
-  /** The `webhook-id` header (the same for every attempt and replay of a message). */
-  message_id: string;
-  event_id: string;
-  event_type: string;
-  /** 1-based, within its round (a replay starts a new round). */
-  attempt: number;
-  attempted_at: string;
-  outcome: 'succeeded' | 'failed';
-  http_status: number | null;
-  latency_ms: number;
-  error: string | null;
-}
-export interface DeliveriesResponse { status: 'success'; deliveries: WebhookDelivery[]; next_cursor: string | null }
-export interface DeliveriesQuery {
-  status?: 'failed' | 'succeeded';
-  /** A previous page's `next_cursor`. */
-  cursor?: string;
-  /** 1-100 (default 50). */
-  limit?: number;
-}
-
+/** An endpoint as the API shows it (its secret never: create and rotateSecret show that once). */
+export type Webhook = components['schemas']['Webhook'];
+/** `url` (https unless the server allows http; no private address), `events` (at least one), `description` (up to 500 characters). */
+export type CreateWebhookInput = JsonRequest<'createWebhook'>;
+/** The webhook and its `secret` (`whsec_…`), which signs every delivery: shown this once. */
+export type CreateWebhookResponse = SuccessBody<'createWebhook'>;
+export type WebhooksResponse = SuccessBody<'listWebhooks'>;
+export type WebhookResponse = SuccessBody<'getWebhook'>;
+export type UpdateWebhookInput = JsonRequest<'updateWebhook'>;
+export type UpdateWebhookResponse = SuccessBody<'updateWebhook'>;
+export type DeleteWebhookResponse = SuccessBody<'deleteWebhook'>;
+/** The new `secret` (shown once); until `previous_secret_expires_at` deliveries carry a signature under the previous one too. */
+export type RotateSecretResponse = SuccessBody<'rotateWebhookSecret'>;
+export type TestWebhookResponse = SuccessBody<'testWebhook'>;
+/** One page of delivery attempts (`next_cursor` null at the end). */
+export type DeliveriesResponse = SuccessBody<'listWebhookDeliveries'>;
+/** One attempt: its message (the `webhook-id`), outcome, HTTP status, latency, error. */
+export type WebhookDelivery = DeliveriesResponse['deliveries'][number];
+/** `status` (failed or succeeded), `cursor` (a previous page's `next_cursor`), `limit` (1-100, default 50). */
+export type DeliveriesQuery = QueryOf<'listWebhookDeliveries'>;
+export type DeadLettersResponse = SuccessBody<'listWebhookDeadLetters'>;
 /** A message whose retries were all spent: kept, and replayable. */
-export interface DeadLetter {
-  message_id: string;
-  event_id: string;
-  event_type: string;
-  event_time: string;
-  attempts: number;
-  last_http_status: number | null;
-  last_error: string | null;
-  dead_at: string;
-}
-export interface DeadLettersResponse { status: 'success'; dead_letters: DeadLetter[]; next_cursor: string | null }
-export interface DeadLettersQuery { cursor?: string; limit?: number }
+export type DeadLetter = DeadLettersResponse['dead_letters'][number];
+export type DeadLettersQuery = QueryOf<'listWebhookDeadLetters'>;
+export type ReplayResponse = SuccessBody<'replayWebhook'>;
 
 /** What to deliver again: the events in [since, until) (until: now), or the messages named (at most 100). */
 export type ReplayInput = { since: string | Date; until?: string | Date } | { messageIds: string[] };
-export interface ReplayResponse { status: 'success'; message: string; replay_id: string }
 
 type Id = string | number;
 /** The client's call (client.ts), as far as this module needs it. */
