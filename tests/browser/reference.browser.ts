@@ -7,7 +7,8 @@
 // upload README.md into 'Documentation', search 'fornt door'). Then Chromium opens the reference,
 // authorizes with a token from login (the Authorize dialog: BearerAuth on one host, X-Authorization
 // on the other) and runs EVERY operation of the document through its own form (a resumable upload
-// included: its part sent through the part form), "Try it out", fill
+// included: its part sent through the part form; a webhook registered to a local receiver, which
+// the test message reaches), "Try it out", fill
 // in only what a person must (the upload's file; a signed link's expires/signature/sale, copied
 // from a download_url), "Execute", and the answer shown must be the operation's documented
 // success, never "Failed to fetch". Every operation is driven through the page's DOM (no shortcut
@@ -16,7 +17,9 @@
 //
 // The server's rate limit is raised (RATE_LIMIT_POINTS): the walk sends about 60 requests a
 // minute from one address, over the default 30 per 60 s (tested in tests/fuzz/ratelimit.test.ts);
-// a person clicking stays below it. Everything else is npm start's defaults.
+// a person clicking stays below it. Webhooks may point at a laptop's own http receiver
+// (WEBHOOK_ALLOW_PRIVATE_NETWORKS, WEBHOOK_ALLOW_HTTP, as docs/ops.md says for local use).
+// Everything else is npm start's defaults.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -27,6 +30,8 @@ import { after, before, describe, it } from 'node:test';
 import puppeteer, { type Browser, type ElementHandle, type Page } from 'puppeteer-core';
 import { freePorts } from '../../infra/stack/free-ports.ts';
 import { REPO_ROOT } from '../support/server.ts';
+import { waitFor } from '../support/wait.ts';
+import { startReceiver, verifyDelivery, type Receiver } from '../support/webhook-receiver.ts';
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const ARTIFACTS = path.join(REPO_ROOT, 'tests', 'browser', 'artifacts');
@@ -47,7 +52,10 @@ interface Started { base: string; port: number; stop: () => Promise<void>; outpu
 const startLikeNpmStart = async (): Promise<Started> => {
   const [port, metricsPort] = await freePorts(2) as [number, number];
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'docshare-reference-'));
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), METRICS_PORT: String(metricsPort), DATA_DIR: dataDir, RATE_LIMIT_POINTS: '1000' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env, PORT: String(port), METRICS_PORT: String(metricsPort), DATA_DIR: dataDir, RATE_LIMIT_POINTS: '1000',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_ALLOW_HTTP: 'true',
+  };
   for (const name of ['NODE_TEST_CONTEXT', 'PUBLIC_BASE_URL', 'HOST', 'CORS_ORIGINS', 'JWT_SECRET', 'RATE_LIMIT_WINDOW_SECONDS']) delete env[name];
   let out = '';
   const child: ChildProcess = spawn(process.execPath, ['services/standalone/src/supervise.ts'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -104,6 +112,7 @@ const readmeTryIt = async (base: string): Promise<void> => {
 /** Walks every operation of the reference at `origin` with Chromium. */
 const walk = (host: 'localhost' | '127.0.0.1', scheme: 'BearerAuth' | 'XAuthorization'): void => {
   let server: Started;
+  let receiver: Receiver;
   let browser: Browser;
   let page: Page;
   let origin: string;
@@ -159,6 +168,13 @@ const walk = (host: 'localhost' | '127.0.0.1', scheme: 'BearerAuth' | 'XAuthoriz
 
   /** Presses Execute; answers the status and body Swagger UI shows. */
   const execute = async (block: ElementHandle, operationId: string): Promise<{ status: number; body: string }> => {
+    // An operation run before (createUpload twice) still shows its last answer: clear it, or that
+    // answer would be read as this one's.
+    const clear = await block.$('.btn-clear');
+    if (clear !== null) {
+      await clear.click();
+      await block.waitForSelector('.live-responses-table', { hidden: true });
+    }
     await (await block.waitForSelector('.execute'))?.click();
     const cell = await block.waitForSelector('.live-responses-table .response .response-col_status', { timeout: 20_000 });
     const status = Number(await cell?.evaluate((el) => el.textContent?.trim()));
@@ -226,6 +242,7 @@ const walk = (host: 'localhost' | '127.0.0.1', scheme: 'BearerAuth' | 'XAuthoriz
     before(async () => {
       await mkdir(ARTIFACTS, { recursive: true });
       server = await startLikeNpmStart();
+      receiver = await startReceiver();
       origin = `http://${host}:${server.port}`;
       await readmeTryIt(server.base);
       browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--lang=en-US'] });
@@ -242,6 +259,7 @@ const walk = (host: 'localhost' | '127.0.0.1', scheme: 'BearerAuth' | 'XAuthoriz
       ].join('\n')).catch(() => undefined);
       await browser?.close();
       await server?.stop();
+      await receiver?.close();
     });
 
     it('loads the reference and its document from the origin it was opened at', async () => {
@@ -316,6 +334,30 @@ const walk = (host: 'localhost' | '127.0.0.1', scheme: 'BearerAuth' | 'XAuthoriz
       });
       const abandoned = json(await run('createUpload', 201));
       await run('abortUpload', 200, (block) => fill(block, 'uploadId', abandoned.upload_id as string));
+
+      // Webhooks: a person registers their local receiver (its URL typed over the example's), then
+      // goes through the rest with the id the answer gave; the test message reaches the receiver,
+      // signed with the secret shown at registration.
+      const hookPath = `/reference/${host}`;
+      const hook = json(await run('createWebhook', 201, async (block) => {
+        await setBody(block, { url: receiver.url(hookPath), events: ['file.uploaded', 'comment.received'], description: 'My laptop' });
+      }));
+      const webhookId = String((hook.webhook as { id: number }).id);
+      await run('listWebhooks', 200);
+      await run('getWebhook', 200, (block) => fill(block, 'webhookId', webhookId));
+      await run('updateWebhook', 200, (block) => fill(block, 'webhookId', webhookId));
+      const queued = json(await run('testWebhook', 202, (block) => fill(block, 'webhookId', webhookId)));
+      const arrived = await waitFor(() => {
+        const found = receiver.deliveries(hookPath).find((d) => d.headers['webhook-id'] === queued.message_id);
+        assert.ok(found, 'the test message has not reached the receiver yet');
+        return found;
+      }, { timeoutMs: 60_000, intervalMs: 100 });
+      assert.equal(verifyDelivery(hook.secret as string, arrived).type, 'webhook.test');
+      await run('listWebhookDeliveries', 200, (block) => fill(block, 'webhookId', webhookId));
+      await run('listWebhookDeadLetters', 200, (block) => fill(block, 'webhookId', webhookId));
+      await run('replayWebhook', 202, (block) => fill(block, 'webhookId', webhookId));
+      await run('rotateWebhookSecret', 200, (block) => fill(block, 'webhookId', webhookId));
+      await run('deleteWebhook', 200, (block) => fill(block, 'webhookId', webhookId));
 
       // A second user (the register example) buys it, with the sale's own signed link.
       const grace = json(await run('register', 201));
