@@ -477,7 +477,7 @@ try {
   const expectedCount = [...expectedMessages.values()].reduce((n, ids) => n + ids.size, 0);
   log(`webhooks: ${receiver.distinct()} distinct messages received of ${expectedCount} expected for ${expectedMessages.size} users, ` +
     `${receiver.deliveries} deliveries (${receiver.deliveries - receiver.distinct()} re-sent; ${receiver.unverified} to endpoints whose registration was not answered), ` +
-    `${webhookViolations.length === 0 ? `all in ${secs(performance.now() - t)} s after the checks` : 'NOT ALL'}`);
+    `${receiver.stray} stray requests; ${webhookViolations.length === 0 ? `all within ${secs(performance.now() - t)} s of the checks` : `${webhookViolations.length} violation(s)`}`);
 
   // ---- summary ------------------------------------------------------------------------------------
   const byStatus = new Map<string, number>();

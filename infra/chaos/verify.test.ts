@@ -303,6 +303,9 @@ describe('chaos webhook check', () => {
       assert.deepEqual([...(receiver.received().byUser.get(5) ?? [])], ['msg_1']);
       assert.equal(receiver.received().badSignatures.length, 1);
       assert.match(receiver.received().badSignatures[0] ?? '', /^msg_2 to user 5: /);
+      // Not a delivery: answered 404, counted apart, no violation.
+      assert.equal((await fetch(new URL('/healthz', url))).status, 404);
+      assert.deepEqual([receiver.stray, receiver.deliveries, receiver.received().badSignatures.length], [1, 3, 1]);
     } finally {
       await receiver.stop();
     }

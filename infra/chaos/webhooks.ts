@@ -79,7 +79,8 @@ const readBody = async (req: IncomingMessage): Promise<string> => {
 /**
  * An HTTP server on 127.0.0.1 taking `POST /hooks/<userId>/<token>`: one path per registration
  * attempt (the token), so a delivery is verified with the secret of the endpoint it came from,
- * known once its registration was answered. Always answers 204.
+ * known once its registration was answered. Answers 204; anything else 404, counted as stray (on a
+ * shared machine another process may probe a port it once picked: not a delivery).
  */
 export class WebhookReceiver {
   private server: Server | null = null;
@@ -91,13 +92,14 @@ export class WebhookReceiver {
   deliveries = 0;
   /** Deliveries to an endpoint whose registration answer never came (its secret unknown): counted, not verified. */
   unverified = 0;
+  /** Requests that are not a POST to an endpoint of the suite (answered 404). */
+  stray = 0;
 
   async start(): Promise<void> {
     const server = createServer((req, res) => {
       void (async () => {
         const body = await readBody(req);
-        this.take(req, body);
-        res.writeHead(204).end();
+        res.writeHead(this.take(req, body) ? 204 : 404).end();
       })().catch(() => res.writeHead(500).end());
     });
     await new Promise<void>((resolve, reject) => {
@@ -121,12 +123,13 @@ export class WebhookReceiver {
   /** Distinct messages received, all users together. */
   distinct(): number { return [...this.byUser.values()].reduce((n, ids) => n + ids.size, 0); }
 
-  private take(req: IncomingMessage, body: string): void {
+  /** Records a delivery; false for a request that is not one. */
+  private take(req: IncomingMessage, body: string): boolean {
     const match = /^\/hooks\/(\d+)\/([0-9a-f]+)$/.exec(req.url ?? '');
     const id = String(req.headers['webhook-id'] ?? '');
     if (req.method !== 'POST' || !match) {
-      this.bad.push(`${req.method} ${req.url}: not a webhook endpoint of the suite`);
-      return;
+      this.stray += 1;
+      return false;
     }
     this.deliveries += 1;
     const secret = this.secrets.get(match[2] ?? '');
@@ -140,13 +143,14 @@ export class WebhookReceiver {
         });
       } catch (error) {
         this.bad.push(`${id} to user ${match[1]}: ${String(error)}`);
-        return;
+        return true;
       }
     }
     const user = Number(match[1]);
     const ids = this.byUser.get(user) ?? new Set<string>();
     ids.add(id);
     this.byUser.set(user, ids);
+    return true;
   }
 
   async stop(): Promise<void> {
