@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
-  makeWakeableSleep, webhookMessageOf, type CloudEvent, type StoredEvent, type WebhookMessage, type WebhookReplayRequested,
+  makeWakeableSleep, retrying, webhookMessageOf, type CloudEvent, type StoredEvent, type WebhookMessage, type WebhookReplayRequested,
   type WebhookTestRequested, type WebhookUpdated,
 } from '@docshare/contracts';
 import type { EventBatch } from '@docshare/event-bus';
@@ -87,6 +87,7 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
   /** Per partition: the batches' tasks waiting for the read models, queued in batch order. */
   const chains = new Map<number, Promise<void>>();
   const sleeper = makeWakeableSleep();
+  const stopSignal = new AbortController();
   let stopped = false;
   let loop: Promise<void> | null = null;
 
@@ -106,7 +107,7 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const release = async (task: DeliveryTask): Promise<void> => {
     try {
       await store.settle(task.id, {
-        state: 'pending', attempts: task.attempts, nextAt: task.nextAt, lastError: task.lastError, lastStatus: task.lastStatus, now: clock(),
+        state: 'pending', attempts: task.attempts, nextAt: task.nextAt, lastError: task.lastError, lastStatus: task.lastStatus, now: clock(), cycle: task.cycle,
       }, null);
     } catch (error) {
       // Its lease runs out instead; the poller of some dispatcher claims it then.
@@ -114,8 +115,9 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
     }
   };
 
-  const settle = (task: DeliveryTask, next: Omit<SettleNext, 'now'>, attempt: DeliveryAttempt | null): Promise<void> =>
-    store.settle(task.id, { ...next, now: clock() }, attempt);
+  // Only while the task is still in the attempt's cycle: a replay that reopened it meanwhile stands.
+  const settle = (task: DeliveryTask, next: Omit<SettleNext, 'now' | 'cycle'>, attempt: DeliveryAttempt | null): Promise<void> =>
+    store.settle(task.id, { ...next, now: clock(), cycle: task.cycle }, attempt);
 
   const disable = async (endpoint: EndpointRecord, reason: 'gone' | 'failing'): Promise<void> => {
     if (disabledHere.has(endpoint.webhookId)) return;
@@ -342,6 +344,21 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
       }
     }
 
+    // The endpoints' changes first: a task of this batch (or a retry) sent from now on must find
+    // its endpoint as the batch left it (a rotation's new secret, a new URL, a disabling).
+    if (changed.size > 0) {
+      await store.applyEndpoints([...changed.values()]);
+      for (const record of changed.values()) {
+        remember(record);
+        disabledHere.delete(record.webhookId);
+      }
+    }
+    // Enabled again by its owner: its failing streak starts over.
+    for (const webhookId of enabledAgain) {
+      await store.setFailingSince(webhookId, null);
+      boundedSet(health, webhookId, { value: null, at: clock() });
+    }
+
     // Leased to this process when its endpoint's queue has room (and nothing of it waits in the
     // store before them); the others wait in the store, due now, for the poller.
     const leased = new Set<DeliveryTask>();
@@ -372,18 +389,6 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
     // Queued even when what follows fails: they are in the store, leased to this process.
     queueAfterReadModels(batch.partition, mine);
 
-    if (changed.size > 0) {
-      await store.applyEndpoints([...changed.values()]);
-      for (const record of changed.values()) {
-        remember(record);
-        disabledHere.delete(record.webhookId);
-      }
-    }
-    // Enabled again by its owner: its failing streak starts over.
-    for (const webhookId of enabledAgain) {
-      await store.setFailingSince(webhookId, null);
-      boundedSet(health, webhookId, { value: null, at: clock() });
-    }
     for (const { webhookId, selector } of replays) {
       const reopened = await store.reopen(webhookId, selector, now);
       logger.info({ webhookId, reopened }, 'webhook replay');
@@ -435,6 +440,14 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
 
   const run = async (): Promise<void> => {
     let prunedAt = Number.NEGATIVE_INFINITY;
+    // The tasks this owner held before a crash (the same owner id after a restart) are claimable
+    // at once, not after their lease: a kill -9 delays their delivery by a restart, not 5 minutes.
+    await retrying(() => store.releaseLeases(owner), {
+      baseMs: 200, capMs: 5_000, signal: stopSignal.signal,
+      onRetry: (error) => logger.warn({ err: error }, 'could not take back this dispatcher\'s earlier leases; retrying'),
+    }).then((released) => {
+      if (released > 0) logger.info({ released }, 'took back the webhook tasks this dispatcher held before it stopped');
+    }, () => undefined);
     while (!stopped) {
       try {
         await poll();
@@ -458,6 +471,7 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
     async stop() {
       if (stopped) return;
       stopped = true;
+      stopSignal.abort();
       sleeper.wake();
       await loop;
       await Promise.all([...chains.values()]);

@@ -408,4 +408,31 @@ describe('webhook dispatcher', () => {
     assert.equal(next.requests.length, 1);
     assert.equal(next.requests[0]?.messageId, webhookMessageId(log.records[2]?.event.id ?? ''));
   });
+
+  it('a dispatcher that died (no stop) leaves its tasks leased; the same owner, started again, sends them at once', async () => {
+    const store = makeMemoryWebhookStore();
+    // A long lease: without taking its leases back, the restarted dispatcher could not send them within this test.
+    const first = setup({ store, deps: { owner: 'host:8086', leaseMs: 3_600_000 } });
+    first.hold(url(1));
+    const log = makeLog();
+    log.register(1, 1);
+    log.upload(10, 1);
+    log.upload(11, 1);
+    await first.dispatcher.handle(batchOf(log.records));
+    await until(() => first.requests.length === 1, 'one in flight');
+    // kill -9: nothing is handed back, both tasks stay leased to host:8086 in the store.
+    try {
+      let claims = 0;
+      const counted: WebhookStore = { ...store, claimDue: async (...args) => { claims++; return store.claimDue(...args); } };
+      const other = setup({ store: counted, deps: { owner: 'another:8086', leaseMs: 3_600_000 } });
+      await until(() => claims >= 2, 'two claim rounds of another dispatcher');
+      await other.dispatcher.stop();
+      assert.equal(other.requests.length, 0, 'another owner does not take a live lease');
+      const restarted = setup({ store, deps: { owner: 'host:8086', leaseMs: 3_600_000 } });
+      await until(() => restarted.requests.length === 2, 'both messages sent by the restarted dispatcher');
+      assert.deepEqual(restarted.requests.map((r) => r.messageId), log.records.slice(1).map((r) => webhookMessageId(r.event.id)));
+    } finally {
+      first.release();
+    }
+  });
 });

@@ -95,6 +95,16 @@ export const webhookStoreContract = (name: string, make: () => Promise<WebhookSt
       assert.deepEqual(ids(await store.claimDue(T0 + LEASE, 10, LEASE, 'd2', NONE)), [deliveryTask(1, 1).id]);
     }));
 
+    it('releaseLeases ends only the owner\'s leases on pending tasks: they are claimable at once', withStore(async (store) => {
+      await store.schedule([deliveryTask(1, 1), deliveryTask(1, 2), deliveryTask(2, 1)]);
+      const held = (await store.claimDue(T0, 2, LEASE, 'crashed', NONE)).map((task) => task.id).sort();
+      assert.equal((await store.claimDue(T0, 10, LEASE, 'alive', NONE)).length, 1);
+      assert.deepEqual(await store.claimDue(T0 + 1, 10, LEASE, 'new', NONE), []);
+      assert.equal(await store.releaseLeases('crashed'), 2);
+      assert.deepEqual((await store.claimDue(T0 + 1, 10, LEASE, 'crashed', NONE)).map((task) => task.id).sort(), held);
+      assert.equal(await store.releaseLeases('nobody'), 0);
+    }));
+
     it('a settle of an earlier cycle records its attempt but leaves a replayed task as the replay made it', withStore(async (store) => {
       const task = deliveryTask(1, 1);
       await store.schedule([task]);

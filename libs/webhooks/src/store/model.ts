@@ -139,6 +139,19 @@ export const makeWebhookModel = (): WebhookModel => {
       await persist(inserted.map((v) => ({ t: 'k', v: { ...v } })));
       return inserted.map((t) => t.id);
     },
+    async releaseLeases(owner) {
+      check();
+      let released = 0;
+      for (const id of pending) {
+        const task = tasks.get(id)!;
+        if (task.leaseOwner !== owner) continue;
+        task.leaseOwner = null;
+        task.leaseUntil = 0;
+        released++;
+      }
+      // Leases are not persisted (see port.ts): nothing to log.
+      return released;
+    },
     async claimDue(now, limit, leaseMs, owner, skip) {
       check();
       if (limit <= 0) return [];

@@ -111,6 +111,13 @@ export async function makeMongoWebhookStore(db: Db): Promise<WebhookStore> {
       return Object.entries(upserted).sort(([a], [b]) => Number(a) - Number(b)).map(([, id]) => String(id));
     },
 
+    async releaseLeases(owner) {
+      check();
+      // Once per start: the pending tasks (the `due` index's prefix), those this owner held.
+      const { modifiedCount } = await tasks.updateMany({ state: 'pending', leaseOwner: owner }, { $set: { leaseOwner: null, leaseUntil: 0 } });
+      return modifiedCount;
+    },
+
     async claimDue(now, limit, leaseMs, owner, skip) {
       check();
       if (limit <= 0) return [];

@@ -124,6 +124,12 @@ export interface WebhookStore {
    * leaseUntil = now + leaseMs and returns them. Two callers never both get one task.
    */
   claimDue(now: number, limit: number, leaseMs: number, owner: string, skip: ReadonlySet<number>): Promise<DeliveryTask[]>;
+  /**
+   * Ends every lease `owner` holds on a pending task (claimable at once): what a dispatcher does as
+   * it starts, under the owner id it had before a crash, so the tasks it held are sent again at
+   * once instead of after their lease. Returns how many.
+   */
+  releaseLeases(owner: string): Promise<number>;
   /** Records one attempt and the task's next state in one step; the lease is cleared. An unknown task: only the attempt is recorded. */
   settle(taskId: string, next: SettleNext, attempt: DeliveryAttempt | null): Promise<void>;
   /**
