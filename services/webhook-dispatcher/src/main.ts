@@ -63,7 +63,8 @@ let dispatcher: Dispatcher | undefined;
 const dispatcherOf = (): Dispatcher => (dispatcher ??= makeDispatcher({
   store, sealer: makeSecretSealer(config.webhooks.secretKey), deliverer, settings: config.webhooks, logger, group, readModelsReached,
   recorder: makeHttpRecorder(config.recorder.docsCommandUrl, config.recorder.internalToken, { logger }),
-  metrics, owner: `${instanceId(process.env, config.service.port)}:${process.pid}`,
+  // The same owner after a restart (INSTANCE_ID, or host and port): it takes back the tasks it held at once (dispatcher.ts).
+  metrics, owner: instanceId(process.env, config.service.port),
 }));
 
 const none = express();
