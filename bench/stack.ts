@@ -488,6 +488,7 @@ try {
       ...cfg.webhooks, api, runId, log, lost: () => instanceLost,
       dispatcherPid: () => inst.servicePid('webhook-dispatcher'),
       catchUp: (label) => catchUp(label),
+      probe: { cpu: () => cpuSnapshot(inst, servers), lag: () => lagProbe.lag(PIPELINE_GROUPS) },
     }));
     details.webhooks = result ? { ...result, soak: result.soak && { ...result.soak, samples: result.soak.samples.map((s) => [Number(s.t.toFixed(1)), Number(s.mib.toFixed(1))]) } } : null;
     rows.push(...(result ? webhookRows(result, cfg.webhooks) : [failedRow('webhooks')]));

@@ -21,7 +21,7 @@
 import { Webhook } from 'standardwebhooks';
 import { sleep } from '@docshare/contracts';
 import { fileInput, type Api, type User } from './api.ts';
-import { rssMiB } from './infra.ts';
+import { cpuUsed, describeLag, rssMiB, type CpuSnapshot, type PipelineLag } from './infra.ts';
 import { expectOk, pacedLoad, percentile, request, summarizeErrors, type LoadResult } from './load.ts';
 import { fmt, ratioOf, type Row } from './report.ts';
 import { startReceiver, type Receiver, type ReceiverCounts } from './webhooks-receiver.ts';
@@ -51,6 +51,12 @@ export interface WebhookPhaseOptions {
   /** Why the instance stopped, or null while it runs. */
   lost: () => string | null;
   log: (line: string) => void;
+  /**
+   * Where the time goes, sampled during each run: every process's CPU (cpuSnapshot) and how far
+   * each consumer group is behind the log (the lag probe; the dispatcher's group counts events not
+   * yet turned into stored tasks, not deliveries not yet made).
+   */
+  probe?: { cpu: () => Promise<CpuSnapshot>; lag: () => Promise<PipelineLag> };
 }
 
 export interface LoadSummary { offered: number; ok: number; errors: number; rate: number; ackP99Ms: number; errorKinds: Record<string, number> }
@@ -64,6 +70,10 @@ export interface RunStats {
   missing: Partial<Record<ReceiverMode, number>>;
   repeats: number;
   settleSeconds: number;
+  /** CPU of each process during the load, % of one core (probe) */
+  cpuPercent?: Record<string, number>;
+  /** the most events each consumer group (and the outbox) was behind during the load and the settling (probe) */
+  maxBehind?: Record<string, number>;
 }
 
 export interface SoakStats {
@@ -131,7 +141,7 @@ const measure = async (o: WebhookPhaseOptions, receiver: Receiver): Promise<Webh
   log(`webhooks: registering ${plan.length} users, each with an endpoint on ${receiver.url('ok', 0).replace(/\/ok\/0$/, '')} (comment.received) and a file`);
   const secrets = new Map<string, string>();
   let done = 0;
-  const owners = await mapLimit(plan.length, 8, async (i): Promise<Owner> => {
+  const owners = await mapLimit(plan.length, 16, async (i): Promise<Owner> => {
     alive();
     const { mode, index } = plan[i]!;
     const user = await api.register(`Webhook ${mode} ${index}`, `wh-${mode}-${index}-${o.runId}@bench.test`);
@@ -168,6 +178,17 @@ const measure = async (o: WebhookPhaseOptions, receiver: Receiver): Promise<Webh
     const arrivals = new FirstArrivals(name);
     receiver.sink = (d) => { arrivals.add(d); };
     const sent: Partial<Record<ReceiverMode, number[]>> = {};
+    const cpuBefore = await o.probe?.cpu();
+    const maxBehind: Record<string, number> = {};
+    let sampling = o.probe !== undefined;
+    const sampler = (async () => {
+      while (sampling && o.probe) {
+        const lag = await o.probe.lag().catch(() => null);
+        if (lag) for (const [group, n] of [['outbox', lag.outbox] as const, ...Object.entries(lag.groups)]) maxBehind[group] = Math.max(maxBehind[group] ?? 0, n);
+        await sleep(2000);
+      }
+    })();
+    const loadStart = performance.now();
     const stops = loads.map(({ mode, rate, op }) => {
       const mine: number[] = [];
       sent[mode] = mine;
@@ -176,11 +197,19 @@ const measure = async (o: WebhookPhaseOptions, receiver: Receiver): Promise<Webh
     await sleep(seconds * 1000);
     const load: Record<string, LoadSummary> = {};
     for (const { mode, rate, stop } of stops) load[mode] = loadSummary(await stop(), rate);
+    const cpuAfter = await o.probe?.cpu();
+    const loadSeconds = (performance.now() - loadStart) / 1000;
     const settleStart = performance.now();
     const missingOf = (mode: ReceiverMode): number => missingSeqs(arrivals, mode, sent[mode] ?? []).length;
     while (waitFor.some((m) => missingOf(m) > 0) && performance.now() - settleStart < o.settleSeconds * 1000 && !o.lost()) await sleep(250);
+    sampling = false;
+    await sampler;
     const out: RunStats = {
       seconds, load, latency: {}, sent: {}, missing: {}, repeats: arrivals.repeats, settleSeconds: (performance.now() - settleStart) / 1000,
+      ...(cpuBefore && cpuAfter ? {
+        cpuPercent: Object.fromEntries(Object.entries(cpuUsed(cpuBefore, cpuAfter)).map(([name, used]) => [name, Math.round((used / loadSeconds) * 100)])),
+        maxBehind,
+      } : {}),
     };
     for (const { mode } of loads) {
       out.latency[mode] = summarizeLatencies(arrivals.latencies(mode));
@@ -199,6 +228,8 @@ const measure = async (o: WebhookPhaseOptions, receiver: Receiver): Promise<Webh
       log(`webhooks ${name} (${mode}): ${fmt(l.rate)}/s acknowledged of ${l.offered} offered, ack p99 ${fmt(l.ackP99Ms)} ms`
         + (l.errors > 0 ? `, ${l.errors} errors: ${summarizeErrors(l.errorKinds)}` : ''));
     }
+    if (r.cpuPercent) log(`webhooks ${name}: CPU during the load (% of one core): ${cpuText(r.cpuPercent)}`);
+    if (r.maxBehind) log(`webhooks ${name}: most behind during the load and settling: ${describeLag(lagOf(r.maxBehind))}`);
   };
   const byIndex = (n: number): Owner => ok[n % ok.length]!;
 
@@ -287,6 +318,15 @@ const measure = async (o: WebhookPhaseOptions, receiver: Receiver): Promise<Webh
   return { setupSeconds, ceiling, base, hanging, soak, receiver: receiver.counts };
 };
 
+const cpuText = (cpu: Record<string, number>): string =>
+  Object.entries(cpu).map(([name, pct]) => `${name.replace(/-projector$/, '')} ${Number.isFinite(pct) ? `${pct}%` : 'n/a'}`).join(', ');
+const lagOf = (behind: Record<string, number>): PipelineLag => {
+  const { outbox = 0, ...groups } = behind;
+  return { outbox, groups, total: Object.values(behind).reduce((a, b) => a + b, 0) };
+};
+/** The load was carried: at least 95 % of what was offered acknowledged (else the latencies say the machine was saturated, not what the goal asks). */
+const sustained = (r: RunStats): boolean => Object.values(r.load).every((l) => l.rate >= 0.95 * l.offered);
+
 const lat = (l: LatencySummary | undefined): string => (l ? `${fmt(l.p50)} / ${fmt(l.p99)} ms` : 'n/a');
 const arrived = (r: RunStats, mode: ReceiverMode): string =>
   `${r.latency[mode]?.count ?? 0}/${r.sent[mode] ?? 0} arrived${r.missing[mode] ? `, ${r.missing[mode]} missing` : ''}`;
@@ -300,7 +340,7 @@ export const webhookRows = (r: WebhookResult, o: Pick<WebhookPhaseOptions, 'endp
     measure: `event → first delivery p50 / p99 at ${o.rate} events/s (goal: p99 ≤ 1000 ms)`,
     docshareText: `${lat(base)} (${arrived(r.base, 'ok')})`,
     ceilingText: `${lat(ceiling)} (bench's signed POSTs)`,
-    ratioText: `${ratioOf(base?.p99, ceiling?.p99)} p99; goal ${base && base.p99 <= 1000 && !r.base.missing.ok ? 'met' : 'MISSED'}`,
+    ratioText: `${ratioOf(base?.p99, ceiling?.p99)} p99; goal ${base && base.p99 <= 1000 && !r.base.missing.ok ? 'met' : 'MISSED'}${sustained(r.base) ? '' : ' (load not sustained)'}`,
   });
   const load = r.base.load.ok;
   if (load) rows.push({ measure: 'comments acknowledged (events/s)', docshare: load.rate, ceiling: load.offered, unit: '/s', ceilingName: 'offered' });
@@ -310,16 +350,20 @@ export const webhookRows = (r: WebhookResult, o: Pick<WebhookPhaseOptions, 'endp
     measure: `others' p50 / p99 with one endpoint hanging ${o.hangSeconds} s (+${o.hangRate}/s to it; goal: p99 moves ≤ 100 ms)`,
     docshareText: `${lat(hung)} (${arrived(r.hanging, 'ok')})`,
     ceilingText: `${lat(base)} (without it)`,
-    ratioText: `Δp99 ${fmt(diff)} ms; goal ${Number.isFinite(diff) && diff <= 100 && !r.hanging.missing.ok ? 'met' : 'MISSED'}`,
+    ratioText: `Δp99 ${fmt(diff)} ms; goal ${!sustained(r.base) || !sustained(r.hanging) ? 'not measured (load not sustained)' : Number.isFinite(diff) && diff <= 100 && !r.hanging.missing.ok ? 'met' : 'MISSED'}`,
   });
   rows.push({
     measure: 'the hanging endpoint\'s events (held, then delivered)',
     docshareText: `${arrived(r.hanging, 'hang')} within ${o.settleSeconds} s; ${r.receiver.abandoned} requests given up by the dispatcher`, ceilingText: '', ratioText: '',
   });
-  const repeats = r.base.repeats + r.hanging.repeats;
-  if (repeats > 0 || r.receiver.badSignatures > 0) {
-    rows.push({ measure: 'repeated deliveries / signatures not verified', docshareText: `${repeats} / ${r.receiver.badSignatures}`, ceilingText: '0 / 0', ratioText: '' });
+  for (const [name, run] of [['load', r.base], ['with the hang', r.hanging]] as const) {
+    if (run.cpuPercent) rows.push({ measure: `CPU during the ${name} (% of one core)`, docshareText: cpuText(run.cpuPercent), ceilingText: '', ratioText: '' });
+    if (run.maxBehind) rows.push({ measure: `most events behind during the ${name}`, docshareText: describeLag(lagOf(run.maxBehind)), ceilingText: '0', ratioText: '' });
   }
+  rows.push({
+    measure: 'deliveries re-sent with the same webhook-id (retries) / signatures not verified',
+    docshareText: `${r.base.repeats + r.hanging.repeats} / ${r.receiver.badSignatures}`, ceilingText: '', ratioText: '',
+  });
   if (r.soak) {
     const t = r.soak.trend;
     rows.push({
