@@ -34,8 +34,8 @@ export interface FuzzContext {
   uploadIds: string[];
   /** Path and query of docshare's signed part URLs of those sessions. */
   partPaths: string[];
-  /** Webhook ids of the fuzz users (issue 23), and the sentinel's (the fuzz aims at it too). */
-  webhookIds: number[];
+  /** Webhooks of the fuzz users (issue 23) with their owner's token, and the sentinel's ids (the fuzz aims at them too). */
+  webhooks: Array<{ id: number; token: string }>;
   sentinelWebhookIds: number[];
 }
 
@@ -844,7 +844,7 @@ const uploadCase = (ctx: FuzzContext): fc.Arbitrary<Case> => {
  * unknown and malformed ids, with their bodies and query parameters.
  */
 const webhookCase = (ctx: FuzzContext): fc.Arbitrary<Case> => {
-  const known = fc.constantFrom(...ctx.webhookIds, ...ctx.sentinelWebhookIds, 0);
+  const known = fc.constantFrom(...ctx.webhooks.map((w) => w.id), ...ctx.sentinelWebhookIds, 0);
   const id = fc.oneof(
     { weight: 6, arbitrary: known.map(String) },
     { weight: 1, arbitrary: fc.integer({ min: -5, max: 300 }).map(String) },
@@ -854,7 +854,12 @@ const webhookCase = (ctx: FuzzContext): fc.Arbitrary<Case> => {
     ['GET', ''], ['PATCH', ''], ['DELETE', ''], ['POST', '/rotate-secret'], ['POST', '/test'], ['GET', '/deliveries'], ['GET', '/dead-letters'], ['POST', '/replay'],
     ['PUT', ''], ['POST', ''], ['GET', '/replay'], ['POST', '/x'], ['GET', '/deliveries/'],
   );
-  return fc.tuple(route, id, authHeaders(ctx)).chain(([[method, suffix], webhookId, auth]) => {
+  // Half the time an endpoint with its owner's token, so requests get past the ownership check
+  // (never DELETE there: the endpoints would be gone for the rest of the run).
+  const owned = fc.tuple(route.filter(([method, suffix]) => !(method === 'DELETE' && suffix === '')), fc.constantFrom(...ctx.webhooks))
+    .map(([r, w]): [[string, string], string, Array<[string, string]>] => [r, String(w.id), [['X-Authorization', `Bearer ${w.token}`]]]);
+  const aimed = fc.oneof(owned, fc.tuple(route, id, authHeaders(ctx)));
+  return aimed.chain(([[method, suffix], webhookId, auth]) => {
     const target = `${WEBHOOKS}/${webhookId}${suffix}`;
     if (method === 'GET' || method === 'DELETE') {
       return queryString(ctx, ['status', 'cursor', 'limit']).map((q) => mkCase(ctx, 'webhook', { method, target: `${target}${suffix.startsWith('/deliveries') || suffix === '/dead-letters' ? q : ''}`, headers: auth }));

@@ -99,9 +99,9 @@ export async function makeWorld(c: Api, maxUploadBytes: number): Promise<{ ctx: 
     }
   }
 
-  const webhookIds = [
-    await registerWebhook(c, u0.token, ['file.uploaded', 'comment.received']),
-    await registerWebhook(c, u1.token, ['file.updated']),
+  const webhooks = [
+    { id: await registerWebhook(c, u0.token, ['file.uploaded', 'comment.received']), token: u0.token },
+    { id: await registerWebhook(c, u1.token, ['file.updated']), token: u1.token },
   ];
 
   // The sentinel: two files (text and binary), comments received, a download counted; then both
@@ -129,7 +129,7 @@ export async function makeWorld(c: Api, maxUploadBytes: number): Promise<{ ctx: 
   const snap = await snapshot(c, s.token);
   return {
     ctx: {
-      users, fileIds, categoryIds: [...categoryIds], signedPaths, uploadIds, partPaths, webhookIds, sentinelWebhookIds,
+      users, fileIds, categoryIds: [...categoryIds], signedPaths, uploadIds, partPaths, webhooks, sentinelWebhookIds,
       sentinelUserId: s.userId, sentinelFileIds: sentinelIds, sentinelEmail: s.email,
       jwtSecret: TEST_JWT_SECRET, maxUploadBytes,
     },
