@@ -1578,7 +1578,6 @@ export interface components {
             /** @constant */
             status: "success";
             message: string;
-            webhook_id: number;
             /** @description The new signing secret: shown this once. */
             secret: string;
             /**

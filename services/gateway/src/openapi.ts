@@ -383,7 +383,7 @@ const SCHEMAS: Record<string, Obj> = {
   WebhookOne: success({ webhook: schema('Webhook') }),
   WebhookChanged: success({ message: str, webhook: schema('Webhook') }),
   WebhookSecretRotated: success({
-    message: str, webhook_id: { type: 'integer', minimum: 1 },
+    message: str,
     secret: { type: 'string', pattern: '^whsec_[A-Za-z0-9+/]+=*$', description: 'The new signing secret: shown this once.' },
     previous_secret_expires_at: { type: 'string', format: 'date-time', description: 'Until then messages carry a signature by each secret (the new one first).' },
   }),
@@ -578,7 +578,7 @@ const webhookOperations = (): Record<string, OperationSpec> => ({
     parameters: [param('webhookIdPath')],
     answers: {
       200: jsonAnswer(M.webhookSecretRotated, 'WebhookSecretRotated', {
-        status: 'success', message: M.webhookSecretRotated, webhook_id: 1, secret: WEBHOOK_SECRET_ROTATED, previous_secret_expires_at: '2025-11-24T14:06:27.000Z',
+        status: 'success', message: M.webhookSecretRotated, secret: WEBHOOK_SECRET_ROTATED, previous_secret_expires_at: '2025-11-24T14:06:27.000Z',
       }, WRITE_HEADERS),
     },
     errors: { 404: [M.webhookNotFound] },
