@@ -193,12 +193,16 @@ export const startServices = async (options: StackOptions): Promise<RunningServi
     const i = SERVICES.findIndex((spec) => spec.name === upstream.name);
     return [upstream.urlVar, `http://127.0.0.1:${ports[i] ?? first + i}`];
   }));
+  const dispatcherIndex = SERVICES.findIndex((spec) => spec.name === 'webhook-dispatcher');
+  const dispatcherPort = ports[dispatcherIndex] ?? first + dispatcherIndex;
   const env = {
     // docs-command, the text extractor and the webhook dispatcher share it (docs-command's internal routes); one per stack.
     INTERNAL_TOKEN: randomBytes(24).toString('hex'),
     ...options.serverEnv, ...urls, ...options.extraEnv,
     JWT_SECRET: options.jwtSecret, PUBLIC_BASE_URL: options.publicBaseUrl, GATEWAY_PORT: String(options.gatewayPort),
     WEBHOOK_SECRET_KEY: options.webhookSecretKey ?? randomBytes(32).toString('hex'),
+    // docs-command asks the dispatcher to check an endpoint's URL at registration, as in compose.
+    WEBHOOK_DISPATCHER_URL: `http://127.0.0.1:${dispatcherPort}`,
   };
   const running: RunningService[] = [];
   try {

@@ -8,3 +8,4 @@ export * from './config.ts';
 export * from './metrics-server.ts';
 export * from './transfers.ts';
 export * from './cors-origins.ts';
+export * from './internal-token.ts';

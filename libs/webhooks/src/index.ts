@@ -8,3 +8,4 @@ export * from './signing.ts';
 export * from './url-guard.ts';
 export * from './retry.ts';
 export * from './deliver.ts';
+export * from './remote-check.ts';

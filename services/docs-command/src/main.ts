@@ -15,7 +15,7 @@ import { connectMongo, countStoreCommands, ensureKafkaTopics, instanceId, kafkaB
 import {
   auth, blob, consistency, files, internalRoutes, kafka, loadConfigOrExit, mongo, outbox, service, webhooksWithKey,
 } from '@docshare/runtime/config';
-import { makeSecretSealer } from '@docshare/webhooks';
+import { makeSecretSealer, remoteUrlCheck } from '@docshare/webhooks';
 import { makeMongoWebhookStore } from '@docshare/webhooks/store/mongo';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { openMongoStorageLedger } from '@docshare/storage-ledger/mongo';
@@ -105,6 +105,15 @@ const filesApplied = makeConsistencyGate(makeMongoCheckpoints(readDb), `files-pr
 // Webhooks (issue 23): the secrets sealed into events; the dispatcher's delivery state (attempts,
 // dead letters), read here for the API's listings.
 const webhookStore = await makeMongoWebhookStore(db);
+// Where an endpoint's URL is resolved at registration: by the dispatcher when it is named (in compose
+// docs-command has no way out to public DNS; the dispatcher connects through the egress network), else here.
+const checkUrl = config.webhooks.dispatcherUrl === undefined ? undefined : (() => {
+  if (config.internal.internalToken === undefined) {
+    logger.fatal('configuration: WEBHOOK_DISPATCHER_URL needs INTERNAL_TOKEN (the dispatcher\'s URL check is an internal route)');
+    process.exit(78);
+  }
+  return remoteUrlCheck(config.webhooks.dispatcherUrl, config.internal.internalToken);
+})();
 
 // Who viewed: the anonymous viewers' salt of the day, shared by every replica (libs/analytics).
 const viewerSalts = makeMongoViewerSalts(db);
@@ -123,6 +132,7 @@ const commands = makeDocsCommands({
   resumable: config.files.resumable,
   webhooks: {
     settings: { maxPerUser: config.webhooks.maxPerUser, policy: config.webhooks.policy }, store: webhookStore,
+    ...(checkUrl === undefined ? {} : { checkUrl }),
     sealer: makeSecretSealer(config.webhooks.secretKey),
   },
 });

@@ -6,11 +6,9 @@
  * (the SSRF guard at connect time), and records disabled endpoints through docs-command's
  * internal route (DOCS_COMMAND_URL, INTERNAL_TOKEN). Serves /healthz, /readyz and /metrics; no API.
  */
-import express from 'express';
 import { makeConsistencyGate, makeMongoCheckpoints } from '@docshare/consistency';
-import { M } from '@docshare/contracts';
 import { PROJECTOR_SERVICES } from '@docshare/contracts/services';
-import { installLastResort, makeLogger, sendError } from '@docshare/http';
+import { installLastResort, makeLogger } from '@docshare/http';
 import { consume, deadLetterCounter, registerConsumerLag, startConsumerService } from '@docshare/runtime';
 import { connectMongo, countStoreCommands, ensureKafkaTopics, instanceId, kafkaBus } from '@docshare/runtime/distributed';
 import { consistency, kafka, loadConfigOrExit, mongo, recorder, service as serviceVars, webhooksWithKey } from '@docshare/runtime/config';
@@ -20,6 +18,7 @@ import { makeDispatcher, type Dispatcher } from './dispatcher.ts';
 import { makeHttpRecorder } from './http-recorder.ts';
 import { registerWebhookMetrics, type WebhookMetrics } from './metrics.ts';
 import { webhookDispatcher } from './module.ts';
+import { makeUrlCheckApp } from './url-check.ts';
 
 /** Everything the dispatcher reads from its environment (README: the services' environment), read once. */
 const config = loadConfigOrExit(process.env, {
@@ -67,12 +66,10 @@ const dispatcherOf = (): Dispatcher => (dispatcher ??= makeDispatcher({
   metrics, owner: instanceId(process.env, config.service.port),
 }));
 
-const none = express();
-none.use((_req, res) => sendError(res, 404, M.notFound));
 
 await startConsumerService({
   name: webhookDispatcher.name, logger, port: config.service.port, host: config.service.host, http: config.service.http,
-  app: () => none,
+  app: () => makeUrlCheckApp(config.webhooks.policy, config.recorder.internalToken),
   join: async () => {
     await ensureKafkaTopics(kafkaSettings);
     const running = await consume(bus.consumer, group, dispatcherOf().handle, logger, () => deadLetters?.());

@@ -60,7 +60,7 @@ describe('webhook dispatcher: signed deliveries over HTTP', () => {
       recorder: { disable: async () => { throw new Error('not expected'); } },
       settings: {
         maxPerUser: 10, policy: { allowHttp: true, allowPrivate: true }, secretKey: undefined, retryScheduleMs: [1], disableAfterMs: 86_400_000,
-        timeoutMs: 5_000, concurrency: 4, endpointConcurrency: 1, retentionDays: 30,
+        timeoutMs: 5_000, concurrency: 4, endpointConcurrency: 1, retentionDays: 30, dispatcherUrl: undefined,
       },
       readModelsReached: async () => {},
     });

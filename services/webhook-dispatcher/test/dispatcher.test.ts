@@ -20,7 +20,7 @@ const GROUP = 'webhook-dispatcher';
 
 const settings = (overrides: Partial<WebhookSettings> = {}): WebhookSettings => ({
   maxPerUser: 10, policy: { allowHttp: true, allowPrivate: true }, secretKey: undefined, retryScheduleMs: [1, 1, 1],
-  disableAfterMs: 5 * 86_400_000, timeoutMs: 1_000, concurrency: 8, endpointConcurrency: 1, retentionDays: 30, ...overrides,
+  disableAfterMs: 5 * 86_400_000, timeoutMs: 1_000, concurrency: 8, endpointConcurrency: 1, retentionDays: 30, dispatcherUrl: undefined, ...overrides,
 });
 
 /** Opens a sealed secret of history.ts: `whsec_<ct>`. */

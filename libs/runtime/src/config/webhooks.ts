@@ -47,6 +47,8 @@ export interface WebhookSettings {
   endpointConcurrency: number;
   /** How long delivery attempts and settled deliveries are kept (WEBHOOK_RETENTION_DAYS): what `deliveries` lists and `replay` can reach. */
   retentionDays: number;
+  /** Where docs-command asks the dispatcher to check an endpoint's URL at registration (WEBHOOK_DISPATCHER_URL); undefined: it checks itself. */
+  dispatcherUrl: string | undefined;
 }
 
 const boolOf = (name: string, raw: string): boolean => {
@@ -76,6 +78,8 @@ const WEBHOOK_VARS = {
   WEBHOOK_ENDPOINT_CONCURRENCY: intVar(1, 1, 100),
   /** Days delivery attempts and settled deliveries are kept. */
   WEBHOOK_RETENTION_DAYS: intVar(30, 1, 3_650),
+  /** docs-command: the webhook dispatcher's URL, which checks an endpoint's URL at registration with the DNS it connects through (compose); unset: docs-command resolves it itself. */
+  WEBHOOK_DISPATCHER_URL: optionalVar(),
 };
 
 const readWebhooks = (v: { [K in keyof typeof WEBHOOK_VARS]: ReturnType<(typeof WEBHOOK_VARS)[K]['parse']> }): WebhookSettings => {
@@ -96,7 +100,7 @@ const readWebhooks = (v: { [K in keyof typeof WEBHOOK_VARS]: ReturnType<(typeof 
   return {
     maxPerUser: v.WEBHOOK_MAX_PER_USER, policy, secretKey: v.WEBHOOK_SECRET_KEY, retryScheduleMs, disableAfterMs,
     timeoutMs: v.WEBHOOK_TIMEOUT_MS, concurrency: v.WEBHOOK_CONCURRENCY, endpointConcurrency: v.WEBHOOK_ENDPOINT_CONCURRENCY,
-    retentionDays: v.WEBHOOK_RETENTION_DAYS,
+    retentionDays: v.WEBHOOK_RETENTION_DAYS, dispatcherUrl: v.WEBHOOK_DISPATCHER_URL,
   };
 };
 

@@ -1,11 +1,11 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import {
   DocshareError, M, positiveId,
 } from '@docshare/contracts';
 import { RangeNotSatisfiable, type ByteRange } from '@docshare/blob-store';
 import {
-  actorOf, BLOB_HANDOFF_HEADER, BLOB_KEY_HEADER, BLOB_RANGE_HEADER, bodyOf, errorHandler, failureMessage, IDENTITY_HEADER, jsonBody, metaOf, requesterOf, sendError, uploadSlot, type Logger,
+  actorOf, BLOB_HANDOFF_HEADER, INTERNAL_TOKEN_HEADER, internalOnly, BLOB_KEY_HEADER, BLOB_RANGE_HEADER, bodyOf, errorHandler, failureMessage, IDENTITY_HEADER, jsonBody, metaOf, requesterOf, sendError, uploadSlot, type Logger,
 } from '@docshare/http';
 import { pageOf } from '@docshare/http';
 import type { DocsCommands } from '../commands/docs-commands.ts';
@@ -51,18 +51,8 @@ export interface DocsCommandAppOptions {
   purchasesConsistency?: RequestHandler;
 }
 
-/** The internal token header, compared in constant time (as digests, so lengths never leak). */
-export const INTERNAL_TOKEN_HEADER = 'x-internal-token';
-const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
-const internalOnly = (token: string) => {
-  const expected = digest(token);
-  return (req: Request, _res: Response, next: (error?: unknown) => void): void => {
-    const sent = req.get(INTERNAL_TOKEN_HEADER);
-    // Anyone else finds nothing here: the same 404 as any unknown path.
-    if (sent === undefined || !timingSafeEqual(digest(sent), expected)) return next('route');
-    next();
-  };
-};
+/** The internal token header (libs/http internal-token.ts), where the internal routes' callers send INTERNAL_TOKEN. */
+export { INTERNAL_TOKEN_HEADER };
 
 /** Parses `Range: bytes=a-b | a- | -n` for one range of a blob of `size` bytes; undefined means "send it all". */
 export const parseRange = (header: string | undefined, size: number): ByteRange | 'unsatisfiable' | undefined => {
