@@ -11,7 +11,7 @@ import { localOnly } from '../support/server.ts';
 
 const APP = 'https://app.example';
 const DEV = 'http://localhost:5173';
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'];
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const REQUEST_HEADERS = ['content-type', 'authorization', 'x-authorization', 'idempotency-key', 'x-request-id', 'range', 'if-none-match', 'if-modified-since', 'if-range'];
 const EXPOSED = ['x-request-id', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy', 'ratelimit', 'retry-after',
   'etag', 'last-modified', 'content-range', 'content-disposition', 'content-length', 'idempotent-replayed', 'accept-ranges'];
