@@ -356,9 +356,9 @@ export const webhookRows = (r: WebhookResult, o: Pick<WebhookPhaseOptions, 'endp
     measure: 'the hanging endpoint\'s events (held, then delivered)',
     docshareText: `${arrived(r.hanging, 'hang')} within ${o.settleSeconds} s; ${r.receiver.abandoned} requests given up by the dispatcher`, ceilingText: '', ratioText: '',
   });
-  for (const [name, run] of [['load', r.base], ['with the hang', r.hanging]] as const) {
-    if (run.cpuPercent) rows.push({ measure: `CPU during the ${name} (% of one core)`, docshareText: cpuText(run.cpuPercent), ceilingText: '', ratioText: '' });
-    if (run.maxBehind) rows.push({ measure: `most events behind during the ${name}`, docshareText: describeLag(lagOf(run.maxBehind)), ceilingText: '0', ratioText: '' });
+  for (const [name, run] of [['the load', r.base], ['the load with the hang', r.hanging]] as const) {
+    if (run.cpuPercent) rows.push({ measure: `CPU during ${name} (% of one core)`, docshareText: cpuText(run.cpuPercent), ceilingText: '', ratioText: '' });
+    if (run.maxBehind) rows.push({ measure: `most events behind during ${name}`, docshareText: describeLag(lagOf(run.maxBehind)), ceilingText: '0', ratioText: '' });
   }
   rows.push({
     measure: 'deliveries re-sent with the same webhook-id (retries) / signatures not verified',
