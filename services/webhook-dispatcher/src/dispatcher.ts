@@ -86,6 +86,8 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
   };
   /** Per partition: the batches' tasks waiting for the read models, queued in batch order. */
   const chains = new Map<number, Promise<void>>();
+  /** Per bus partition, the checkpoint as this process last read or wrote it. */
+  const checkpoints = new Map<number, number>();
   const sleeper = makeWakeableSleep();
   const stopSignal = new AbortController();
   let stopped = false;
@@ -269,7 +271,10 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
 
   const handle = async (batch: EventBatch): Promise<void> => {
     const now = clock();
-    const checkpoint = await store.checkpoint(group, batch.partition);
+    // Read from the store once per partition, then this process's own: a member that took the
+    // partition over from another finds it at most lower than it is, which only redoes idempotent
+    // work (tasks are scheduled by id), never skips any.
+    const checkpoint = checkpoints.get(batch.partition) ?? await store.checkpoint(group, batch.partition);
 
     // The endpoints the batch needs: its endpoint events' and its messages' owners, one query.
     const messages = new Map<number, WebhookMessage>();
@@ -395,6 +400,7 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
       mark(webhookId);
     }
     await store.setCheckpoint(group, batch.partition, batch.through);
+    checkpoints.set(batch.partition, Math.max(checkpoint, batch.through));
     if (replays.length > 0 || leased.size < tasks.filter((task) => task.state === 'pending').length) sleeper.wake();
   };
 

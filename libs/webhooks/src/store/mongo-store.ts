@@ -96,19 +96,19 @@ export async function makeMongoWebhookStore(db: Db): Promise<WebhookStore> {
     async schedule(list) {
       check();
       if (list.length === 0) return [];
-      const write = () => tasks.bulkWrite(
-        list.map(({ id, ...rest }) => ({ updateOne: { filter: { _id: id }, update: { $setOnInsert: rest }, upsert: true } })),
-        { ordered: false },
-      );
-      let upserted: Record<number, unknown>;
+      // Plain inserts, unordered: a task already there (a batch delivered again) fails on its _id
+      // and stays as it is; the others go in. One command, and cheaper than upserts (on the
+      // FerretDB stand-in an upsert is a read and a write per document).
       try {
-        upserted = (await write()).upsertedIds;
+        await tasks.insertMany(list.map(({ id, ...rest }) => ({ _id: id, ...rest })), { ordered: false });
+        return list.map((task) => task.id);
       } catch (error) {
-        // Two schedulers upserting one new id at once: the loser's upsert fails on the _id; again, it matches.
-        if (!(error instanceof MongoBulkWriteError) || ![error.writeErrors].flat().every(isDuplicate)) throw error;
-        upserted = { ...error.result.upsertedIds, ...(await write()).upsertedIds };
+        if (!(error instanceof MongoBulkWriteError)) throw error;
+        const failed = [error.writeErrors].flat();
+        if (!failed.every(isDuplicate)) throw error;
+        const existing = new Set(failed.map((writeError) => writeError.index));
+        return list.filter((_task, index) => !existing.has(index)).map((task) => task.id);
       }
-      return Object.entries(upserted).sort(([a], [b]) => Number(a) - Number(b)).map(([, id]) => String(id));
     },
 
     async releaseLeases(owner) {
