@@ -94,7 +94,7 @@ import {
   commandsByName, renderCapacityTable, renderCommandsTable, renderCpuTable, cpuPerThousand, commandsPerOp, type PhaseCost, type SpanCost,
 } from './stack/cost.ts';
 import { storeCommandsSnapshot, storeCommandsUsed, type StoreCommandsSnapshot } from './stack/metrics.ts';
-import { closedLoop, expectOk, pacedLoad, percentile, request, sleep, summarizeErrors, windowRates, type LoadResult } from './stack/load.ts';
+import { closedLoop, expectOk, mapLimit, pacedLoad, percentile, request, sleep, summarizeErrors, windowRates, type LoadResult } from './stack/load.ts';
 import { fmt, ratioOf, renderTable, rowsJson, type Row } from './stack/report.ts';
 import { environOf, replicaEnv, startReplica, stopReplica, type Replica } from './stack/replica.ts';
 import { hotVsSpread, utcDaysEnding } from './stack/views.ts';
@@ -179,19 +179,6 @@ const summary = (r: LoadResult) => ({
   ok: r.ok, errors: r.errors, seconds: Number(r.seconds.toFixed(2)), rate: Number(r.rate.toFixed(2)),
   p50Ms: Number(percentile(r.latencies, 50).toFixed(2)), p99Ms: Number(percentile(r.latencies, 99).toFixed(2)), errorKinds: r.errorKinds,
 });
-
-/** Runs `fn` over 0..count-1 with at most `limit` at once. */
-const mapLimit = async <T>(count: number, limit: number, fn: (i: number) => Promise<T>): Promise<T[]> => {
-  const out = new Array<T>(count);
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(limit, count) }, async () => {
-    while (next < count) {
-      const i = next++;
-      out[i] = await fn(i);
-    }
-  }));
-  return out;
-};
 
 // ---- state and cleanup ------------------------------------------------------------------------
 const work = await mkdtemp(join(tmpdir(), 'docshare-bench-stack-'));

@@ -161,3 +161,16 @@ export const expectOk = (answer: Answer, what: string): Answer => {
   if (answer.status < 200 || answer.status >= 300) throw new Error(`${what}: ${answer.status} ${answer.text.slice(0, 160)}`);
   return answer;
 };
+
+/** Runs `fn` over 0..count-1 with at most `limit` at once. */
+export const mapLimit = async <T>(count: number, limit: number, fn: (i: number) => Promise<T>): Promise<T[]> => {
+  const out = new Array<T>(count);
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(limit, count) }, async () => {
+    while (next < count) {
+      const i = next++;
+      out[i] = await fn(i);
+    }
+  }));
+  return out;
+};

@@ -22,7 +22,7 @@ import { Webhook } from 'standardwebhooks';
 import { sleep } from '@docshare/contracts';
 import { fileInput, type Api, type User } from './api.ts';
 import { cpuUsed, describeLag, rssMiB, type CpuSnapshot, type PipelineLag } from './infra.ts';
-import { expectOk, pacedLoad, percentile, request, summarizeErrors, type LoadResult } from './load.ts';
+import { expectOk, mapLimit, pacedLoad, percentile, request, summarizeErrors, type LoadResult } from './load.ts';
 import { fmt, ratioOf, type Row } from './report.ts';
 import { startReceiver, type Receiver, type ReceiverCounts } from './webhooks-receiver.ts';
 import {
@@ -102,19 +102,6 @@ interface Owner extends User { fileId: number }
 const loadSummary = (r: LoadResult, offered: number): LoadSummary => ({
   offered, ok: r.ok, errors: r.errors, rate: r.rate, ackP99Ms: percentile(r.latencies, 99), errorKinds: r.errorKinds,
 });
-
-/** Runs `fn` over 0..count-1 with at most `limit` at once. */
-const mapLimit = async <T>(count: number, limit: number, fn: (i: number) => Promise<T>): Promise<T[]> => {
-  const out = new Array<T>(count);
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(limit, count) }, async () => {
-    while (next < count) {
-      const i = next++;
-      out[i] = await fn(i);
-    }
-  }));
-  return out;
-};
 
 export const runWebhookPhase = async (o: WebhookPhaseOptions): Promise<WebhookResult> => {
   const receiver = await startReceiver(o.receiverPort);
