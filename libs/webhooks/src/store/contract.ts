@@ -95,6 +95,25 @@ export const webhookStoreContract = (name: string, make: () => Promise<WebhookSt
       assert.deepEqual(ids(await store.claimDue(T0 + LEASE, 10, LEASE, 'd2', NONE)), [deliveryTask(1, 1).id]);
     }));
 
+    it('settles made at once all land, each with its attempt (the Mongo adapter writes them together)', withStore(async (store) => {
+      const tasks = Array.from({ length: 40 }, (_, i) => deliveryTask(1 + (i % 4), i + 1));
+      await store.schedule(tasks);
+      await store.claimDue(T0, 100, LEASE, 'd1', NONE);
+      await Promise.all(tasks.map((task, i) => store.settle(task.id, {
+        state: i % 2 === 0 ? 'succeeded' : 'pending', attempts: 1, nextAt: T0 + 1_000, lastError: i % 2 === 0 ? null : 'HTTP 500',
+        lastStatus: i % 2 === 0 ? 200 : 500, now: T0 + 10, cycle: 0,
+      }, attemptOf(task, 1, T0 + 10, i % 2 === 0 ? 'succeeded' : 'failed'))));
+      let pending = 0;
+      let recorded = 0;
+      for (const webhookId of [1, 2, 3, 4]) {
+        pending += await store.pendingCount(webhookId);
+        recorded += (await store.attempts(webhookId, { limit: 100 })).items.length;
+      }
+      assert.equal(pending, 20);
+      assert.equal(recorded, 40);
+      assert.equal((await store.claimDue(T0 + 1_000, 100, LEASE, 'd2', NONE)).length, 20, 'the failed ones are due again, unleased');
+    }));
+
     it('releaseLeases ends only the owner\'s leases on pending tasks: they are claimable at once', withStore(async (store) => {
       await store.schedule([deliveryTask(1, 1), deliveryTask(1, 2), deliveryTask(2, 1)]);
       const held = (await store.claimDue(T0, 2, LEASE, 'crashed', NONE)).map((task) => task.id).sort();

@@ -1,6 +1,39 @@
-import { MongoBulkWriteError, type Collection, type Db, type Filter } from 'mongodb';
+import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db, type Filter } from 'mongodb';
 import { decodeCursor, encodeCursor, type Keyset } from './cursor.ts';
-import { SETTLED_STATES, type DeliveryAttempt, type DeliveryTask, type EndpointRecord, type Page, type WebhookStore } from './port.ts';
+import {
+  SETTLED_STATES, type DeliveryAttempt, type DeliveryTask, type EndpointRecord, type Page, type SettleNext, type WebhookStore,
+} from './port.ts';
+
+interface SettleItem { taskId: string; next: SettleNext; attempt: DeliveryAttempt | null }
+
+/**
+ * Group commit: `add` resolves once its item is written. Items that come while a write is in
+ * flight wait for it to end and then go together in the next one (at most `max`).
+ */
+const groupCommit = <T>(write: (items: T[]) => Promise<void>, max = 500) => {
+  let waiting: { item: T; done: (error?: unknown) => void }[] = [];
+  let writing = false;
+  const drain = async (): Promise<void> => {
+    writing = true;
+    while (waiting.length > 0) {
+      const batch = waiting.slice(0, max);
+      waiting = waiting.slice(batch.length);
+      try {
+        await write(batch.map((entry) => entry.item));
+        for (const entry of batch) entry.done();
+      } catch (error) {
+        for (const entry of batch) entry.done(error);
+      }
+    }
+    writing = false;
+  };
+  return {
+    add: (item: T): Promise<void> => new Promise<void>((resolve, reject) => {
+      waiting.push({ item, done: (error) => (error === undefined ? resolve() : reject(error instanceof Error ? error : new Error(String(error)))) });
+      if (!writing) void drain();
+    }),
+  };
+};
 
 /*
  * The distributed adapter: five collections, each call a bounded query on an index created at
@@ -63,6 +96,35 @@ export async function makeMongoWebhookStore(db: Db): Promise<WebhookStore> {
       { key: { at: 1 }, name: 'at' },
     ]),
   ]);
+  // Settles are group-committed: those that come while one write is in flight go together in the
+  // next (one bulk update of the tasks, one unordered insert of the attempts), so a dispatcher
+  // delivering hundreds a second costs the store a few commands a second, not two per delivery.
+  // Alone, a settle is written at once. Each caller is answered with its batch's outcome.
+  const settles = groupCommit<SettleItem>(async (items) => {
+    const updates: AnyBulkWriteOperation<TaskDoc>[] = items.map(({ taskId, next }) => ({
+      updateOne: {
+        filter: next.cycle === undefined ? { _id: taskId } : { _id: taskId, cycle: next.cycle },
+        update: {
+          $set: {
+            state: next.state, attempts: next.attempts, nextAt: next.nextAt, lastError: next.lastError, lastStatus: next.lastStatus,
+            updatedAt: next.now, leaseOwner: null, leaseUntil: 0,
+          },
+        },
+      },
+    }));
+    const recorded = items.flatMap(({ attempt }) => {
+      if (attempt === null) return [];
+      const { id, ...rest } = attempt;
+      return [{ _id: id, ...rest }];
+    });
+    await Promise.all([
+      tasks.bulkWrite(updates, { ordered: false }),
+      recorded.length === 0 ? undefined : attempts.insertMany(recorded, { ordered: false }).catch((error: unknown) => {
+        // Recorded already (a settle retried): the others went in.
+        if (!(error instanceof MongoBulkWriteError) || ![error.writeErrors].flat().every(isDuplicate)) throw error;
+      }),
+    ]);
+  });
   let closed = false;
   const check = (): void => {
     if (closed) throw new Error('webhook store is closed');
@@ -132,24 +194,9 @@ export async function makeMongoWebhookStore(db: Db): Promise<WebhookStore> {
       return taken.filter((doc): doc is NonNullable<typeof doc> => doc !== null).map(taskOf);
     },
 
-    async settle(taskId, next, attempt) {
+    settle(taskId, next, attempt) {
       check();
-      await Promise.all([
-        tasks.updateOne(next.cycle === undefined ? { _id: taskId } : { _id: taskId, cycle: next.cycle }, {
-          $set: {
-            state: next.state, attempts: next.attempts, nextAt: next.nextAt, lastError: next.lastError, lastStatus: next.lastStatus,
-            updatedAt: next.now, leaseOwner: null, leaseUntil: 0,
-          },
-        }),
-        attempt && (async () => {
-          const { id, ...rest } = attempt;
-          try {
-            await attempts.insertOne({ _id: id, ...rest });
-          } catch (error) {
-            if (!isDuplicate(error)) throw error; // recorded already (a settle retried)
-          }
-        })(),
-      ]);
+      return settles.add({ taskId, next, attempt });
     },
 
     async reopen(webhookId, selector, now) {
