@@ -56,7 +56,7 @@
  * WEBHOOK_ALLOW_PRIVATE_NETWORKS=true, WEBHOOK_ALLOW_HTTP=true and WEBHOOK_RETRY_SCHEDULE=BENCH_WEBHOOK_RETRY_SCHEDULE
  * (1s,2s,4s,8s,16s); knobs BENCH_WEBHOOK_ENDPOINTS (1000 users, one endpoint each), BENCH_WEBHOOK_RATE (200
  * events/s), BENCH_WEBHOOK_LOAD_SECONDS (60, each of the two runs), BENCH_WEBHOOK_HANG_SECONDS (30),
- * BENCH_WEBHOOK_HANG_RATE (20 events/s to the hanging endpoint, on top), BENCH_WEBHOOK_SETTLE_SECONDS (60: longest wait
+ * BENCH_WEBHOOK_HANG_RATE (20 of the BENCH_WEBHOOK_RATE events/s go to the hanging endpoint), BENCH_WEBHOOK_SETTLE_SECONDS (60: longest wait
  * for a run's deliveries), BENCH_WEBHOOK_CEILING_SECONDS (10), BENCH_WEBHOOK_SOAK_SECONDS (3600; 0 skips the soak),
  * BENCH_WEBHOOK_SOAK_RATE (20/s to the others), BENCH_WEBHOOK_FAIL_RATE (5/s to the failing endpoint),
  * BENCH_WEBHOOK_SAMPLE_SECONDS (10), BENCH_WEBHOOK_RECEIVER_PORT (18240)), BENCH_STACK_CATCHUP_SECONDS (600: longest wait for the pipeline to
