@@ -105,21 +105,19 @@ export const makeDispatcher = (deps: DispatcherDeps): Dispatcher => {
     return record;
   };
 
+  // Only while the task is still in the attempt's cycle: a replay that reopened it meanwhile stands.
+  const settle = (task: DeliveryTask, next: Omit<SettleNext, 'now' | 'cycle'>, attempt: DeliveryAttempt | null): Promise<void> =>
+    store.settle(task.id, { ...next, now: clock(), cycle: task.cycle }, attempt);
+
   /** Gives a task this process holds back to the store: pending as it was, unleased (claimable at once). */
   const release = async (task: DeliveryTask): Promise<void> => {
     try {
-      await store.settle(task.id, {
-        state: 'pending', attempts: task.attempts, nextAt: task.nextAt, lastError: task.lastError, lastStatus: task.lastStatus, now: clock(), cycle: task.cycle,
-      }, null);
+      await settle(task, { state: 'pending', attempts: task.attempts, nextAt: task.nextAt, lastError: task.lastError, lastStatus: task.lastStatus }, null);
     } catch (error) {
       // Its lease runs out instead; the poller of some dispatcher claims it then.
       logger.warn({ err: error, webhookId: task.webhookId, messageId: task.messageId }, 'could not hand a webhook task back');
     }
   };
-
-  // Only while the task is still in the attempt's cycle: a replay that reopened it meanwhile stands.
-  const settle = (task: DeliveryTask, next: Omit<SettleNext, 'now' | 'cycle'>, attempt: DeliveryAttempt | null): Promise<void> =>
-    store.settle(task.id, { ...next, now: clock(), cycle: task.cycle }, attempt);
 
   const disable = async (endpoint: EndpointRecord, reason: 'gone' | 'failing'): Promise<void> => {
     if (disabledHere.has(endpoint.webhookId)) return;
