@@ -23,9 +23,29 @@ export interface CloudEvent<TType extends string = string, TData = unknown> {
   /** Id of what directly caused this event: the request id for commands. */
   causationid: string;
   streamversion: number;
+  /**
+   * `v1` when the event's personal fields are sealed under their person's data key (issue 24,
+   * @docshare/personal-data: PERSONAL_FIELDS names them); absent on events written before that,
+   * whose fields are in clear until `npm run migrate -- encrypt-personal-data` rewrites them.
+   */
+  personaldata?: 'v1';
 }
 
 export interface UserRegistered { userId: number; name: string; email: string; registeredAt: string }
+/**
+ * `POST /api/V1/users/api-erase` (issue 24): the account stops working now (login and tokens
+ * refused); the accounts process manager then deletes the user's files, webhooks and stored
+ * answers, destroys their data key and records `docs.user.erased.v1`.
+ */
+export interface UserErasureRequested { userId: number; erasureId: string; requestedAt: string }
+/**
+ * The erasure is done: every file of the user deleted, their data key destroyed (every personal
+ * field sealed under it now reads `[deleted]`). The comments they wrote stay counted for the
+ * files' owners; `commentsRedacted` of them now read `[deleted]`.
+ */
+export interface UserErased { userId: number; erasureId: string; filesDeleted: number; commentsRedacted: number; erasedAt: string }
+/** `POST /api/V1/users/api-export`: the accounts process manager builds the ZIP in the background. */
+export interface UserExportRequested { userId: number; exportId: string; requestedAt: string }
 export interface CategoryCreated {
   categoryId: number; name: string; description: string; tags: string[]; createdBy: number; createdAt: string;
 }
@@ -159,6 +179,9 @@ export type WebhookReplayRequested = { webhookId: number; ownerId: number; reque
 
 export interface EventDataByType {
   'docs.user.registered.v1': UserRegistered;
+  'docs.user.erasure_requested.v1': UserErasureRequested;
+  'docs.user.erased.v1': UserErased;
+  'docs.user.export_requested.v1': UserExportRequested;
   'docs.category.created.v1': CategoryCreated;
   'docs.file.uploaded.v1': FileUploaded;
   'docs.file.updated.v1': FileUpdated;
@@ -221,7 +244,7 @@ export const streamIds = {
 export const partitionKeyOf = (event: CloudEvent): string => {
   const data = event.data as Partial<Record<'ownerId' | 'fileOwnerId' | 'userId', unknown>> | null;
   const owner = event.type === 'docs.comment.posted.v1' ? data?.fileOwnerId
-    : event.type === 'docs.user.registered.v1' ? data?.userId
+    : event.type.startsWith('docs.user.') ? data?.userId
     : event.type.startsWith('docs.file.') || event.type.startsWith('docs.upload.') || event.type.startsWith('docs.webhook.') ? data?.ownerId
     : undefined;
   return typeof owner === 'number' && Number.isSafeInteger(owner) ? `user-${owner}` : event.subject;

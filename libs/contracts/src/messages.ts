@@ -102,6 +102,15 @@ export const M = {
   replayMessageIdsInvalid: 'message_ids must be a non-empty list of at most 100 message ids',
   deliveriesStatusInvalid: 'status must be failed or succeeded',
   partReceived: 'Part received',
+  // Erasure and export (issue 24, docs/api-decisions.md, "Leaving: erasure and export").
+  passwordIncorrect: 'Password is incorrect',
+  erasureAccepted: 'Account erasure started',
+  badErasureLink: 'Invalid or expired erasure status link',
+  erasureNotFound: 'Erasure not found',
+  exportAccepted: 'Export started',
+  exportIdRequired: 'export_id is required',
+  exportNotFound: 'Export not found',
+  badExportLink: 'Invalid or expired export link',
 
   fileIdRequired: 'File ID is required',
   fileNotFound: 'File not found',

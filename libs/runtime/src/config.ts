@@ -24,6 +24,7 @@ import { search } from './config/search.ts';
 import { logging, service } from './config/service.ts';
 import { internalRoutes, recorder } from './config/upstreams.ts';
 import { webhooks } from './config/webhooks.ts';
+import { optionalPersonalData, personalData } from './config/personal-data.ts';
 import type { Concern } from './config/concern.ts';
 
 export { concern, loadConfig, loadConfigOrExit, varsOf, type Concern, type ConfigOf } from './config/concern.ts';
@@ -38,6 +39,7 @@ export { groups, kafka, type GroupSettings, type KafkaConfig } from './config/ka
 export { MONGO_SOCKET_TIMEOUT_MS, mongo, optionalMongo, type MongoOptions, type MongoSettings } from './config/mongo.ts';
 export { outbox } from './config/outbox.ts';
 export { rateLimit } from './config/rate-limit.ts';
+export { optionalPersonalData, personalData } from './config/personal-data.ts';
 export { search } from './config/search.ts';
 export { logging, service, type ServiceOptions, type ServiceSettings } from './config/service.ts';
 export { internalRoutes, recorder } from './config/upstreams.ts';
@@ -62,4 +64,5 @@ export const ALL_CONCERNS: Record<string, Concern> = {
   outbox: outbox(),
   dataDir: dataDir(), supervisor: supervisor(),
   webhooks: webhooks(),
+  personalData: personalData(), optionalPersonalData: optionalPersonalData(),
 };
