@@ -80,6 +80,53 @@ export const claimStoreContract = (name: string, make: () => Promise<ClaimStore>
       }
     });
 
+    it('release removes a claim (true), after which the key can be claimed again', async () => {
+      const scope = fresh('account');
+      const key = fresh('key');
+      await store.claim(scope, key, { userId: 1, name: 'Ann' });
+      assert.equal(await store.release(scope, key), true);
+      assert.equal(await store.get(scope, key), null);
+      assert.deepEqual(await store.claim(scope, key, { userId: 2 }), { created: true, value: { userId: 2 } });
+      assert.deepEqual(await store.get(scope, key), { userId: 2 });
+    });
+
+    it('release of a key not claimed, or released already, is false', async () => {
+      const scope = fresh('account');
+      const key = fresh('key');
+      assert.equal(await store.release(scope, key), false);
+      await store.claim(scope, key, 1);
+      assert.equal(await store.release(scope, key), true);
+      assert.equal(await store.release(scope, key), false);
+    });
+
+    it('release leaves the other keys of the scope and the same key in other scopes alone', async () => {
+      const [a, b] = [fresh('scope-a'), fresh('scope-b')];
+      const [key, other] = [fresh('key'), fresh('key')];
+      await Promise.all([store.claim(a, key, 'a/key'), store.claim(a, other, 'a/other'), store.claim(b, key, 'b/key')]);
+      assert.equal(await store.release(a, key), true);
+      assert.equal(await store.get(a, key), null);
+      assert.equal(await store.get(a, other), 'a/other');
+      assert.equal(await store.get(b, key), 'b/key');
+    });
+
+    it('claims made while a release is in progress are all kept, and a claim racing the release of its key ends claimed', async () => {
+      const scope = fresh('scope');
+      const gone = fresh('gone');
+      await store.claim(scope, gone, 'old');
+      const keys = Array.from({ length: 20 }, () => fresh('key'));
+      const [released, ...claimed] = await Promise.all([
+        store.release(scope, gone),
+        ...keys.map((k) => store.claim(scope, k, k)),
+        store.claim(scope, gone, 'new'),
+      ]);
+      assert.equal(released, true);
+      assert.ok(claimed.every((r) => r.created || r.value === 'old'));
+      for (const k of keys) assert.equal(await store.get(scope, k), k);
+      // The racing claim either came before the release (then found 'old', now released) or after it (created 'new').
+      const last = claimed.at(-1);
+      assert.equal(await store.get(scope, gone), last?.created === true ? 'new' : null);
+    });
+
     it('what a caller does to a value afterwards does not change the stored one', async () => {
       const scope = fresh('scope');
       const key = fresh('key');

@@ -7,6 +7,12 @@ import type { ClaimStore } from './port.ts';
  * value] triples: one record for the claims made in one tick, not one per claim, and the log
  * group-commits the records queued while a write is in flight. The log's rules apply: a torn last
  * line is cut off at open, damage before it refuses to open.
+ *
+ * A release (account erasure) must take the claim's bytes off the disk, not just append a
+ * tombstone: it compacts the log (the durable claims written to a new file, fsynced, renamed over
+ * the old one, the directory fsynced). The compaction runs in turn with the log's writes, so a
+ * claim made meanwhile is appended to the new file after it; claims and reads of the key being
+ * released wait for the release to settle.
  */
 
 const FILE = 'claims.log';
@@ -17,6 +23,10 @@ interface Entry {
   /** Set while the claim awaits its fsync; settles once durable (or rejects, undone). */
   durable?: Promise<void>;
 }
+/** The record a compaction writes for the durable claims: one [scope, key, value] triple each. */
+const tripleOf = (scope: string, key: string, json: string): string => `[${JSON.stringify(scope)},${JSON.stringify(key)},${json}]`;
+/** Triples per record when compacting (a record is read whole at open). */
+const CLAIMS_PER_RECORD = 256;
 interface Pending { scope: string; key: string; entry: Entry; resolve: () => void; reject: (err: unknown) => void }
 
 type Triple = [string, string, unknown];
@@ -44,20 +54,43 @@ export async function openFileClaimStore(dir: string): Promise<ClaimStore> {
 
   const lookup = (scope: string, key: string): Entry | undefined => claims.get(scope)?.get(key);
 
+  /** Releases in progress, by (scope, key): claims and reads of that key wait for them. */
+  const releases = new Map<string, Promise<boolean>>();
+  const releaseId = (scope: string, key: string): string => JSON.stringify([scope, key]);
+
+  /** The compacted file's records: every durable claim (one still on its way is appended after them). */
+  function* durableRecords(): Iterable<string> {
+    let chunk: string[] = [];
+    for (const [scope, inScope] of claims) {
+      for (const [key, entry] of inScope) {
+        if (entry.durable !== undefined) continue;
+        chunk.push(tripleOf(scope, key, entry.json));
+        if (chunk.length === CLAIMS_PER_RECORD) {
+          yield `[${chunk.join(',')}]`;
+          chunk = [];
+        }
+      }
+    }
+    if (chunk.length > 0) yield `[${chunk.join(',')}]`;
+  }
+
   const forget = (scope: string, key: string, entry: Entry): void => {
     const inScope = claims.get(scope);
     if (inScope?.get(key) === entry) inScope.delete(key);
   };
 
   const write = (batch: Pending[]): void => {
-    const record = `[${batch.map((p) => `[${JSON.stringify(p.scope)},${JSON.stringify(p.key)},${p.entry.json}]`).join(',')}]`;
-    log.append(record).then(
-      () => {
-        for (const p of batch) {
-          delete p.entry.durable;
-          p.resolve();
-        }
-      },
+    const record = `[${batch.map((p) => tripleOf(p.scope, p.key, p.entry.json)).join(',')}]`;
+    // Marked durable as soon as it is, before the log runs anything else (a compaction): the
+    // compaction then keeps exactly the claims already in the file.
+    const durable = (): void => {
+      for (const p of batch) {
+        delete p.entry.durable;
+        p.resolve();
+      }
+    };
+    log.append(record, durable).then(
+      () => {},
       (err: unknown) => {
         for (const p of batch) {
           forget(p.scope, p.key, p.entry);
@@ -73,6 +106,11 @@ export async function openFileClaimStore(dir: string): Promise<ClaimStore> {
     if (closed) throw new Error('claim store is closed');
     log.assertWritable();
     if (typeof scope !== 'string' || typeof key !== 'string') throw new TypeError('claim scope and key must be strings');
+    const releasing = releases.get(releaseId(scope, key));
+    if (releasing !== undefined) {
+      await releasing.catch(() => {});
+      return claim(scope, key, value);
+    }
     const existing = lookup(scope, key);
     if (existing !== undefined) {
       if (existing.durable === undefined) return { created: false, value: JSON.parse(existing.json) as T };
@@ -106,6 +144,11 @@ export async function openFileClaimStore(dir: string): Promise<ClaimStore> {
 
   const get = async <T>(scope: string, key: string): Promise<T | null> => {
     if (closed) throw new Error('claim store is closed');
+    const releasing = releases.get(releaseId(scope, key));
+    if (releasing !== undefined) {
+      await releasing.catch(() => {});
+      return get(scope, key);
+    }
     const entry = lookup(scope, key);
     if (entry === undefined) return null;
     // A claim still on its way to disk is not reported until it is: its write may yet fail.
@@ -120,16 +163,61 @@ export async function openFileClaimStore(dir: string): Promise<ClaimStore> {
     return JSON.parse(entry.json) as T;
   };
 
+  const release = async (scope: string, key: string): Promise<boolean> => {
+    if (closed) throw new Error('claim store is closed');
+    log.assertWritable();
+    if (typeof scope !== 'string' || typeof key !== 'string') throw new TypeError('claim scope and key must be strings');
+    const id = releaseId(scope, key);
+    const inProgress = releases.get(id);
+    if (inProgress !== undefined) {
+      // Released by the other call once it settles (then there is nothing left), or still there if it failed.
+      await inProgress.catch(() => {});
+      return release(scope, key);
+    }
+    const entry = lookup(scope, key);
+    if (entry === undefined) return false;
+    if (entry.durable !== undefined) {
+      try {
+        await entry.durable;
+      } catch {
+        // Its write failed and was undone; a waiting claimer may have taken the key since.
+      }
+      return release(scope, key);
+    }
+    // From here to the map's entry being set nothing awaits: no claim or read slips in between.
+    forget(scope, key, entry);
+    const run = (async () => log.compact(durableRecords))().then(
+      () => true,
+      (error: unknown) => {
+        // The old file, claim included, is still in place: so is the claim (nobody took the key: its claimers waited).
+        let inScope = claims.get(scope);
+        if (inScope === undefined) claims.set(scope, (inScope = new Map()));
+        inScope.set(key, entry);
+        throw error;
+      },
+    );
+    releases.set(id, run);
+    try {
+      return await run;
+    } finally {
+      releases.delete(id);
+    }
+  };
+
   return {
     claim,
 
     get,
 
+    release,
+
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
-      // Claims already accepted finish their write; their callers are waiting on it.
+      // Claims already accepted finish their write; their callers are waiting on it. So do
+      // releases: a log that is closing skips a compaction, which would leave the bytes behind.
       await Promise.resolve();
+      await Promise.allSettled([...releases.values()]);
       await log.close();
     },
   };

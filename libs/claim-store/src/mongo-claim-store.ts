@@ -13,7 +13,8 @@ import type { ClaimStore } from './port.ts';
  *   claimedAt  when
  * First claim wins because a claim is one insert and `_id` is unique: of concurrent inserts of one
  * key exactly one succeeds (a duplicate key, told by its code alone). A loser reads the winner's
- * value. Every operation is an insert or a lookup by `_id`.
+ * value. A release (account erasure) deletes the document, so the key can be claimed again.
+ * Every operation is an insert, a lookup or a delete by `_id`.
  */
 
 const CLAIMS = 'claims';
@@ -44,29 +45,37 @@ export async function openMongoClaimStore(db: Db): Promise<ClaimStore> {
   const read = async (scope: string, key: string): Promise<string | null> =>
     (await claims.findOne({ _id: claimId(scope, key) }, { projection: { value: 1 } }))?.value ?? null;
 
+  const claim = async <T>(scope: string, key: string, value: T): Promise<{ created: boolean; value: T }> => {
+    assertOpen();
+    checkNames(scope, key);
+    const json = JSON.stringify(value) as string | undefined;
+    if (json === undefined) throw new TypeError('claim value must be JSON-serialisable');
+    try {
+      await claims.insertOne({ _id: claimId(scope, key), scope, key, value: json, claimedAt: new Date() });
+      return { created: true, value: JSON.parse(json) as T };
+    } catch (error) {
+      if (!(error instanceof MongoServerError && error.code === 11000)) throw error;
+    }
+    const existing = await read(scope, key);
+    // Released between our insert and our read: the key is free again, try for it.
+    if (existing === null) return claim(scope, key, value);
+    return { created: false, value: JSON.parse(existing) as T };
+  };
+
   return {
-    async claim<T>(scope: string, key: string, value: T): Promise<{ created: boolean; value: T }> {
-      assertOpen();
-      checkNames(scope, key);
-      const json = JSON.stringify(value) as string | undefined;
-      if (json === undefined) throw new TypeError('claim value must be JSON-serialisable');
-      try {
-        await claims.insertOne({ _id: claimId(scope, key), scope, key, value: json, claimedAt: new Date() });
-        return { created: true, value: JSON.parse(json) as T };
-      } catch (error) {
-        if (!(error instanceof MongoServerError && error.code === 11000)) throw error;
-      }
-      // Claims are never removed, so the winner's document is there to read.
-      const existing = await read(scope, key);
-      if (existing === null) throw new Error(`claim ${scope}/${key} collided with a claim that cannot be read back`);
-      return { created: false, value: JSON.parse(existing) as T };
-    },
+    claim,
 
     async get<T>(scope: string, key: string): Promise<T | null> {
       assertOpen();
       checkNames(scope, key);
       const existing = await read(scope, key);
       return existing === null ? null : (JSON.parse(existing) as T);
+    },
+
+    async release(scope: string, key: string): Promise<boolean> {
+      assertOpen();
+      checkNames(scope, key);
+      return (await claims.deleteOne({ _id: claimId(scope, key) })).deletedCount === 1;
     },
 
     async close(): Promise<void> {

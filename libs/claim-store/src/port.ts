@@ -10,5 +10,11 @@ export interface ClaimStore {
   claim<T>(scope: string, key: string, value: T): Promise<{ created: boolean; value: T }>;
   /** The value under (scope, key), or null. */
   get<T>(scope: string, key: string): Promise<T | null>;
+  /**
+   * Removes the claim under (scope, key), so that the key can be claimed again; true when there
+   * was one. Account erasure: the claim holds a person's credentials and name, so its bytes leave
+   * the store (the file adapter rewrites its log without them). Resolves once durable.
+   */
+  release(scope: string, key: string): Promise<boolean>;
   close(): Promise<void>;
 }

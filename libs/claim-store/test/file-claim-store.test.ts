@@ -194,6 +194,50 @@ describe('file claim store', () => {
     assert.equal((await lines(dir)).length, 3);
   });
 
+  it('release takes the claim\'s bytes off the disk, keeps every other claim, and a reopen agrees', async () => {
+    const dir = freshDir();
+    const store = await openFileClaimStore(dir);
+    const marker = 'erase-me-7f3a9c';
+    await store.claim('account', 'key-ann', { userId: 1, name: marker, passwordHash: `scrypt$${marker}` });
+    await Promise.all(Array.from({ length: 600 }, (_, i) => store.claim('category-name', `c${i}`, { categoryId: i })));
+    await store.claim('account', 'key-bob', { userId: 2, name: 'Bob' });
+    assert.ok((await readFile(logOf(dir), 'utf8')).includes(marker));
+
+    // Claims made while the release rewrites the file land in the new file.
+    const [released, ...during] = await Promise.all([
+      store.release('account', 'key-ann'),
+      ...Array.from({ length: 40 }, (_, i) => store.claim('during', `d${i}`, i)),
+    ]);
+    assert.equal(released, true);
+    assert.ok(during.every((r) => r.created));
+    const text = await readFile(logOf(dir), 'utf8');
+    assert.equal(text.includes(marker), false);
+    assert.equal(text.includes('key-ann'), false);
+    await store.close();
+
+    const reopened = await openFileClaimStore(dir);
+    assert.equal(await reopened.get('account', 'key-ann'), null);
+    assert.deepEqual(await reopened.get('account', 'key-bob'), { userId: 2, name: 'Bob' });
+    for (let i = 0; i < 600; i++) assert.deepEqual(await reopened.get('category-name', `c${i}`), { categoryId: i });
+    for (let i = 0; i < 40; i++) assert.equal(await reopened.get('during', `d${i}`), i);
+    assert.deepEqual(await reopened.claim('account', 'key-ann', { userId: 3 }), { created: true, value: { userId: 3 } });
+    await reopened.close();
+    const again = await openFileClaimStore(dir);
+    assert.deepEqual(await again.get('account', 'key-ann'), { userId: 3 });
+    await again.close();
+  });
+
+  it('a release called just before close still takes the bytes off the disk', async () => {
+    const dir = freshDir();
+    const store = await openFileClaimStore(dir);
+    await store.claim('account', 'k', 'secret-value-91c2');
+    const released = store.release('account', 'k');
+    await store.close();
+    assert.equal(await released, true);
+    assert.equal((await readFile(logOf(dir), 'utf8')).includes('secret-value-91c2'), false);
+    await assert.rejects(store.release('account', 'k'), /closed/);
+  });
+
   it('rejects values that are not JSON-serialisable, storing nothing', async () => {
     const store = await openFileClaimStore(freshDir());
     await assert.rejects(store.claim('s', 'k', undefined), TypeError);

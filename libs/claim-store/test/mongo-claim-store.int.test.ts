@@ -66,6 +66,19 @@ describe('mongo claim store', () => {
     assert.deepEqual(transactionsOrChangeStreams(commands), []);
   });
 
+  it('release is one delete by _id, and the document is gone', async () => {
+    const { db, commands } = await server.recordedDb('claims_release');
+    const store = await openMongoClaimStore(db);
+    await store.claim('account', 'index-of-ann', { userId: 1, name: 'sealed' });
+    commands.splice(0);
+    assert.equal(await store.release('account', 'index-of-ann'), true);
+    assert.deepEqual(commands.splice(0).map((c) => `${c.commandName} ${JSON.stringify(c.command['deletes']?.[0]?.q ?? null)}`), [
+      'delete {"_id":"account/index-of-ann"}',
+    ]);
+    assert.equal(await db.collection('claims').countDocuments({}), 0);
+    await store.close();
+  });
+
   it('rejects values that are not JSON-serialisable, storing nothing', async () => {
     const store = await openMongoClaimStore(server.freshDb('claims_json'));
     await assert.rejects(store.claim('s', 'k', undefined), TypeError);
