@@ -9,6 +9,10 @@
  * server several times on it and reports the median time to a ready /healthz and the resident
  * memory after start (VmRSS of the server process).
  *
+ * Each start also reports how long the replay took (`replayedMs` of its "docshare listening" line:
+ * the log replayed into fresh, empty read models, what a rebuild does): the rebuild time issue 24
+ * compares before and after encryption, without the HTTP listener's start around it.
+ *
  * Then, on one more start, the view measures of issue 21 (bench/stack/views.ts): BENCH_VIEWS
  * (4000) views of one file against as many spread over 16 files, 16 clients, alternating in two
  * rounds (views/s, p50/p99, hot ÷ spread); views paced at BENCH_VIEW_RATE (500/s) for
@@ -17,6 +21,11 @@
  * requests one at a time, beside `api-stats` read the same way on the same server (its ceiling:
  * one document of the same read model behind the same auth; embedded, the store cannot be asked
  * directly).
+ *
+ * Then the measures of issue 24 (bench/stack/leaving.ts) on a start of their own: the export of a
+ * user with BENCH_LEAVING_FILES (1000) files, 202 → ready, and that user's erasure with
+ * BENCH_LEAVING_COMMENTS (10000) comments written, 202 → done. BENCH_ONLY=leaving runs only those
+ * (no seeding, no restarts); BENCH_LEAVING_FILES=0 skips them.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -25,6 +34,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Api, fileInput } from './stack/api.ts';
 import { closedLoop, expectOk, percentile, summarizeErrors, type LoadResult } from './stack/load.ts';
+import { leaving, leavingLines, type LeavingOptions, type LeavingResult } from './stack/leaving.ts';
 import { ackedToCounted, hotVsSpread, utcDaysEnding, type AckedToCounted, type ViewLoad } from './stack/views.ts';
 
 const TARGET_EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
@@ -33,6 +43,10 @@ const VIEWS = Number(process.env.BENCH_VIEWS ?? 4000);
 const VIEW_RATE = Number(process.env.BENCH_VIEW_RATE ?? 500);
 const VIEW_SECONDS = Number(process.env.BENCH_VIEW_SECONDS ?? 4);
 const DAILY_READS = Number(process.env.BENCH_DAILY_READS ?? 500);
+const LEAVING_FILES = Number(process.env.BENCH_LEAVING_FILES ?? 1000);
+const LEAVING_COMMENTS = Number(process.env.BENCH_LEAVING_COMMENTS ?? 10_000);
+const ONLY = process.env.BENCH_ONLY ?? '';
+if (!['', 'leaving'].includes(ONLY)) throw new Error(`BENCH_ONLY=${ONLY}: the measure that runs alone is leaving`);
 const main = join(import.meta.dirname, '..', 'services', 'standalone', 'src', 'main.ts');
 
 const freePort = (): Promise<number> => new Promise((resolve, reject) => {
@@ -43,7 +57,7 @@ const freePort = (): Promise<number> => new Promise((resolve, reject) => {
   });
 });
 
-interface Started { child: ChildProcess; readyMs: number; events: number }
+interface Started { child: ChildProcess; readyMs: number; events: number; replayedMs: number }
 
 const start = async (dataDir: string, port: number): Promise<Started> => {
   const began = performance.now();
@@ -52,17 +66,21 @@ const start = async (dataDir: string, port: number): Promise<Started> => {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let events = NaN;
+  let replayedMs = NaN;
   let buffered = '';
   child.stdout.on('data', (chunk: Buffer) => {
     if (!Number.isNaN(events)) return;
     buffered += chunk.toString();
     const line = buffered.split('\n').find((l) => l.includes('docshare listening'));
-    if (line) events = (JSON.parse(line) as { events: number }).events;
+    if (!line) return;
+    const listening = JSON.parse(line) as { events: number; replayedMs: number };
+    events = listening.events;
+    replayedMs = listening.replayedMs;
   });
   for (;;) {
     try {
       const res = await fetch(`http://127.0.0.1:${port}/healthz`);
-      if (res.ok && !Number.isNaN(events)) return { child, readyMs: performance.now() - began, events };
+      if (res.ok && !Number.isNaN(events)) return { child, readyMs: performance.now() - began, events, replayedMs };
     } catch { /* not listening yet */ }
     if (child.exitCode !== null) throw new Error('server exited during start');
     await new Promise((r) => setTimeout(r, 10));
@@ -107,7 +125,8 @@ const json = (path: string, token: string | null, body: unknown, method = 'POST'
   body: JSON.stringify(body),
 });
 
-try {
+/** Throughput, start and view measures: everything but issue 24's. */
+const coreMeasures = async () => {
   let server = await start(dataDir, port);
   const users: { token: string }[] = [];
   for (let i = 0; i < 20; i++) {
@@ -133,8 +152,8 @@ try {
   }
   // The rest of the log: comments and views, as real use writes them.
   const seeded = 20 + 8 + uploads;
-  // The throughput phase below writes 2,000 more (comments and views).
-  await load(Math.max(0, TARGET_EVENTS - seeded - 2000), 8, (n) => {
+  // The throughput phase below writes 2,500 more (uploads, comments and views).
+  await load(Math.max(0, TARGET_EVENTS - seeded - 2500), 8, (n) => {
     const fileId = files[n % files.length]!;
     return n % 4 === 0
       ? json('/api/V1/docs/api-comment', users[n % users.length]!.token, { file_id: fileId, comment: `comment ${n}` })
@@ -146,17 +165,30 @@ try {
     'POST api-stats': await load(2000, 16, () => json('/api/V1/stats/api-stats', token, {})),
     'GET api-files': await load(2000, 16, () => fetch(`${base}/api/V1/users/api-files?user_id=2`, { headers: { 'x-authorization': `Bearer ${token}` } })),
     'POST api-search (fuzzy)': await load(2000, 16, (n) => json('/api/V1/stats/api-search', token, { search: n % 2 ? 'quantm notes' : 'castels' })),
+    // Spread over the 20 users: one user may have 8 uploads in flight (HTTP_MAX_UPLOADS_PER_USER).
+    'POST api-upload (fsync)': await load(500, 16, (n) => {
+      const form = new FormData();
+      form.set('file', new Blob([`throughput ${n} `.repeat(50)], { type: 'text/plain' }), `t${n}.txt`);
+      form.set('title', `${words[n % 10]} throughput ${n}`);
+      form.set('description', `Throughput file about ${words[(n * 3) % 10]}`);
+      form.set('tags', `${words[(n * 5) % 10]},bench`);
+      form.set('cc_license', 'CC BY');
+      form.set('new_category_name', `Category ${n % 8}`);
+      return fetch(`${base}/api/V1/docs/api-upload`, { method: 'POST', headers: { 'x-authorization': `Bearer ${users[n % users.length]!.token}` }, body: form });
+    }),
     'POST api-comment (fsync)': await load(1000, 16, (n) => json('/api/V1/docs/api-comment', token, { file_id: files[n % files.length], comment: 'bench' })),
     'GET /docs/:id (view, fsync)': await load(1000, 16, (n) => fetch(`${base}/docs/${files[n % files.length]}`)),
   };
   await stop(server.child);
 
   const readyMs: number[] = [];
+  const replayedMs: number[] = [];
   const rss: number[] = [];
   let events = 0;
   for (let r = 0; r < RESTARTS; r++) {
     server = await start(dataDir, port);
     readyMs.push(server.readyMs);
+    replayedMs.push(server.replayedMs);
     events = server.events;
     rss.push(await rssMiB(server.child.pid!));
     await stop(server.child);
@@ -209,6 +241,7 @@ try {
   console.log(`log: ${events} events (replayed into the read models at every start)`);
   console.log(`\nnpm start with that log, ${RESTARTS} restarts:`);
   console.log(`  time to ready /healthz  median ${median(readyMs).toFixed(0)} ms   (all: ${readyMs.map((x) => x.toFixed(0)).join(', ')})`);
+  console.log(`  rebuild (log replayed)  median ${median(replayedMs).toFixed(0)} ms   (all: ${replayedMs.map((x) => x.toFixed(0)).join(', ')}; fresh read models, before the listener)`);
   console.log(`  resident memory (RSS)   median ${median(rss).toFixed(1)} MiB (all: ${rss.map((x) => x.toFixed(1)).join(', ')})`);
   console.log('\nthroughput, same run, same server, 16 concurrent clients:');
   const slowest = Math.min(...Object.values(throughput));
@@ -241,6 +274,29 @@ try {
     console.log(`  ${'api-daily ÷ api-stats'.padEnd(28)} p50 ${(percentile(daily.latencies, 50) / percentile(dailyCeiling.latencies, 50)).toFixed(2)}x   p99 ${(percentile(daily.latencies, 99) / percentile(dailyCeiling.latencies, 99)).toFixed(2)}x`);
   }
   if (failed.length > 0) console.log(`\nfailed measures:\n${failed.map((f) => `  - ${f}`).join('\n')}`);
+};
+
+/** Issue 24: an export and an erasure (bench/stack/leaving.ts), on a start of their own. */
+const leavingMeasures = async () => {
+  const server = await start(dataDir, port);
+  const options: LeavingOptions = { files: LEAVING_FILES, comments: LEAVING_COMMENTS, clients: 8, timeoutMs: 300_000, tag: String(Date.now()) };
+  let result: LeavingResult | undefined;
+  let failure = '';
+  try {
+    result = await leaving(new Api(base), options);
+  } catch (error) {
+    failure = error instanceof Error ? error.message : String(error);
+  } finally {
+    await stop(server.child);
+  }
+  console.log(`\nleaving (issue 24): one user with ${LEAVING_FILES} files who wrote ${LEAVING_COMMENTS} comments, exported then erased:`);
+  if (result) for (const line of leavingLines(options, result)) console.log(line);
+  else console.log(`  failed: ${failure}`);
+};
+
+try {
+  if (ONLY === '') await coreMeasures();
+  if (LEAVING_FILES > 0) await leavingMeasures();
 } finally {
   await rm(dataDir, { recursive: true, force: true });
 }
