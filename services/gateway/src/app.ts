@@ -6,12 +6,14 @@ import {
   CLIENT_ADDRESS_HEADER, CORRELATION_HEADER, DEFAULT_HTTP_LIMITS, IDENTITY_HEADER, PROBE_PATHS, REQUEST_ID_HEADER, counter, errorHandler, requestDeadline,
   requestId, requestLog, sendError, uploadSlot, type Logger, type Ops,
 } from '@docshare/http';
-import { ROUTES, requestMatcher, type Upstream } from './routes.ts';
+import { ROUTES, requestMatcher, signedResource, type Route, type Upstream } from './routes.ts';
 import { rateLimit } from './rate-limit.ts';
 import { openApiDocument } from './openapi.ts';
 import { LOCAL_ROUTES, OPENAPI_PATH, mountDocs, unreadBody } from './docs-ui.ts';
 import { makeMemorySessionTokens, sessionConsistency, type SessionTokens } from './consistency.ts';
 import { cors, routeMatcher, type CorsOrigins } from './cors.ts';
+import { makeMemoryRevokedUsers, type RevokedUsers } from './revocations.ts';
+import { forgetErasedUsers } from './erased-users.ts';
 
 /** How the caller authenticated: decided once per request, before rate limiting and routing. */
 type Auth = { state: 'missing' } | { state: 'invalid' } | { state: 'valid'; userId: number };
@@ -43,6 +45,8 @@ export interface GatewayOptions {
    * (and are refused by docs-command). Absent: every part PUT is outside it.
    */
   partLinks?: Pick<UrlSigner, 'verify'>;
+  /** Users whose tokens are refused although they verify (erased accounts, revocations.ts); default: this process's memory. */
+  revocations?: RevokedUsers;
 }
 
 /**
@@ -51,8 +55,9 @@ export interface GatewayOptions {
  */
 const isTransfer: (req: Request) => boolean = requestMatcher(ROUTES.filter((route) => route.transfer === true));
 
-/** Requests the rate limit does not apply to at all (a resumable upload's part PUTs, routes.ts). */
-const isUnlimited: (req: Request) => boolean = requestMatcher(ROUTES.filter((route) => route.rateLimited === false));
+/** The routes the rate limit does not apply to when their link is signed (a resumable upload's part PUTs, an erasure's status, an export's ZIP; routes.ts), each with its matcher. */
+const UNLIMITED: ReadonlyArray<{ route: Route; matches: (req: Request) => boolean }> = ROUTES
+  .filter((route) => route.rateLimited === false).map((route) => ({ route, matches: requestMatcher([route]) }));
 
 /**
  * The edge: request ids, JWT (verified once, algorithm pinned), the rate limit, routing to the
@@ -62,6 +67,8 @@ const isUnlimited: (req: Request) => boolean = requestMatcher(ROUTES.filter((rou
  */
 export const makeGateway = (options: GatewayOptions): Express => {
   const { tokens, logger, ops } = options;
+  const revocations = options.revocations ?? makeMemoryRevokedUsers();
+  const sessions = options.sessions ?? makeMemorySessionTokens();
   const rateLimited = counter(ops.registry, 'docshare_rate_limited_requests_total',
     'Requests the gateway refused with 429 (rate limit), by what the budget belongs to: a user (valid token) or a client IP', ['by']);
   const app = express();
@@ -89,7 +96,8 @@ export const makeGateway = (options: GatewayOptions): Express => {
     app.use(cors({ origins: options.corsOrigins, routeOf: routeMatcher([...[...ROUTES, ...LOCAL_ROUTES].map((route) => route.path), ...PROBE_PATHS]) }));
   }
 
-  app.use((req, res, next) => {
+  // Async only for a verified token (is its user revoked?); everything else is decided at once.
+  app.use(async (req, res, next) => {
     delete req.headers[IDENTITY_HEADER];
     req.headers[CLIENT_ADDRESS_HEADER] = req.ip ?? '';
     req.headers[CORRELATION_HEADER] = res.locals.requestId as string;
@@ -99,6 +107,14 @@ export const makeGateway = (options: GatewayOptions): Express => {
     if (token !== undefined) {
       const verified = tokens.verify(token);
       auth = verified.ok ? { state: 'valid', userId: verified.userId } : { state: 'invalid' };
+      // An erased account's tokens still verify: refused as any bad token (401 Invalid JWT token).
+      if (auth.state === 'valid') {
+        try {
+          if (await revocations.isRevoked(auth.userId)) auth = { state: 'invalid' };
+        } catch (err) {
+          return next(err);
+        }
+      }
     }
     res.locals.auth = auth;
     if (auth.state === 'valid') req.headers[IDENTITY_HEADER] = String(auth.userId);
@@ -111,12 +127,21 @@ export const makeGateway = (options: GatewayOptions): Express => {
     windowSeconds: options.rateLimitWindowSeconds,
     keyOf: (res, ip) => authKey(res.locals.auth as Auth) ?? `ip:${ip}`,
     peekOnly: (req) => PROBE_PATHS.has(req.path),
-    exempt: (req) => isUnlimited(req)
-      && (options.partLinks === undefined || options.partLinks.verify(req.path, req.query.expires, req.query.signature, Math.floor(Date.now() / 1000))),
+    exempt: (req) => {
+      const route = UNLIMITED.find((unlimited) => unlimited.matches(req))?.route;
+      if (route === undefined) return false;
+      if (options.partLinks === undefined) return true;
+      const resource = signedResource(route, req.path, req.query);
+      return resource !== undefined && options.partLinks.verify(resource, req.query.expires, req.query.signature, Math.floor(Date.now() / 1000));
+    },
     onLimited: (key) => rateLimited.inc({ by: key.startsWith('user:') ? 'user' : 'ip' }),
   }));
   app.use(ops.router);
-  app.use(sessionConsistency(options.sessions ?? makeMemorySessionTokens(), (res) => {
+  app.use(forgetErasedUsers({
+    revocations, sessions, logger,
+    forgetLimits: (userId) => options.limiter.delete(authKey({ state: 'valid', userId })!).then(() => undefined),
+  }));
+  app.use(sessionConsistency(sessions, (res) => {
     const auth = res.locals.auth as Auth;
     return auth.state === 'valid' ? auth.userId : null;
   }));

@@ -13,6 +13,8 @@ export interface SessionTokens {
   get(userId: number): Promise<number>;
   /** Raises each user's token to `token` (never lowers it). Synchronous locally; shared in the background. */
   advance(userIds: readonly number[], token: number): void;
+  /** Forgets the user's token (an erased account keeps nothing here). Locally at once; shared in the background. */
+  forget(userId: number): void;
 }
 
 /** Tokens of this process only: embedded mode, or a gateway without Redis. Keeps the `capacity` most recent users. */
@@ -30,6 +32,7 @@ export const makeMemorySessionTokens = (capacity = 100_000): SessionTokens & { p
         if (tokens.size > capacity) tokens.delete(tokens.keys().next().value as number);
       }
     },
+    forget: (userId) => void tokens.delete(userId),
   };
 };
 
@@ -70,6 +73,10 @@ export const makeRedisSessionTokens = (redis: Redis, logger: Logger, keyPrefix =
       local.advance(userIds, token);
       if (userIds.length === 0) return;
       redis.eval(ADVANCE, userIds.length, ...userIds.map(key), String(token), String(ttlSeconds)).catch(warn);
+    },
+    forget(userId) {
+      local.forget(userId);
+      redis.del(key(userId)).catch(warn);
     },
   };
 };

@@ -5,3 +5,6 @@ export * from './rate-limit.ts';
 export * from './proxy.ts';
 export * from './cors.ts';
 export * from './docs-ui.ts';
+export * from './revocations.ts';
+export * from './erased-users.ts';
+export * from './consistency.ts';

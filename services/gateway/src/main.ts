@@ -16,6 +16,7 @@ import { makeRateLimiter } from '@docshare/rate-limit';
 import { makeGateway } from './app.ts';
 import { httpUpstreams, upstreamChecks, upstreamUrlsOf, UPSTREAM_URL_VARS } from './proxy.ts';
 import { makeMemorySessionTokens, makeRedisSessionTokens } from './consistency.ts';
+import { makeMemoryRevokedUsers, makeRedisRevokedUsers } from './revocations.ts';
 import { localQuery } from './local-query.ts';
 import type { BlobReader } from './blob-handoff.ts';
 
@@ -135,6 +136,10 @@ const app = makeGateway({
   corsOrigins: config.edge.corsOrigins,
   requestTimeoutMs: httpLimits.requestTimeoutMs,
   sessions: rateLimiter.redis ? makeRedisSessionTokens(rateLimiter.redis, logger, consistencyKeyPrefix) : makeMemorySessionTokens(),
+  // Erased accounts' tokens, refused by every replica (revocations.ts); kept as long as a token lives.
+  revocations: rateLimiter.redis
+    ? makeRedisRevokedUsers(rateLimiter.redis, logger, { keyPrefix: `${config.rateLimit.keyPrefix}:revoked`, ttlSeconds: config.auth.jwtTtlSeconds })
+    : makeMemoryRevokedUsers(),
   upstreams: httpUpstreams(upstreamUrls, logger, { docs: { blobs: () => blobs } }, mongo === undefined ? {} : { stats: localStats }),
 });
 // /metrics only ever on the internal metrics listener, never on the public port (docs/observability.md).

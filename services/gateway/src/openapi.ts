@@ -53,6 +53,9 @@ const WEBHOOK_SECRET = 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD3fKcOGn9kLA=';
 const WEBHOOK_SECRET_ROTATED = 'whsec_6dR1x0cmNHqvW9tbkL3CN7bOp3cZFpqI0wGd1n2mX8s=';
 const MESSAGE_ID = 'msg_5f2b8c3e9a414d7bb1e60c8d2f4a6e19';
 const EVENT_ID = '5f2b8c3e-9a41-4d7b-b1e6-0c8d2f4a6e19';
+const ERASURE_ID = '9c4d2e7a-1b3f-4a6c-8d5e-2f7b9a1c3e50';
+const EXPORT_ID = 'd1e8a3b5-7c2f-4e9a-b6d4-3a5c7e9f1b28';
+const EXPORT_SHA256 = 'b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9';
 /** Webhook listings' `cursor`: only ever copied from a `next_cursor`. */
 const WEBHOOK_CURSOR = 'eyJhdCI6MTc2MzkwNjc4NzAwMCwiaWQiOiIxOm1zZ181ZjJiIn0';
 
@@ -120,6 +123,7 @@ const HEADERS: Record<string, Obj> = {
   ETag: { description: 'Strong entity tag of the file\'s bytes (they never change): send it back in `If-None-Match`, or in `If-Range` with `Range`.', schema: str, example: ETAG },
   PageETag: { description: 'Weak entity tag of what the page shows: send it back in `If-None-Match`.', schema: str, example: PAGE_ETAG },
   LastModified: { description: 'When the file (its bytes: the upload; its page: its facts) last changed: send it back in `If-Modified-Since`.', schema: str, example: LAST_MODIFIED },
+  ExportContentDisposition: { description: 'An attachment named after the export.', required: true, schema: str, example: `attachment; filename="docshare-export-${EXPORT_ID}.zip"` },
   ContentDisposition: { description: '`attachment` (or `inline` with `disposition=inline` for PDF, images and plain text) with the original file name.', required: true, schema: str, example: 'attachment; filename="README.md"' },
   AcceptRanges: { description: 'Byte ranges are supported.', schema: { type: 'string', enum: ['bytes'] }, example: 'bytes' },
   ContentRange: { description: 'The part sent, or (416) `bytes */<size>`.', required: true, schema: str, example: 'bytes 0-99/1024' },
@@ -163,6 +167,8 @@ const PARAMETERS: Record<string, Obj> = {
   uploadIdPath: { name: 'uploadId', in: 'path', required: true, description: 'The `upload_id` answered when the upload started.', schema: { type: 'string', pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' }, example: UPLOAD_ID },
   partNumberPath: { name: 'partNumber', in: 'path', required: true, description: 'The part\'s number, from 1 to `part_count`.', schema: { type: 'string', pattern: '^[1-9][0-9]*$' }, example: '1' },
   fileIdPath: { name: 'fileId', in: 'path', required: true, description: 'The file\'s id.', schema: { type: 'string', pattern: '^[0-9]+$' }, example: '1' },
+  erasureIdPath: { name: 'erasureId', in: 'path', required: true, description: 'The `erasure_id` of the erasure, part of its `status_url`.', schema: { type: 'string', pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' }, example: ERASURE_ID },
+  exportIdPath: { name: 'exportId', in: 'path', required: true, description: 'The `export_id` of the export, part of its `download_url`.', schema: { type: 'string', pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' }, example: EXPORT_ID },
   webhookIdPath: { name: 'webhookId', in: 'path', required: true, description: 'The webhook\'s `id`, as registering it answered.', schema: { type: 'string', pattern: '^[0-9]+$' }, example: '1' },
   ...WEBHOOK_HEADER_PARAMETERS,
   Range: { name: 'Range', in: 'header', required: false, description: 'One byte range (e.g. `bytes=0-99`): 206 with that part. Empty: the whole file.', schema: shownOnly(str, 'bytes=0-99') },
@@ -273,6 +279,35 @@ const SCHEMAS: Record<string, Obj> = {
     download_url: { ...uri, description: 'Signed, expiring link to the bytes (GET /files/{fileId}/content); needs no token.' },
   }),
   Message: success({ message: str }),
+  EraseAccountRequest: {
+    ...obj({ password: { type: 'string', description: 'Your password: erasing cannot be undone, so it is asked again.' } }),
+  },
+  ErasureAccepted: success({
+    message: str,
+    erasure_id: { type: 'string', format: 'uuid' },
+    status_url: { ...uri, description: 'A signed link to the erasure\'s state: needs no token (yours stop working at once), valid 7 days.' },
+  }),
+  ErasureStatus: success({
+    erasure_id: { type: 'string', format: 'uuid' },
+    state: { type: 'string', enum: ['pending', 'done'] },
+    files_deleted: count('Files of the account deleted (0 while pending).'),
+    comments_redacted: count('Comments the account wrote, kept for the files\' owners and counted, their text now `[deleted]` (0 while pending).'),
+  }),
+  ExportAccepted: success({ message: str, export_id: { type: 'string', format: 'uuid' } }),
+  ExportStatus: success({
+    export: {
+      oneOf: [
+        obj({ state: { const: 'pending' } }),
+        obj({
+          state: { const: 'ready' },
+          download_url: { ...uri, description: 'A signed link to the ZIP: needs no token, valid until `expires_at`.' },
+          sha256: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'SHA-256 of the ZIP (hex).' },
+          bytes: count('Size of the ZIP.'),
+          expires_at: { type: 'string', format: 'date-time', description: 'When the export is removed (7 days after it was made).' },
+        }),
+      ],
+    },
+  }),
   FileIdRequest: obj({ file_id: { type: ['string', 'integer'], description: 'A positive integer, as a number or a string of digits.' } }),
   DeleteRequest: obj({ id: { type: ['string', 'integer'], description: 'The file\'s id.' } }),
   CommentRequest: obj({ file_id: { type: ['string', 'integer'] }, comment: { type: 'string', maxLength: LIMITS.comment } }),
@@ -643,6 +678,81 @@ const webhookOperations = (): Record<string, OperationSpec> => ({
   },
 });
 
+/* ---------- leaving: erasure and export (issue 24) ---------- */
+
+/** The query of a signed account link (an erasure's status, an export's ZIP): copied from the link, never made up. */
+const accountLinkParameters = (what: string): Obj[] => [
+  { name: 'user', in: 'query', required: true, description: `The user the link was signed for: copy it from the ${what}.`, schema: shownOnly({ type: 'string', pattern: '^[1-9][0-9]*$' }, '42') },
+  { name: 'expires', in: 'query', required: true, description: `Unix time the link expires: copy it from the ${what}.`, schema: shownOnly(int, EXPIRES) },
+  { name: 'signature', in: 'query', required: true, description: `HMAC-SHA256 of the path, the user and the expiry (hex): copy it from the ${what}.`, schema: shownOnly(str, SIGNATURE) },
+];
+
+/** The operations on `/api/V1/users/api-erase…` and `/api/V1/users/api-export…`: leaving with one's data, and without a trace. */
+const accountOperations = (base: string): Record<string, OperationSpec> => ({
+  eraseAccount: {
+    tag: 'Leaving', body: 'json',
+    description: `Erases your account, for good. It stops working at once: its tokens answer 401 \`${M.invalidToken}\`, login \`${M.badCredentials}\`. Then, in the background, every file of yours is deleted (bytes, lists, search), your webhooks, stored answers and sessions are removed, and the key your personal data is encrypted under is destroyed, so your name, e-mail, titles, descriptions, comments and documents' text can no longer be read anywhere (backups and the event log included). Comments you wrote stay counted for the files' owners and read \`[deleted]\`; your purchases stay counted as sales. \`status_url\` says when it is done (no token needed). Asked again while pending or done: the same \`erasure_id\`.`,
+    requestBody: jsonBody('EraseAccountRequest', one('Your password', { password: 'correct horse battery' })),
+    answers: {
+      202: jsonAnswer(M.erasureAccepted, 'ErasureAccepted', {
+        status: 'success', message: M.erasureAccepted, erasure_id: ERASURE_ID,
+        status_url: `${base}/api/V1/users/api-erase/status/${ERASURE_ID}?user=42&expires=${EXPIRES}&signature=${SIGNATURE}`,
+      }),
+    },
+    errors: { 400: [M.passwordRequired], 403: [M.passwordIncorrect] },
+  },
+  erasureStatus: {
+    tag: 'Leaving',
+    description: 'The state behind an erasure\'s `status_url`: needs no token, the signature is the credential (valid 7 days). `pending` while files are being deleted; `done` once the key is destroyed, with what was done. **Not counted by the rate limit** while the link is genuine (no RateLimit headers); a forged one is, and 403.',
+    parameters: [param('erasureIdPath'), ...accountLinkParameters('`status_url`')],
+    answers: {
+      200: jsonAnswer('The erasure\'s state', 'ErasureStatus', { status: 'success', erasure_id: ERASURE_ID, state: 'done', files_deleted: 12, comments_redacted: 3 }),
+    },
+    errors: { 403: [M.badErasureLink], 404: [M.erasureNotFound] },
+  },
+  exportAccount: {
+    tag: 'Leaving',
+    description: 'Starts an export of your account: a ZIP with `account.json`, `files.json`, `comments_written.json`, `purchases.json`, `stats.json` (and `daily.json` where there are daily statistics), every file\'s bytes under `originals/`, and `manifest.json` with each original\'s SHA-256. It is built in the background and kept 7 days; `api-export?export_id=` says when it is ready. No request body.',
+    answers: { 202: jsonAnswer(M.exportAccepted, 'ExportAccepted', { status: 'success', message: M.exportAccepted, export_id: EXPORT_ID }) },
+  },
+  exportStatus: {
+    tag: 'Leaving',
+    description: 'An export of yours: `pending` while it is built; `ready` with a signed `download_url` (no token needed), the ZIP\'s SHA-256 and size, and when it is removed. Another user\'s, an expired or an unknown export is not found.',
+    parameters: [{ name: 'export_id', in: 'query', required: true, description: 'The `export_id` answered when the export started.', schema: shownOnly({ type: 'string', format: 'uuid' }, EXPORT_ID) }],
+    answers: {
+      200: {
+        description: 'The export\'s state', headers: JSON_HEADERS,
+        content: json(schema('ExportStatus'), {
+          ready: {
+            summary: 'Ready', value: {
+              status: 'success',
+              export: {
+                state: 'ready', download_url: `${base}/api/V1/users/api-export/${EXPORT_ID}/content?user=42&expires=${EXPIRES}&signature=${SIGNATURE}`,
+                sha256: EXPORT_SHA256, bytes: 1_048_576, expires_at: '2025-11-30T14:06:27.000Z',
+              },
+            },
+          },
+          pending: { summary: 'Being built', value: { status: 'success', export: { state: 'pending' } } },
+        }),
+      },
+    },
+    errors: { 400: [M.exportIdRequired], 404: [M.exportNotFound] },
+  },
+  exportContent: {
+    tag: 'Leaving',
+    description: 'The ZIP behind an export\'s `download_url`: needs no token, the signature is the credential (valid until the export expires), `Content-Disposition: attachment; filename="docshare-export-<exportId>.zip"`. **Not counted by the rate limit** while the link is genuine (no RateLimit headers); a forged one is, and 403.',
+    parameters: [param('exportIdPath'), ...accountLinkParameters('`download_url`')],
+    answers: {
+      200: {
+        description: 'The ZIP',
+        headers: { ...EDGE_HEADERS, 'Content-Disposition': header('ExportContentDisposition'), 'Cache-Control': header('CacheControlNoStore') },
+        content: { 'application/zip': { schema: { type: 'string', contentMediaType: 'application/zip' }, examples: one('A ZIP', 'PK\u0003\u0004…') } },
+      },
+    },
+    errors: { 403: [M.badExportLink], 404: [M.exportNotFound] },
+  },
+});
+
 const operations = (base: string): Record<string, OperationSpec> => {
   const fileUrl = `${base}/docs/1`;
   return {
@@ -996,6 +1106,7 @@ const operations = (base: string): Record<string, OperationSpec> => {
       errors: { 400: [M.invalidPage, M.invalidPerPage], 404: [M.userNotFound] },
     },
     ...webhookOperations(),
+    ...accountOperations(base),
     viewPage: {
       tag: 'Public pages',
       description: 'Public HTML page of a file; each GET counts a view (HEAD does not), 304s included. The view is counted with a viewer key (unique viewers in api-daily and api-trending): your user id when the request carries a valid token, else an anonymous key of the day (an HMAC of the client address and User-Agent under a salt that changes every UTC day and is forgotten after two). Conditional GETs answer 304.',
@@ -1073,6 +1184,7 @@ const TAGS = [
   { name: 'Search and statistics', description: 'Full-text search; your statistics, in totals and per UTC day; your top files; trending files.' },
   { name: 'Resumable uploads', description: 'Large files in parts sent straight to storage: start, PUT each part, complete; resume with the upload\'s state.' },
   { name: 'Comments', description: 'Comment on files; read the comments on yours.' },
+  { name: 'Leaving', description: 'Take your data away (a ZIP of everything), or erase your account: every file deleted and your personal data made unreadable everywhere.' },
   { name: 'Webhooks', description: 'Your endpoints for signed notifications about your own files: register, change, test, rotate the secret, see the deliveries and dead letters, replay.' },
   { name: WEBHOOK_MESSAGES_TAG, description: 'What docshare POSTs to your webhook endpoints (this document\'s `webhooks`): one message type each, signed as Standard Webhooks says.' },
   { name: 'Public pages', description: 'No token: a file\'s HTML page and its bytes behind a signed link.' },
@@ -1127,6 +1239,8 @@ const pathParameters = (openApi: string): Obj[] => [...openApi.matchAll(/\{(\w+)
   if (name === 'uploadId') return param('uploadIdPath');
   if (name === 'partNumber') return param('partNumberPath');
   if (name === 'webhookId') return param('webhookIdPath');
+  if (name === 'erasureId') return param('erasureIdPath');
+  if (name === 'exportId') return param('exportIdPath');
   throw new Error(`no parameter for {${String(name)}} in ${openApi}`);
 });
 

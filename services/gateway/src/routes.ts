@@ -31,7 +31,23 @@ export interface Route {
    * docs-command instead (issue 22). Default true.
    */
   rateLimited?: boolean;
+  /**
+   * What the link's signature covers when it is not the path alone: `user`, the path and its
+   * `user` query value (`<path>?user=<id>`, as docs-command signs an erasure's status link and an
+   * export's link, libs/auth UrlSigner). Absent: the path.
+   */
+  signedLink?: 'user';
 }
+
+/**
+ * The resource a signed link's signature covers (docs-command signs the same): the path, or for a
+ * route with `signedLink: 'user'` the path and its `user` query value.
+ */
+export const signedResource = (route: Pick<Route, 'signedLink'>, path: string, query: Record<string, unknown>): string | undefined => {
+  if (route.signedLink !== 'user') return path;
+  const user = query.user;
+  return typeof user === 'string' && /^[1-9]\d{0,15}$/.test(user) ? `${path}?user=${user}` : undefined;
+};
 
 /** Every route of api-spec.md and decisions.md, and which service answers it. */
 export const ROUTES: readonly Route[] = [
@@ -73,6 +89,15 @@ export const ROUTES: readonly Route[] = [
   { method: 'get', path: '/api/V1/users/api-webhooks/:webhookId/deliveries', upstream: 'docs', auth: true, operationId: 'listWebhookDeliveries', summary: 'Delivery attempts to an endpoint, newest first' },
   { method: 'get', path: '/api/V1/users/api-webhooks/:webhookId/dead-letters', upstream: 'docs', auth: true, operationId: 'listWebhookDeadLetters', summary: 'Messages whose retries an endpoint exhausted, newest first' },
   { method: 'post', path: '/api/V1/users/api-webhooks/:webhookId/replay', upstream: 'docs', auth: true, operationId: 'replayWebhook', summary: 'Deliver again, from the event log, the messages of a time range or listed by id' },
+  // Leaving (issue 24, docs/api-decisions.md "Leaving: erasure and export"): docs-command decides on the
+  // user's `user-<userId>` stream; the erasure's answer names the user (x-docshare-erased-user) so the
+  // gateway refuses their tokens at once (revocations.ts). The status and content links need no token:
+  // their signature is the credential, and a genuine one is outside the rate limit (as a part link).
+  { method: 'post', path: '/api/V1/users/api-erase', upstream: 'docs', auth: true, operationId: 'eraseAccount', summary: 'Erase your account: every file deleted, your personal data made unreadable' },
+  { method: 'get', path: '/api/V1/users/api-erase/status/:erasureId', upstream: 'docs', auth: false, operationId: 'erasureStatus', summary: 'An erasure\'s state behind its signed status link', rateLimited: false, signedLink: 'user' },
+  { method: 'post', path: '/api/V1/users/api-export', upstream: 'docs', auth: true, operationId: 'exportAccount', summary: 'Start an export of your account: a ZIP of your data and files' },
+  { method: 'get', path: '/api/V1/users/api-export', upstream: 'docs', auth: true, operationId: 'exportStatus', summary: 'An export\'s state; once ready, its signed download_url' },
+  { method: 'get', path: '/api/V1/users/api-export/:exportId/content', upstream: 'docs', auth: false, operationId: 'exportContent', summary: 'An export\'s ZIP behind its signed link', transfer: true, rateLimited: false, signedLink: 'user' },
   { method: 'get', path: '/docs/:fileId', upstream: 'docs', auth: false, operationId: 'viewPage', summary: 'Public HTML page of a file; counts a view under a viewer key' },
   { method: 'get', path: '/files/:fileId/content', upstream: 'docs', auth: false, operationId: 'fileContent', summary: 'File bytes behind a signed, expiring link (Range supported)', transfer: true },
 ];

@@ -106,7 +106,7 @@ describe('OpenAPI document', () => {
     // Swagger UI fills "Try it out" with a parameter's `example` (or its schema's `example` or
     // `default`). These take a value from an earlier answer, or a new one per request: their
     // example is the schema's `examples` (shown, never filled), and a made-up value is not sent.
-    const shownOnly = new Set(['Idempotency-Key', 'X-Docshare-Consistency', 'Range', 'If-None-Match', 'If-Modified-Since', 'If-Range', 'expires', 'signature', 'sale', 'cursor']);
+    const shownOnly = new Set(['Idempotency-Key', 'X-Docshare-Consistency', 'Range', 'If-None-Match', 'If-Modified-Since', 'If-Range', 'expires', 'signature', 'sale', 'cursor', 'user', 'export_id']);
     const seen = new Set<string>();
     for (const { path, method, op } of operationsOf(doc)) {
       (op.parameters ?? []).forEach((_p, i) => {
