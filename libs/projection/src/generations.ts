@@ -141,6 +141,7 @@ export const makeGenerationalReadStore = <S extends ReadStore>(
     get: async (collection, id) => (await store()).get(collection, id),
     find: async (collection, filter, options) => (await store()).find(collection, filter, options),
     count: async (collection, filter) => (await store()).count(collection, filter),
+    updateWhere: async (collection, filter, set) => (await store()).updateWhere(collection, filter, set),
     distinct: async (collection, field, filter) => (await store()).distinct(collection, field, filter),
     clear: async () => (await store()).clear(),
     close: async () => {

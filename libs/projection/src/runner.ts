@@ -18,6 +18,8 @@ const KNOWN: ReadonlySet<string> = new Set<EventType>([
   'docs.file.deleted.v1', 'docs.file.downloaded.v1', 'docs.file.viewed.v1', 'docs.file.purchased.v1',
   'docs.comment.posted.v1', 'docs.file.content-extracted.v1', 'docs.file.content-extraction-failed.v1',
   'docs.file.viewed.v2', 'docs.file.downloaded.v2',
+  // The account's erasure and export: the files projector redacts on `erased`; the requests reach every handler, which ignore them.
+  'docs.user.erasure_requested.v1', 'docs.user.erased.v1', 'docs.user.export_requested.v1',
 ]);
 
 /** The event as a known docshare event, or null for types this version does not know (skipped, never fatal). */

@@ -54,7 +54,11 @@ export const makeHistory = () => {
     record('docs.file.content-extraction-failed.v1', `file-${fileId}`, {
       fileId, ownerId, blobKey: `f${fileId}`, format: 'pdf', reason: 'encrypted', detail: 'password required', durationMs: 1, failedAt: at(35),
     });
-  return { records, user, category, upload, update, remove, view, download, purchase, comment, extracted, extractionFailed };
+  const erased = (userId: number, counts: { filesDeleted?: number; commentsRedacted?: number } = {}) =>
+    record('docs.user.erased.v1', `user-${userId}`, {
+      userId, erasureId: `erasure-${userId}`, filesDeleted: counts.filesDeleted ?? 0, commentsRedacted: counts.commentsRedacted ?? 0, erasedAt: at(50),
+    });
+  return { records, user, category, upload, update, remove, view, download, purchase, comment, extracted, extractionFailed, erased };
 };
 
 /** Every record twice in a row (a redelivery after each), then the whole history again (a replay). */

@@ -370,6 +370,68 @@ export function readStoreContract(name: string, make: () => Promise<ReadStore>):
       assert.equal(await store.count(files, { ownerId: 42 }), 0);
     });
 
+    it('pages after a key of the first sort field, in either direction, with equality on others', async () => {
+      const files = fresh('files');
+      const rows: [string, Record<string, unknown>][] = [
+        ['a', { owner: 1, n: 5 }], ['b', { owner: 1, n: 2 }], ['c', { owner: 2, n: 3 }], ['d', { owner: 1, n: 9 }],
+        ['e', { owner: 1, n: 'text' }], ['f', { owner: 1 }], ['g', { owner: 1, n: 7 }],
+      ];
+      await store.applyBatch(rows.map(([id, set], i) => ({ collection: files, id, update: { set }, position: i + 1 })));
+      // Numbers past 2 only: a string, a missing field are of another type.
+      assert.deepEqual(ids(await store.find(files, { owner: 1 }, { sort: [['n', 1]], after: 2 })), ['a', 'g', 'd']);
+      assert.deepEqual(ids(await store.find(files, { owner: 1 }, { sort: [['n', 1]], after: 5, limit: 1 })), ['g']);
+      assert.deepEqual(ids(await store.find(files, { owner: 1 }, { sort: [['n', -1]], after: 7 })), ['a', 'b']);
+      assert.deepEqual(ids(await store.find(files, {}, { sort: [['_id', 1]], after: 'e' })), ['f', 'g']);
+      assert.deepEqual(await store.find(files, { owner: 1 }, { sort: [['n', 1]], after: 9 }), []);
+      // Paged to the end, a page at a time, it lists each number once.
+      const seen: string[] = [];
+      let last: number | undefined;
+      for (;;) {
+        const page = await store.find(files, { owner: 1 }, { sort: [['n', 1]], limit: 2, ...(last === undefined ? {} : { after: last }) });
+        const numbers = page.filter((doc) => typeof doc['n'] === 'number');
+        if (numbers.length === 0) break;
+        seen.push(...ids(numbers));
+        last = numbers[numbers.length - 1]!['n'] as number;
+      }
+      assert.deepEqual(seen, ['b', 'a', 'g', 'd']);
+      await assert.rejects(store.find(files, { owner: 1 }, { after: 2 }), /sort/);
+      await assert.rejects(store.find(files, { n: 2 }, { sort: [['n', 1]], after: 2 }), /filter/);
+      await assert.rejects(store.find(files, {}, { sort: [['n', 1]], after: wrongType<number>(null) }));
+    });
+
+    it('updates every matching document unguarded, whatever position it applied, and leaves the guard as it was', async () => {
+      const comments = fresh('comments');
+      await store.applyBatch([
+        { collection: comments, id: 'c1', update: { set: { author: 7, text: 'one', file: 1 } }, position: 10 },
+        { collection: comments, id: 'c2', update: { set: { author: 7, text: 'two', file: 2 } }, position: 500 },
+        { collection: comments, id: 'c3', update: { set: { author: 8, text: 'three', file: 1 } }, position: 20 },
+      ]);
+      // A filter on the field before (an index the memory store then keeps up to date).
+      assert.equal(await store.count(comments, { text: 'one' }), 1);
+      assert.equal(await store.updateWhere(comments, { author: 7 }, { text: '[deleted]' }), 2);
+      const sort: [string, 1][] = [['_id', 1]];
+      assert.deepEqual((await store.find(comments, {}, { sort })).map((doc) => doc['text']), ['[deleted]', '[deleted]', 'three']);
+      // Idempotent; follows in filters (an indexed field too) and counts.
+      assert.equal(await store.updateWhere(comments, { author: { in: [7] } }, { text: '[deleted]' }), 2);
+      assert.equal(await store.count(comments, { text: '[deleted]' }), 2);
+      assert.equal(await store.count(comments, { text: 'one' }), 0);
+      assert.deepEqual(ids(await store.find(comments, { author: 7, text: '[deleted]' }, { sort })), ['c1', 'c2']);
+      // The guard did not move: an update at or below a position applied is still skipped, a newer one applies.
+      assert.equal(await store.applyBatch([{ collection: comments, id: 'c2', update: { set: { text: 'two' } }, position: 500 }]), 0);
+      assert.equal(await store.applyBatch([{ collection: comments, id: 'c1', update: { set: { hidden: true } }, position: 11 }]), 1);
+      assert.deepEqual(await store.get(comments, 'c1'), { _id: 'c1', author: 7, text: '[deleted]', file: 1, hidden: true });
+      // Creates nothing; a collection never written is fine.
+      assert.equal(await store.updateWhere(comments, { author: 99 }, { text: 'x' }), 0);
+      assert.equal(await store.count(comments, { author: 99 }), 0);
+      assert.equal(await store.updateWhere(fresh('none'), { author: 7 }, { text: 'x' }), 0);
+      // Refused as applyBatch and find refuse them, writing nothing.
+      await assert.rejects(store.updateWhere(comments, { author: 8 }, { _pos: 1 }));
+      await assert.rejects(store.updateWhere(comments, { author: 8 }, { _id: 'x' }));
+      await assert.rejects(store.updateWhere(comments, { author: 8 }, { 'a.b': 1 }));
+      await assert.rejects(store.updateWhere(comments, { _pos: 20 }, { text: 'x' }));
+      assert.equal((await store.get(comments, 'c3'))?.['text'], 'three');
+    });
+
     it('gives the distinct values of a field over matching documents, in order', async () => {
       const files = fresh('files');
       await seedFiles(files);

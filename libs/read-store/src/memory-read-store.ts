@@ -1,5 +1,5 @@
 import type { Doc, Filter, FindOptions, GuardedUpdate, ReadStore, Scalar } from './port.ts';
-import { checkCount, checkGuardedUpdate, checkName, checkQueryField, compareScalars, fieldsOf } from './validate.ts';
+import { afterField, checkCount, checkGuardedUpdate, checkName, checkQueryField, checkSet, compareScalars, fieldsOf } from './validate.ts';
 
 interface Stored {
   id: string;
@@ -296,8 +296,16 @@ export function makeMemoryReadStore(): ReadStore {
       if (!collection || limit === 0) return [];
       const sort = options.sort ?? [];
       const end = limit === undefined ? undefined : skip + limit;
+      const after = afterField(filter, sort, options.after);
       // Unsorted, insertion order is final: the scan may stop once it has the page.
-      const selected = select(collection, filter, sort.length === 0 ? end : undefined);
+      let selected = select(collection, filter, sort.length === 0 ? end : undefined);
+      if (after) {
+        // Past `after` in the sort's direction, same type only (as Mongo's $gt/$lt compare).
+        selected = selected.filter((stored) => {
+          const value = fieldOf(stored, after.field);
+          return typeof value === typeof after.value && compareValues(value, after.value) * after.direction > 0;
+        });
+      }
       if (sort.length === 0) return selected.slice(skip, end).map(pick);
       // Read each sort key once per document rather than once per comparison.
       const keyed = selected.map((stored) => ({ stored, keys: sort.map(([field]) => fieldOf(stored, field)) }));
@@ -329,6 +337,30 @@ export function makeMemoryReadStore(): ReadStore {
         if (wanted.length === 1 && one !== undefined) return indexOf(collection, only[0]).get(one)?.size ?? 0;
       }
       return select(collection, filter).length;
+    },
+
+    async updateWhere(collectionName: string, filter: Filter, set: Record<string, unknown>): Promise<number> {
+      for (const field of Object.keys(filter)) {
+        checkName('filter field', field);
+        checkQueryField('filter', field);
+      }
+      checkSet(set);
+      const collection = collectionOf(collectionName, false);
+      if (!collection) return 0;
+      const matched = select(collection, filter);
+      const fields = Object.entries(set);
+      for (const stored of matched) {
+        for (const [name, value] of fields) {
+          const index = collection.indexes.get(name);
+          if (index) {
+            for (const key of matchKeys(stored.fields.get(name))) indexRemove(index, key, stored.id);
+          }
+          // In place: applyBatch stages copies and never awaits, so no batch is half-way through this document.
+          stored.fields.set(name, storable(value));
+          if (index) for (const key of matchKeys(stored.fields.get(name))) indexAdd(index, key, stored.id);
+        }
+      }
+      return matched.length;
     },
 
     async distinct(collectionName: string, field: string, filter: Filter): Promise<Scalar[]> {

@@ -2,7 +2,7 @@ import { retrying } from '@docshare/contracts';
 import { MongoBulkWriteError, MongoServerError } from 'mongodb';
 import type { AnyBulkWriteOperation, Collection, Db, Document, Filter as MongoFilter, UpdateFilter } from 'mongodb';
 import type { Doc, Filter, FindOptions, GuardedUpdate, ReadStore, Scalar } from './port.ts';
-import { checkCount, checkGuardedUpdate, checkName, checkQueryField, compareScalars, fieldsOf } from './validate.ts';
+import { afterField, checkCount, checkGuardedUpdate, checkName, checkQueryField, checkSet, compareScalars, fieldsOf } from './validate.ts';
 
 /*
  * Read models on MongoDB (and on its stand-in, FerretDB 2 on PostgreSQL + DocumentDB, which runs
@@ -389,6 +389,9 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
         if (direction !== 1 && direction !== -1) throw new Error(`sort direction of ${field} must be 1 or -1`);
       }
       const only = fieldsOf(options.fields);
+      const after = afterField(filter, options.sort, options.after);
+      // $gt/$lt compare within the value's type only, as the port says; the field is not in the filter (afterField).
+      if (after) (query as Record<string, unknown>)[after.field] = { [after.direction === 1 ? '$gt' : '$lt']: after.value };
       // Mongo reads limit 0 as "no limit"; the port means "no documents".
       if (limit === 0) return [];
       // Always sorted, by `_id` when the caller gives no order: the stand-in's unsorted cursors can
@@ -404,6 +407,14 @@ export function makeMongoReadStore(db: Db, options: MongoReadStoreOptions = {}):
 
     async count(collection: string, filter: Filter): Promise<number> {
       return collectionOf(collection).countDocuments(toMongoFilter(filter));
+    },
+
+    async updateWhere(collection: string, filter: Filter, set: Record<string, unknown>): Promise<number> {
+      const query = toMongoFilter(filter);
+      checkSet(set);
+      // `_pos` neither matched nor set: unguarded, and a later guarded update is judged as before.
+      const result = await collectionOf(collection).updateMany(query, { $set: nullForUndefined(set) });
+      return result.matchedCount;
     },
 
     async distinct(collection: string, field: string, filter: Filter): Promise<Scalar[]> {

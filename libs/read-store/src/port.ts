@@ -35,6 +35,15 @@ export interface FindOptions {
    * absent from it. `_pos` is refused.
    */
   fields?: readonly string[];
+  /**
+   * Keyset paging: only documents whose FIRST sort field holds a value of the same type as `after`
+   * and past it in that field's direction (greater ascending, smaller descending): the page after
+   * the last one seen, at the cost of the page on an index ending with that field, where `skip`
+   * would cost every page before it too and would shift when earlier documents leave the filter.
+   * Needs a sort; the field may not be in the filter. A document without the field, or holding
+   * another type there, is never past it (an array there: unspecified; page on scalar fields).
+   */
+  after?: number | string;
 }
 
 /** A stored document: its fields plus `_id`. */
@@ -70,6 +79,18 @@ export interface ReadStore {
   get(collection: string, id: string): Promise<Doc | null>;
   find(collection: string, filter: Filter, options?: FindOptions): Promise<Doc[]>;
   count(collection: string, filter: Filter): Promise<number>;
+  /**
+   * Sets `set`'s fields on every document of `collection` matching `filter`, whatever position each
+   * one applied, and leaves that position as it was: an UNGUARDED change, for what one event says
+   * of documents that other partitions write (a user's erasure redacts every comment they wrote,
+   * each written from its file's partition), which a newer position there must not stop. Creates
+   * no document; idempotent when `set` holds constants. A guarded update still applies over it
+   * later, so the caller sends it after every guarded update it must cover. Refuses what
+   * applyBatch refuses of a `set` (names, `_id`, `_pos`) and what find refuses of a filter, writing
+   * nothing. Resolves to the number of documents matched. One multi-document update on MongoDB:
+   * each document is changed atomically, not the set of them (a retry after a crash finishes it).
+   */
+  updateWhere(collection: string, filter: Filter, set: Record<string, unknown>): Promise<number>;
   /**
    * The distinct scalar values of `field` over the documents matching `filter`, ascending (numbers,
    * then strings by code unit, then booleans); an array field gives its elements. Documents

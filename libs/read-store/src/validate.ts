@@ -68,6 +68,25 @@ function checkUpdate(update: Update): void {
   }
 }
 
+/** Refuses the `set` of an `updateWhere` as applyBatch would refuse it in an update. */
+export function checkSet(set: Record<string, unknown>): void {
+  if (set === null || typeof set !== 'object' || Array.isArray(set)) throw new Error('set must be an object');
+  checkUpdate({ set });
+}
+
+/** The field `after` pages on (FindOptions.after): the first sort field, which the filter may not hold; undefined without `after`. */
+export function afterField(filter: Record<string, unknown>, sort: readonly (readonly [string, 1 | -1])[] | undefined, after: unknown): { field: string; direction: 1 | -1; value: number | string } | undefined {
+  if (after === undefined) return undefined;
+  if (!(typeof after === 'string' || (typeof after === 'number' && Number.isFinite(after)))) {
+    throw new Error(`after must be a finite number or a string, got ${String(after)}`);
+  }
+  const first = sort?.[0];
+  if (first === undefined) throw new Error('after needs a sort: it pages on the first sort field');
+  const [field, direction] = first;
+  if (Object.hasOwn(filter, field)) throw new Error(`after pages on ${field}, which the filter may not hold too`);
+  return { field, direction, value: after };
+}
+
 /** Refuses an invalid member of an `applyBatch`: see checkUpdate, plus the id and the position. */
 export function checkGuardedUpdate(guarded: GuardedUpdate): void {
   if (guarded === null || typeof guarded !== 'object') throw new Error('guarded update must be an object');

@@ -17,6 +17,12 @@ export const PURCHASES = 'purchases';
  */
 export const CATEGORY_USE = 'category_use';
 
+/**
+ * What an erased person's name and comments read (@docshare/personal-data's REDACTED, which
+ * opening a field of a destroyed key gives too): the erasure's redaction and a rebuild's agree.
+ */
+export const REDACTED = '[deleted]';
+
 const purchaseId = (fileId: number, buyerId: number): string => `${fileId}-${buyerId}`;
 const categoryUseId = (categoryId: number, ownerId: number): string => `${categoryId}-${ownerId}`;
 
@@ -56,8 +62,13 @@ export const filesProjection = (event: DocshareEvent): ReadOp[] => {
       if (forSale !== undefined) set.for_sale = forSale;
       return Object.keys(set).length === 0 ? [] : [{ collection: FILES, id: String(event.data.fileId), update: { set } }];
     }
+    // A deleted file keeps no personal field (its title and description; the rest is ids, times
+    // and flags): nothing can show it again, and an erasure deletes the files this way.
     case 'docs.file.deleted.v1':
-      return [{ collection: FILES, id: String(event.data.fileId), update: { set: { deleted: true } } }];
+      return [{ collection: FILES, id: String(event.data.fileId), update: { set: { deleted: true, title: '', description: '' } } }];
+    // The user's comments are redacted by filesHandler (documents of other partitions, unguarded).
+    case 'docs.user.erased.v1':
+      return [{ collection: USERS, id: String(event.data.userId), update: { set: { name: REDACTED } } }];
     case 'docs.file.purchased.v1': {
       const p = event.data;
       return [{
@@ -87,7 +98,8 @@ export const filesProjection = (event: DocshareEvent): ReadOp[] => {
 };
 
 /**
- * Comments on a file that is being deleted leave the received list. The deletion event cannot name
+ * Comments on a file that is being deleted leave the received list, and forget the file's title
+ * (the file owner's, copied at posting). The deletion event cannot name
  * them (a file's comments are unbounded), so they are found in the read model: every comment of a
  * file is in the file's stream before its deletion, so all of them are there when it arrives.
  * Each gets `file_deleted: true` under the deletion's own guard, which keeps it idempotent: a
@@ -96,8 +108,21 @@ export const filesProjection = (event: DocshareEvent): ReadOp[] => {
  */
 const hideCommentsOfDeletedFile = async (store: ReadStore, event: DocshareEvent): Promise<ReadOp[]> => {
   if (event.type !== 'docs.file.deleted.v1') return [];
-  const comments = await store.find(COMMENTS, { file_id: event.data.fileId });
-  return comments.map((c) => ({ collection: COMMENTS, id: c._id, update: { set: { file_deleted: true } } }));
+  const comments = await store.find(COMMENTS, { file_id: event.data.fileId }, { fields: [] });
+  return comments.map((c) => ({ collection: COMMENTS, id: c._id, update: { set: { file_deleted: true, file_title: '' } } }));
+};
+
+/**
+ * An erased user's comments read REDACTED, wherever they are: each was written from its file's
+ * partition, whose later events (a deletion of the file) may have moved its guard past the
+ * erasure's position, so the redaction is unguarded (ReadStore.updateWhere) and idempotent. Sent
+ * after every earlier update of the batch, so a comment of the same batch is redacted too; a
+ * comment the projector meets after the erasure (another partition behind, a rebuild) was opened
+ * with the user's key gone, so it reads REDACTED already.
+ */
+const redactCommentsOfErasedUser = async (store: ReadStore, event: DocshareEvent): Promise<void> => {
+  if (event.type !== 'docs.user.erased.v1') return;
+  await store.updateWhere(COMMENTS, { author_id: event.data.userId }, { comment: REDACTED });
 };
 
 /**
@@ -137,15 +162,16 @@ const recountCategoryOfFile = async (store: ReadStore, event: DocshareEvent): Pr
   return [{ collection: CATEGORY_USE, id, update: { inc: { files: by }, set: { live: files > 0 } } }];
 };
 
-/** The events whose ops need documents the event cannot name, read from the store first. */
+/** The events whose ops need documents the event cannot name, read (or written, for an erasure) in the store first. */
 const readsFirst = (event: DocshareEvent): boolean =>
-  event.type === 'docs.file.deleted.v1' || (event.type === 'docs.file.updated.v1' && event.data.changes.enabled !== undefined);
+  event.type === 'docs.file.deleted.v1' || event.type === 'docs.user.erased.v1'
+  || (event.type === 'docs.file.updated.v1' && event.data.changes.enabled !== undefined);
 
 /**
  * Applies the files projection to a batch of events in bulk writes, each document guarded by the
  * position of the last event it applied: the pure projection's ops, plus what a deletion implies
- * for the file's comments, purchases and category count, and an enabling or disabling update for
- * its purchases and category count. Those look documents up in the store, so what the batch holds before them is
+ * for the file's comments, purchases and category count, an enabling or disabling update for
+ * its purchases and category count, and an erasure for the user's comments (unguarded). Those look documents up in the store, so what the batch holds before them is
  * written first. The handler every runner of this read model uses (projector, embedded mode,
  * rebuild).
  */
@@ -160,6 +186,7 @@ export const filesHandler = (store: ReadStore) => async (records: readonly Store
       updates.push(...guarded(record, await hideCommentsOfDeletedFile(store, event)));
       updates.push(...guarded(record, await listPurchasesOfFile(store, event)));
       updates.push(...guarded(record, await recountCategoryOfFile(store, event)));
+      await redactCommentsOfErasedUser(store, event);
     }
     updates.push(...guarded(record, filesProjection(event)));
   }

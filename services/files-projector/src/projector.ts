@@ -15,6 +15,8 @@ export const FILES_INDEXES: Readonly<Record<string, readonly ReadModelIndex[]>> 
     { name: 'visible_listing', key: [['owner_id', 1], ['deleted', 1], ['enabled', 1], ['uploaded_at', -1], ['file_id', -1]] },
     // The titles of a page of received comments.
     { name: 'file_id', key: [['file_id', 1]] },
+    // A user's files not deleted by id, a page after another (fileIdsOf: what an erasure deletes).
+    { name: 'owner_files', key: [['owner_id', 1], ['deleted', 1], ['file_id', 1]] },
   ],
   comments: [
     // Received comments on live files, newest first: `file_deleted` missing or false
@@ -23,6 +25,8 @@ export const FILES_INDEXES: Readonly<Record<string, readonly ReadModelIndex[]>> 
     { name: 'received_live', key: [['file_owner_id', 1], ['file_deleted', 1], ['posted_at', -1], ['comment_id', -1]] },
     // A file's comments, which its deletion marks (projection.ts).
     { name: 'file_id', key: [['file_id', 1]] },
+    // A user's comments written, newest first by id: the export lists them, an erasure counts and redacts them.
+    { name: 'author', key: [['author_id', 1], ['comment_id', -1]] },
   ],
   categories: [{ name: 'category_id', key: [['category_id', 1]] }],
   // A buyer's purchases still listed, newest first; a file's purchases, which its updates and

@@ -7,6 +7,9 @@ export interface Page { page: number; perPage: number }
 /** A file a user bought, as the read model keeps it (docs-command adds the signed link). */
 export interface PurchaseListed { fileId: number; title: string; saleId: number; purchasedAt: string }
 
+/** Comments read per page by commentsWrittenBy. */
+const WRITTEN_PAGE = 500;
+
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const num = (v: unknown): number => (typeof v === 'number' ? v : 0);
 
@@ -134,5 +137,52 @@ export const makeFilesQueries = (store: ReadStore, publicBaseUrl: string) => {
     };
   };
 
-  return { filesOf, commentsReceivedBy, categories, purchasesOf };
+  /**
+   * Ids of `ownerId`'s files not deleted, enabled or not, ascending, at most `limit` of them after
+   * `afterFileId` (0: from the start): what an erasure deletes, a page at a time. Keyset paging on
+   * the `owner_files` index, so a page costs itself, however many the owner has or the erasure
+   * has deleted meanwhile.
+   */
+  const fileIdsOf = async (ownerId: number, afterFileId: number, limit: number): Promise<number[]> => {
+    const docs = await store.find(FILES, { owner_id: ownerId, deleted: false }, {
+      sort: [['file_id', 1]], after: afterFileId, limit, fields: ['file_id'],
+    });
+    return docs.map((f) => num(f.file_id));
+  };
+
+  /**
+   * Every comment `authorId` wrote, on anyone's file, deleted or not, newest first (by id: ids are
+   * handed out as comments are posted), as the comments list answers them (titled with the file's
+   * current title; a deleted file keeps none): the account export's comments_written. Read a page
+   * of the `author` index at a time (keyset: a page costs itself) with the titles of the page's
+   * files, so a prolific author costs pages, not one unbounded read.
+   */
+  const commentsWrittenBy = async (authorId: number) => {
+    const written: Array<{ comment_id: number; submission_date: string; title: string; comment: string; link: string }> = [];
+    let last: number | undefined;
+    for (;;) {
+      const comments = await store.find(COMMENTS, { author_id: authorId }, {
+        sort: [['comment_id', -1]], limit: WRITTEN_PAGE, ...(last === undefined ? {} : { after: last }),
+      });
+      const fileIds = [...new Set(comments.map((c) => num(c.file_id)))];
+      const files = fileIds.length === 0 ? [] : await store.find(FILES, { file_id: { in: fileIds } }, { fields: ['file_id', 'title'] });
+      const titles = new Map(files.map((f) => [num(f.file_id), str(f.title)]));
+      for (const c of comments) {
+        written.push({
+          comment_id: num(c.comment_id),
+          submission_date: utcDate(str(c.posted_at)),
+          title: titles.get(num(c.file_id)) ?? str(c.file_title),
+          comment: str(c.comment),
+          link: viewUrl(publicBaseUrl, num(c.file_id)),
+        });
+      }
+      if (comments.length < WRITTEN_PAGE) return written;
+      last = num(comments[comments.length - 1]!.comment_id);
+    }
+  };
+
+  /** How many comments `authorId` wrote (all, on live files or not): what an erasure redacts. Counted on the `author` index. */
+  const countCommentsBy = (authorId: number): Promise<number> => store.count(COMMENTS, { author_id: authorId });
+
+  return { filesOf, commentsReceivedBy, categories, purchasesOf, fileIdsOf, commentsWrittenBy, countCommentsBy };
 };

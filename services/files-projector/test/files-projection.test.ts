@@ -1,10 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeMemoryReadStore } from '@docshare/read-store';
+import { makeMemoryReadStore, type ReadStore } from '@docshare/read-store';
 import { deliveredTwice, inBatches, makeHistory, redeliveredBatches } from '@docshare/projection/testing';
 import type { StoredEvent } from '@docshare/contracts';
 import { guarded } from '@docshare/projection';
-import { filesHandler, filesProjection } from '../src/projection.ts';
+import { CATEGORIES, CATEGORY_USE, COMMENTS, FILES, filesHandler, filesProjection, PURCHASES, USERS } from '../src/projection.ts';
 import { makeFilesQueries } from '../src/queries.ts';
 
 const BASE = 'http://docs.example';
@@ -262,5 +262,140 @@ describe('list totals', () => {
     assert.equal(totalOf(5, { page: 3, perPage: 2 }, 0), 4, 'past the end: no more than the pages before it');
     assert.equal(totalOf(3, { page: 9, perPage: 2 }, 0), 3);
     assert.equal(totalOf(0, { page: 1, perPage: 2 }, 0), 0);
+  });
+});
+
+describe('forgetting personal data', () => {
+  const COLLECTIONS = [USERS, FILES, COMMENTS, CATEGORIES, PURCHASES, CATEGORY_USE];
+  /** Every document of the read model, by collection (sorted by id). */
+  const dump = async (store: ReadStore) =>
+    Object.fromEntries(await Promise.all(COLLECTIONS.map(async (c) => [c, await store.find(c, {}, { sort: [['_id', 1]] })] as const)));
+  const projectInto = async (records: readonly StoredEvent[], batches: readonly (readonly StoredEvent[])[] = records.map((r) => [r])) => {
+    const store = makeMemoryReadStore();
+    const handle = filesHandler(store);
+    for (const batch of batches) await handle(batch);
+    return { store, q: makeFilesQueries(store, BASE) };
+  };
+
+  /** Ada (1) comments on Bob's (2) files and her own; Bob deletes one after her erasure; Cy (3) comments too. */
+  const erasure = () => {
+    const h = makeHistory();
+    h.user(1, 'Ada'); h.user(2, 'Bob'); h.user(3, 'Cy');
+    h.category(1, 'General');
+    h.upload(10, 1, 'adas'); h.upload(20, 2, 'bobs kept'); h.upload(21, 2, 'bobs gone');
+    h.comment(1, 20, 2, 1, 'ada on kept', 'bobs kept'); h.comment(2, 21, 2, 1, 'ada on gone', 'bobs gone');
+    h.comment(3, 20, 2, 3, 'cy on kept', 'bobs kept'); h.comment(4, 10, 1, 3, 'cy on adas', 'adas');
+    h.purchase(20, 2, 1, 1);
+    h.remove(10, 1);
+    const erased = h.erased(1, { filesDeleted: 1, commentsRedacted: 2 });
+    // After the erasure, on Bob's file's partition: that comment's guard moves past the erasure's position.
+    const lateDeletion = h.remove(21, 2);
+    return { records: h.records, erased, lateDeletion };
+  };
+
+  it('a deleted file keeps no title or description, and its comments no file title', async () => {
+    const { store } = await projectInto(history());
+    assert.deepEqual(await store.get(FILES, '10'), {
+      _id: '10', file_id: 10, owner_id: 1, title: '', description: '', uploaded_at: '2026-11-20T10:10:00.000Z',
+      category_id: 1, enabled: true, for_sale: false, deleted: true,
+    });
+    for (const id of ['1', '4']) {
+      const comment = await store.get(COMMENTS, id);
+      assert.equal(comment?.file_title, '');
+      assert.equal(comment?.file_deleted, true);
+    }
+    assert.equal((await store.get(COMMENTS, '2'))?.file_title, 'third', 'a live file\'s comments keep it');
+  });
+
+  it('an erasure names the user [deleted] and redacts every comment they wrote, even one whose guard is past the erasure', async () => {
+    const { records, erased, lateDeletion } = erasure();
+    // As a partition ahead of the user's would apply them: the late deletion before the erasure.
+    const reordered = [...records.filter((r) => r !== erased && r !== lateDeletion), lateDeletion, erased];
+    for (const order of [records, reordered]) {
+      const { store, q } = await projectInto(order);
+      assert.deepEqual((await store.get(USERS, '1'))?.name, '[deleted]');
+      assert.deepEqual((await store.get(USERS, '2'))?.name, 'Bob');
+      const text = async (id: string) => (await store.get(COMMENTS, id))?.comment;
+      assert.deepEqual([await text('1'), await text('2'), await text('3'), await text('4')], ['[deleted]', '[deleted]', 'cy on kept', 'cy on adas']);
+      assert.deepEqual((await q.commentsReceivedBy(2, whole)).data.map((c) => [c.comment_id, c.comment]), [[3, 'cy on kept'], [1, '[deleted]']]);
+      assert.equal(await q.countCommentsBy(1), 2, 'still counted');
+      assert.deepEqual((await q.filesOf(1, 1, page)).user, { id: 1, name: '[deleted]' });
+    }
+  });
+
+  it('ends in the same read model delivered twice, in batches, and redelivered overlapping, with the erasure', async () => {
+    const { records } = erasure();
+    const once = await dump((await projectInto(records)).store);
+    assert.deepEqual(await dump((await projectInto(deliveredTwice(records))).store), once, 'delivered twice');
+    for (const size of [2, 3, 5, records.length]) {
+      assert.deepEqual(await dump((await projectInto(records, inBatches(records, size))).store), once, `batches of ${size}`);
+      assert.deepEqual(await dump((await projectInto(records, redeliveredBatches(records, size))).store), once, `redelivered batches of ${size}`);
+    }
+  });
+
+  it('redacts a comment of the same batch as the erasure, and leaves everyone else\'s', async () => {
+    const h = makeHistory();
+    h.user(1, 'Ada'); h.user(2, 'Bob');
+    h.upload(20, 2, 'bobs');
+    h.comment(1, 20, 2, 1, 'ada', 'bobs'); h.comment(2, 20, 2, 2, 'bob', 'bobs');
+    h.erased(1);
+    const { store } = await projectInto(h.records, [h.records]);
+    assert.equal((await store.get(COMMENTS, '1'))?.comment, '[deleted]');
+    assert.equal((await store.get(COMMENTS, '2'))?.comment, 'bob');
+  });
+});
+
+describe('what an erasure and an export read', () => {
+  const owned = () => {
+    const h = makeHistory();
+    h.user(1, 'Ada'); h.user(2, 'Bob');
+    for (const id of [14, 11, 17, 12, 13, 15]) h.upload(id, 1, `f${id}`);
+    h.upload(16, 2, 'bobs');
+    h.update(12, 1, { enabled: false });
+    h.remove(13, 1);
+    h.comment(1, 16, 2, 1, 'ada on bobs', 'bobs'); h.comment(2, 11, 1, 1, 'ada on her own', 'f11');
+    h.comment(3, 11, 1, 2, 'bob on adas', 'f11'); h.comment(4, 13, 1, 1, 'ada on a deleted file', 'f13');
+    h.update(16, 2, { title: 'bobs, renamed' });
+    return h.records;
+  };
+
+  it('lists a user\'s files not deleted, enabled or not, by id, a page after another', async () => {
+    for (const records of [owned(), deliveredTwice(owned())]) {
+      const q = await project(records);
+      assert.deepEqual(await q.fileIdsOf(1, 0, 100), [11, 12, 14, 15, 17]);
+      assert.deepEqual(await q.fileIdsOf(1, 0, 2), [11, 12]);
+      assert.deepEqual(await q.fileIdsOf(1, 12, 2), [14, 15]);
+      assert.deepEqual(await q.fileIdsOf(1, 15, 2), [17]);
+      assert.deepEqual(await q.fileIdsOf(1, 17, 2), []);
+      assert.deepEqual(await q.fileIdsOf(2, 0, 10), [16]);
+      assert.deepEqual(await q.fileIdsOf(9, 0, 10), []);
+    }
+  });
+
+  it('lists every comment a user wrote, newest first, as the comments list answers them, and counts them', async () => {
+    for (const records of [owned(), deliveredTwice(owned())]) {
+      const q = await project(records);
+      assert.deepEqual(await q.commentsWrittenBy(1), [
+        { comment_id: 4, submission_date: '2026-11-20', title: '', comment: 'ada on a deleted file', link: `${BASE}/docs/13` },
+        { comment_id: 2, submission_date: '2026-11-20', title: 'f11', comment: 'ada on her own', link: `${BASE}/docs/11` },
+        { comment_id: 1, submission_date: '2026-11-20', title: 'bobs, renamed', comment: 'ada on bobs', link: `${BASE}/docs/16` },
+      ]);
+      assert.equal(await q.countCommentsBy(1), 3);
+      assert.deepEqual((await q.commentsWrittenBy(2)).map((c) => c.comment_id), [3]);
+      assert.equal(await q.countCommentsBy(9), 0);
+      assert.deepEqual(await q.commentsWrittenBy(9), []);
+    }
+  });
+
+  it('reads more comments than a page holds, each once', async () => {
+    const h = makeHistory();
+    h.user(1, 'Ada');
+    h.upload(10, 1, 'one');
+    for (let id = 1; id <= 1203; id += 1) h.comment(id, 10, 1, 1, `c${id}`, 'one');
+    const q = await project(h.records, [h.records]);
+    const written = await q.commentsWrittenBy(1);
+    assert.equal(written.length, 1203);
+    assert.deepEqual(written.map((c) => c.comment_id), Array.from({ length: 1203 }, (_, i) => 1203 - i));
+    assert.equal(await q.countCommentsBy(1), 1203);
   });
 });
