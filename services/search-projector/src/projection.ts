@@ -5,7 +5,7 @@ import type { SearchDoc, SearchIndex } from '@docshare/search-index';
 /**
  * What an event does to a file's search document, given the document as indexed now (null when
  * absent). Pure; null means no change. Deleted and disabled files stay indexed but invisible, so
- * a replayed older write cannot bring them back; a deleted one without its extracted text.
+ * a replayed older write cannot bring them back; a deleted one without its personal fields.
  */
 export const searchProjection = (event: DocshareEvent, current: SearchDoc | null): SearchDoc | null => {
   switch (event.type) {
@@ -28,10 +28,12 @@ export const searchProjection = (event: DocshareEvent, current: SearchDoc | null
         visible: enabled ?? current.visible,
       };
     }
-    // A tombstone keeps only what stops a replayed older write: its extracted text (up to 100,000
-    // characters) is freed, as nothing can show or search it again.
+    // A tombstone keeps only what stops a replayed older write (its version) and what is no one's
+    // personal data (ids, category, licence, time): the owner's title, description, tags and
+    // extracted text (up to 100,000 characters) go, as nothing can show or search them again and
+    // an erasure deletes the files this way.
     case 'docs.file.deleted.v1':
-      return current ? { ...current, visible: false, content: '' } : null;
+      return current ? { ...current, visible: false, title: '', description: '', tags: [], content: '' } : null;
     // The text found in the file's bytes: searched below title, tags and description.
     case 'docs.file.content-extracted.v1':
       return current ? { ...current, content: event.data.text } : null;

@@ -91,4 +91,26 @@ describe('search projection', () => {
     assert.equal(tombstone?.doc.visible, false);
     assert.equal(tombstone?.doc.content.length, 0, 'a deleted file keeps no text');
   });
+
+  it('keeps no personal field in a deleted file\'s tombstone, whatever the redeliveries, and ignores an erasure', async () => {
+    const h = makeHistory();
+    h.user(1, 'Ada');
+    h.upload(50, 1, 'marker title', { description: 'marker description', tags: ['marker'], categoryName: 'Science', categoryId: 3, license: 'CC BY' });
+    h.update(50, 1, { title: 'marker renamed', tags: ['marker2'] });
+    h.extracted(50, 1, 'marker content');
+    h.remove(50, 1);
+    h.erased(1);
+    for (const records of [h.records, deliveredTwice(h.records)]) {
+      for (const batches of [records.map((r) => [r]), [records], redeliveredBatches(records, 2)]) {
+        const index = await project(records, batches);
+        const tombstone = await index.get('50');
+        assert.deepEqual(tombstone?.doc, {
+          id: '50', title: '', description: '', tags: [], category: 'Science', categoryId: 3, license: 'CC BY', content: '',
+          ownerId: 1, visible: false, uploadedAt: '2026-11-20T10:50:00.000Z',
+        });
+        assert.ok(!JSON.stringify(tombstone).includes('marker'));
+        assert.deepEqual(await ids(index, 'marker'), []);
+      }
+    }
+  });
 });

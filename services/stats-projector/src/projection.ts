@@ -76,7 +76,8 @@ export const statsProjection = (event: DocshareEvent, freed = 0): ReadOp[] => {
     }
     case 'docs.file.deleted.v1': return [
       bump(event.data.ownerId, { total_files: -1, bytes_stored: -bytes(freed) }),
-      { collection: STORED_FILES, id: String(event.data.fileId), update: { set: { deleted: true } } },
+      // A deleted file's title (its owner's personal data) goes: api-top and api-trending leave it out.
+      { collection: STORED_FILES, id: String(event.data.fileId), update: { set: { deleted: true, title: '' } } },
     ];
     case 'docs.file.viewed.v1':
     case 'docs.file.viewed.v2': return [bump(event.data.ownerId, { total_views: 1 })];

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { makeMemoryReadStore } from '@docshare/read-store';
 import { deliveredTwice, inBatches, makeHistory, redeliveredBatches } from '@docshare/projection/testing';
 import type { StoredEvent } from '@docshare/contracts';
-import { statsHandler } from '../src/projection.ts';
+import { STORED_FILES, statsHandler } from '../src/projection.ts';
 import { makeStatsQueries } from '../src/queries.ts';
 
 const history = () => {
@@ -91,6 +91,23 @@ describe('stats projection', () => {
     for (const size of [2, 3, 7, records.length]) {
       assert.deepEqual(await project(records, inBatches(records, size)), once, `batches of ${size}`);
       assert.deepEqual(await project(records, redeliveredBatches(records, size)), once, `redelivered batches of ${size}`);
+    }
+  });
+
+  it('a deleted file keeps no title; an erasure changes no count, whatever the redeliveries', async () => {
+    const base = history();
+    const extra = makeHistory();
+    extra.erased(2, { filesDeleted: 0, commentsRedacted: 1 });
+    // Bob's erasure, after the history.
+    const records = [...base, { ...extra.records[0]!, position: base.length + 1 }];
+    for (const delivered of [records, deliveredTwice(records)]) {
+      assert.deepEqual(await project(delivered), await project(history()), 'an erasure counts nothing');
+      const store = makeMemoryReadStore();
+      await statsHandler(store)(delivered);
+      const stored = await store.get(STORED_FILES, '10');
+      assert.equal(stored?.title, '');
+      assert.equal(stored?.deleted, true);
+      assert.equal((await store.get(STORED_FILES, '11'))?.title, 'b', 'a live file keeps it');
     }
   });
 
