@@ -63,7 +63,8 @@ export const writeAccountExport = async (
   const originals: ExportedOriginal[] = [];
   const manifest: ExportManifest = { exported_at: exportedAt.toISOString(), originals: [] };
   const nameOf = makeOriginalNamer();
-  let reading: DigestTap | undefined;
+  /** The original being read, and its read: on a failure, destroyed and waited for, so its source is closed when this rejects. */
+  let reading: { meter: DigestTap; read: Promise<void> } | undefined;
   try {
     for (const [name, key] of JSON_PARTS) await appendEntry(archive, written, jsonBytes(contents[key]), { name, date: exportedAt });
     if (contents.daily !== null) await appendEntry(archive, written, jsonBytes(contents.daily), { name: 'daily.json', date: exportedAt });
@@ -71,9 +72,11 @@ export const writeAccountExport = async (
       const path = nameOf(original.fileId, original.fileName);
       const source = await original.open();
       const meter = new DigestTap();
-      reading = meter;
-      // Both must succeed: `pipeline` carries the source's error to the meter and stops on it at once.
-      await Promise.all([pipeline(source, meter), appendEntry(archive, written, meter, { name: path, date: exportedAt, store: true })]);
+      // `pipeline` carries the source's error to the meter (and so into the archive), and closes the
+      // source when the meter is destroyed.
+      const read = pipeline(source, meter);
+      reading = { meter, read };
+      await Promise.all([read, appendEntry(archive, written, meter, { name: path, date: exportedAt, store: true })]);
       reading = undefined;
       originals.push({ path, sha256: meter.sha256, bytes: meter.bytes });
       manifest.originals.push({ path, file_id: original.fileId, sha256: meter.sha256, bytes: meter.bytes });
@@ -83,9 +86,9 @@ export const writeAccountExport = async (
   } catch (error) {
     const cause = error instanceof Error ? error : new Error(String(error));
     // Destroying the archive with the error makes the pipeline destroy the sink (never end it).
-    reading?.destroy(cause);
+    reading?.meter.destroy(cause);
     archive.destroy(cause);
-    await written.catch(() => undefined);
+    await Promise.allSettled([written, reading?.read]);
     sink.destroy(cause);
     throw error;
   }
