@@ -120,7 +120,61 @@ export const idempotencyStoreContract = (
       assert.equal((await store.begin(b, t0, LEASE)).state, 'started');
     });
 
+    /** Completes `key` with an answer of fingerprint `fp`. */
+    const answer = async (key: string, fp: string): Promise<void> => {
+      const begun = await store.begin(key, t0, LEASE);
+      if (begun.state !== 'started') return assert.fail(`${key} not started`);
+      assert.equal(await store.complete(key, begun.token, completed(fp, t0)), true);
+    };
+
+    it('removeScope removes the answered and in-flight keys of the prefix only, counting the answers: 12/ leaves 123/ alone', async () => {
+      const run = randomUUID();
+      const [u12, u123, u1] = [`${run}:12/`, `${run}:123/`, `${run}:1/`];
+      await answer(`${u12}a`, 'fp-12a');
+      await answer(`${u12}b`, 'fp-12b');
+      await store.begin(`${u12}flying`, t0, LEASE);
+      await answer(`${u123}a`, 'fp-123a');
+      await answer(`${u1}a`, 'fp-1a');
+      assert.equal(await store.removeScope(u12), 2);
+      for (const key of [`${u12}a`, `${u12}b`, `${u12}flying`]) assert.equal((await store.begin(key, t0 + 1, LEASE)).state, 'started', key);
+      const kept = await Promise.all([`${u123}a`, `${u1}a`].map((key) => store.begin(key, t0 + 1, LEASE)));
+      assert.deepEqual(kept.map((b) => b.state === 'done' && b.fingerprint), ['fp-123a', 'fp-1a']);
+      assert.equal(await store.removeScope(`${run}:99/`), 0);
+    });
+
+    it('removeScope takes a prefix literally (no pattern), and a second removal finds nothing', async () => {
+      const run = randomUUID();
+      await answer(`${run}.a+/(x)`, 'literal');
+      await answer(`${run}Xa+/(x)`, 'other');
+      await answer(`${run}.aa/(x)`, 'other too');
+      assert.equal(await store.removeScope(`${run}.a+/(`), 1);
+      assert.equal(await store.removeScope(`${run}.a+/(`), 0);
+      const left = await Promise.all([`${run}Xa+/(x)`, `${run}.aa/(x)`].map((key) => store.begin(key, t0 + 1, LEASE)));
+      assert.deepEqual(left.map((b) => b.state), ['done', 'done']);
+    });
+
+    it('a request in flight under a removed key can no longer complete or renew it', async () => {
+      const key = `${randomUUID()}:7/write`;
+      const begun = await store.begin(key, t0, LEASE);
+      if (begun.state !== 'started') return assert.fail('not started');
+      await store.removeScope(key.slice(0, key.indexOf('/') + 1));
+      assert.equal(await store.renew(key, begun.token, t0 + 1, LEASE), false);
+      assert.equal(await store.complete(key, begun.token, completed('late', t0)), false);
+      assert.equal((await store.begin(key, t0 + 2, LEASE)).state, 'started');
+    });
+
     if (reopen) {
+      it('removed answers stay removed across a reopen', async () => {
+        const run = randomUUID();
+        await answer(`${run}:5/a`, 'gone');
+        await answer(`${run}:6/a`, 'kept');
+        assert.equal(await store.removeScope(`${run}:5/`), 1);
+        store = await reopen(store);
+        assert.equal((await store.begin(`${run}:5/a`, t0 + 1, LEASE)).state, 'started');
+        const kept = await store.begin(`${run}:6/a`, t0 + 1, LEASE);
+        assert.equal(kept.state === 'done' && kept.fingerprint, 'kept');
+      });
+
       it('a completed answer survives a reopen (restart); a key in flight does not block it past its lease', async () => {
         const done = fresh();
         const flying = fresh();

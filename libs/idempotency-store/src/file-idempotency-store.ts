@@ -11,6 +11,7 @@ import type { Begun, CompletedKey, IdempotencyStore, StoredAnswer } from './port
  * held one. Opening, and a compaction every `compactEveryMs` while it runs (as the MongoDB store
  * sweeps), drop expired keys from memory and compact the log once at least half of it is dead,
  * so memory and disk stay about one day of keyed writes, however long the process runs.
+ * `removeScope` (account erasure) compacts at once, so the removed answers leave the disk.
  *
  * The log's rules apply: a torn last line is cut off at open, damage before it refuses to open.
  */
@@ -86,6 +87,18 @@ export async function openFileIdempotencyStore(dir: string, options: FileIdempot
     if (closed) throw new Error('idempotency store is closed');
   };
 
+  /** Compactions that take removed answers off the disk: close waits for them (a closing log skips a compaction). */
+  const erasing = new Set<Promise<void>>();
+  const erase = async (): Promise<void> => {
+    const run = (async () => log.compact(() => liveLines(slots)))();
+    erasing.add(run);
+    try {
+      await run;
+    } finally {
+      erasing.delete(run);
+    }
+  };
+
   /** Runs in turn with the appends (the log's), so no answer is written to a file being replaced. */
   const compact = async (): Promise<void> => {
     if (closed) return;
@@ -128,14 +141,34 @@ export async function openFileIdempotencyStore(dir: string, options: FileIdempot
       if (!owned(key, token)) return false;
       log.assertWritable();
       // Set once durable, in turn with the log's writes: a compaction queued behind this append finds the answer it must keep.
+      let kept = false;
       await log.append(encode({ k: key, f: completed.fingerprint, a: completed.answer, x: completed.expiresAt }), () => {
+        // Unless the key was removed (removeScope) or taken over meanwhile: then the line just
+        // written must not outlive it (a reopen would load it), and the file is compacted again.
+        if (!owned(key, token)) return;
         slots.set(key, { state: 'done', ...completed });
+        kept = true;
       });
-      return true;
+      if (!kept) await erase();
+      return kept;
     },
 
     async abandon(key, token): Promise<void> {
       if (owned(key, token)) slots.delete(key);
+    },
+
+    async removeScope(prefix): Promise<number> {
+      assertOpen();
+      log.assertWritable();
+      let answers = 0;
+      for (const [key, slot] of slots) {
+        if (!key.startsWith(prefix)) continue;
+        if (slot.state === 'done') answers++;
+        slots.delete(key);
+      }
+      // Always: lines of answers already expired (gone from memory, still in the file) go too.
+      await erase();
+      return answers;
     },
 
     compact,
@@ -146,6 +179,7 @@ export async function openFileIdempotencyStore(dir: string, options: FileIdempot
       if (closed) return;
       closed = true;
       clearInterval(compacting);
+      await Promise.allSettled([...erasing]);
       await log.close();
     },
   };

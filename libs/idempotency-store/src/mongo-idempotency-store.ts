@@ -22,7 +22,9 @@ import type { Begun, IdempotencyStore, StoredAnswer } from './port.ts';
  *   - complete keeps the answer by inserting `done/<key>` once; the claim stays until its lease
  *     lapses (begin looks for an answer first);
  *   - renew, and abandon (a failed request), are conditional on the owner's token: a stale owner
- *     (paused past its lease) finds no claim of its own to extend or release.
+ *     (paused past its lease) finds no claim of its own to extend or release;
+ *   - removeScope (account erasure) deletes the answers and the claims whose _id starts with
+ *     `done/<prefix>` or `claim/<prefix>`: two deletes on anchored regexes, ranges of the _id index.
  */
 
 const COLLECTION = 'idempotency_keys';
@@ -112,6 +114,17 @@ export async function openMongoIdempotencyStore(db: Db): Promise<IdempotencyStor
       assertOpen();
       // Of a completed key this removes only the claim it keeps: its answer stays.
       await keys.deleteOne({ _id: claimId(key), token });
+    },
+
+    async removeScope(prefix): Promise<number> {
+      assertOpen();
+      // Anchored, case-sensitive prefixes of _id: each a range of the _id index, not a scan.
+      const escaped = prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      const [answers] = await Promise.all([
+        keys.deleteMany({ _id: { $regex: `^done/${escaped}` } }),
+        keys.deleteMany({ _id: { $regex: `^claim/${escaped}` } }),
+      ]);
+      return answers.deletedCount;
     },
 
     async close(): Promise<void> {

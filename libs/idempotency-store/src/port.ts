@@ -42,5 +42,14 @@ export interface IdempotencyStore {
   complete(key: string, token: string, completed: CompletedKey): Promise<boolean>;
   /** Releases `key` held under `token` (nothing to replay); never rejects for a key already gone. */
   abandon(key: string, token: string): Promise<void>;
+  /**
+   * Removes every key starting with `prefix` (`<userId>/`: an erased account's keys), answered or
+   * in flight, so their answers leave the store (the file adapter compacts its log; expired answers
+   * still on disk go too). A request in flight under a removed key can no longer complete it.
+   * Resolves once durable, with the number of kept answers removed (expired ones not yet swept
+   * included). An answer a request completes while the prefix is being removed may be kept on
+   * MongoDB: call it once the account's requests have ended (its tokens refused).
+   */
+  removeScope(prefix: string): Promise<number>;
   close(): Promise<void>;
 }

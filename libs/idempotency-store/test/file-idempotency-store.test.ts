@@ -141,6 +141,58 @@ describe('file idempotency store', () => {
     await reopened.close();
   });
 
+  it('removeScope takes the scope\'s answers off the disk at once, expired ones included, and a reopen agrees', async () => {
+    const dir = await freshDir();
+    let now = 1_000_000;
+    const store = await openFileIdempotencyStore(dir, { now: () => now, compactEveryMs: 3_600_000 });
+    await keep(store, '12/expired-marker-a1', now, now + 1_000);
+    await keep(store, '12/live-marker-b2', now, now + 86_400_000);
+    for (let i = 0; i < 10; i++) await keep(store, `123/k${i}`, now, now + 86_400_000);
+    now += 2_000;
+    // The expired answer leaves memory when looked at, its line stays until a compaction.
+    assert.equal((await store.begin('12/expired-marker-a1', now, 60_000)).state, 'started');
+    assert.equal(await store.removeScope('12/'), 1);
+    const text = await readFile(join(dir, 'idempotency.log'), 'utf8');
+    assert.equal(text.includes('marker'), false);
+    assert.equal(await lineCount(dir), 10);
+    await store.close();
+    const reopened = await openFileIdempotencyStore(dir, { now: () => now });
+    assert.equal((await reopened.begin('12/live-marker-b2', now, 60_000)).state, 'started');
+    const kept = await reopened.begin('123/k3', now, 60_000);
+    assert.equal(kept.state === 'done' && kept.fingerprint, 'f-123/k3');
+    await reopened.close();
+  });
+
+  it('an answer completed while its scope is being removed does not stay on disk', async () => {
+    const dir = await freshDir();
+    const store = await openFileIdempotencyStore(dir);
+    const begun = await store.begin('12/racing-marker', Date.now(), 60_000);
+    if (begun.state !== 'started') return assert.fail('not started');
+    await keep(store, '13/other', Date.now(), Date.now() + 86_400_000);
+    // complete's append is queued before removeScope's compaction: it is written, then forgotten.
+    const [late, removed] = await Promise.all([
+      store.complete('12/racing-marker', begun.token, { fingerprint: 'late', answer, expiresAt: Date.now() + 86_400_000 }),
+      store.removeScope('12/'),
+    ]);
+    assert.equal(late, false);
+    assert.equal(removed, 0);
+    assert.equal((await readFile(join(dir, 'idempotency.log'), 'utf8')).includes('racing-marker'), false);
+    await store.close();
+    const reopened = await openFileIdempotencyStore(dir);
+    assert.equal((await reopened.begin('12/racing-marker', Date.now(), 60_000)).state, 'started');
+    await reopened.close();
+  });
+
+  it('a removal called just before close still takes the answers off the disk', async () => {
+    const dir = await freshDir();
+    const store = await openFileIdempotencyStore(dir);
+    await keep(store, '12/closing-marker', Date.now(), Date.now() + 86_400_000);
+    const removed = store.removeScope('12/');
+    await store.close();
+    assert.equal(await removed, 1);
+    assert.equal((await readFile(join(dir, 'idempotency.log'), 'utf8')).includes('closing-marker'), false);
+  });
+
   it('one store per file per process', async () => {
     const dir = await freshDir();
     const store = await openFileIdempotencyStore(dir);

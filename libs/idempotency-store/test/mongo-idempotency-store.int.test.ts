@@ -98,3 +98,20 @@ it('uses no transaction and no change stream (the stand-in fails a transaction a
   assert.ok(commands.length > 8);
   assert.deepEqual(transactionsOrChangeStreams(commands), []);
 });
+
+it('removeScope is two deletes on anchored _id prefixes (ranges of the _id index), and removes both documents of a key', async () => {
+  const { db: recorded, commands } = await server.recordedDb('idempotency_remove');
+  const store = await openMongoIdempotencyStore(recorded);
+  const at = Date.now();
+  const begun = await store.begin('12/a.b', at, 60_000);
+  if (begun.state !== 'started') return assert.fail('not started');
+  await store.complete('12/a.b', begun.token, { fingerprint: 'f', answer: { status: 201, headers: {}, body: '{}' }, expiresAt: at + 60_000 });
+  await store.begin('123/a', at, 60_000);
+  commands.splice(0);
+  assert.equal(await store.removeScope('12/'), 1);
+  const deletes = commands.splice(0).filter((c) => c.commandName === 'delete').map((c) => JSON.stringify(c.command['deletes']?.[0]?.q)).sort();
+  assert.deepEqual(deletes, ['{"_id":{"$regex":"^claim/12/"}}', '{"_id":{"$regex":"^done/12/"}}']);
+  const left = await recorded.collection('idempotency_keys').find({}, { projection: { _id: 1 } }).toArray();
+  assert.deepEqual(left.map((d) => d._id), ['claim/123/a']);
+  await store.close();
+});
