@@ -33,6 +33,10 @@
  *      endpoints on a loopback receiver vs the bench's own signed POSTs to it; the others' p99 with
  *      one endpoint hanging; the dispatcher's RSS over a soak with an endpoint answering 500
  *
+ *  10. leaving (issue 24), only with BENCH_STACK_ONLY=leaving (bench/stack/leaving.ts): the export of a
+ *      user with BENCH_LEAVING_FILES (1000) files, 202 → ready, and that user's erasure with
+ *      BENCH_LEAVING_COMMENTS (10000) comments written, 202 → done, as `npm run bench` measures embedded
+ *
  * and the memory of each service (RSS) and server (PSS of its process tree). Prints a
  * `measure | docshare | ceiling | ratio` table (ratio = docshare ÷ ceiling), then section 8's
  * tables: CPU-s per 1,000 operations per process, what one core carries, store commands per
@@ -100,6 +104,7 @@ import { environOf, replicaEnv, startReplica, stopReplica, type Replica } from '
 import { hotVsSpread, utcDaysEnding } from './stack/views.ts';
 import { resumableRows, runResumablePhase, writeRandomFile } from './stack/resumable.ts';
 import { runWebhookPhase, webhookRows } from './stack/webhooks.ts';
+import { leaving, type LeavingOptions } from './stack/leaving.ts';
 import { readProcTable, treeCpuSeconds } from '../infra/stack/procs.ts';
 import { freePort } from '../infra/stack/ports.ts';
 
@@ -160,11 +165,13 @@ const cfg = {
     retrySchedule: env.BENCH_WEBHOOK_RETRY_SCHEDULE ?? '1s,2s,4s,8s,16s',
   },
 };
-if (!['', 'resumable', 'webhooks'].includes(cfg.only)) throw new Error(`BENCH_STACK_ONLY=${cfg.only}: the phases that run alone are resumable and webhooks`);
+if (!['', 'resumable', 'webhooks', 'leaving'].includes(cfg.only)) throw new Error(`BENCH_STACK_ONLY=${cfg.only}: the phases that run alone are resumable, webhooks and leaving`);
 /** BENCH_STACK_ONLY=resumable: the servers, the instance and 6b, nothing else. */
 const onlyResumable = cfg.only === 'resumable';
 /** BENCH_STACK_ONLY=webhooks: the servers, the instance (webhooks to loopback allowed) and section 9. */
 const onlyWebhooks = cfg.only === 'webhooks';
+/** BENCH_STACK_ONLY=leaving: the servers, the instance and section 10. */
+const onlyLeaving = cfg.only === 'leaving';
 const MiB = 1024 * 1024;
 
 const began = performance.now();
@@ -479,6 +486,24 @@ try {
     }));
     details.webhooks = result ? { ...result, soak: result.soak && { ...result.soak, samples: result.soak.samples.map((s) => [Number(s.t.toFixed(1)), Number(s.mib.toFixed(1))]) } } : null;
     rows.push(...(result ? webhookRows(result, cfg.webhooks) : [failedRow('webhooks')]));
+    break sections;
+  }
+
+  // ---- 10. leaving (issue 24): only with BENCH_STACK_ONLY=leaving -----------------------------------
+  if (onlyLeaving) {
+    const options: LeavingOptions = {
+      files: Math.round(num('BENCH_LEAVING_FILES', 1000)), comments: Math.round(num('BENCH_LEAVING_COMMENTS', 10_000)),
+      clients: 8, timeoutMs: 600_000, tag: runId,
+    };
+    log(`leaving: ${options.files} files and ${options.comments} comments of one user, then its export and its erasure`);
+    const result = await attempt('leaving', () => leaving(api, options));
+    details.leaving = result ?? null;
+    rows.push({ section: `leaving (issue 24): one user with ${options.files} files who wrote ${options.comments} comments` });
+    if (result) {
+      rows.push({ measure: 'export: 202 → ready', docshare: result.export.readyMs / 1000, unit: 's', ceilingText: 'goal ≤ 30 s', ratioText: result.export.sha256Matches ? 'sha256 ok' : 'SHA256 MISMATCH' });
+      rows.push({ measure: 'erasure: 202 → done', docshare: result.erasure.doneMs / 1000, unit: 's', ceilingText: 'goal ≤ 60 s', ratioText: `${result.erasure.filesDeleted} files, ${result.erasure.commentsRedacted} comments` });
+      rows.push({ measure: 'neighbour\'s stats after it', docshareText: result.erasure.neighbourStatsUnchanged ? 'unchanged' : 'CHANGED', ceilingText: '', ratioText: result.erasure.tokenRefused ? 'token refused' : 'TOKEN NOT REFUSED' });
+    } else rows.push(failedRow('leaving'));
     break sections;
   }
 
