@@ -1,0 +1,240 @@
+// `npm run migrate -- encrypt-personal-data` on an embedded DATA_DIR written by the previous
+// version (v0.2.0: plain events through the raw file event store, account claims keyed by the
+// plain e-mail): afterwards no personal value is left in clear in any file, the events open back
+// to what they were, the account is found by the e-mail's blind index, and a second run changes
+// nothing. Also: a failure mid-way leaves the old log as it was; --keep-backup keeps it.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { hashPassword, verifyPassword } from '@docshare/auth';
+import { openFileClaimStore } from '@docshare/claim-store';
+import { EVENT_SOURCE, streamIds, type CloudEvent, type StoredEvent } from '@docshare/contracts';
+import { openFileEventLog } from '@docshare/event-store';
+import { generateKekText, makePersonalData, openFileKeyStore, parseKek } from '@docshare/personal-data';
+import { DATA_DIR_LAYOUT, migrateDataDir, sealDataDir } from '../migrate/embedded.ts';
+import { backupOf } from '../migrate/rewrite-log.ts';
+import { ACCOUNT_NAME_AAD } from '../migrate/sealer.ts';
+
+const ROOT = '/tmp/migrate';
+const PASSWORD = 'correct horse battery';
+
+const freshDir = async (): Promise<string> => {
+  const dir = join(ROOT, `data-${process.pid}-${randomBytes(4).toString('hex')}`);
+  await mkdir(dir, { recursive: true });
+  return dir;
+};
+
+let eventNumber = 0;
+const event = (type: string, subject: string, streamversion: number, data: unknown): CloudEvent => ({
+  specversion: '1.0', id: `00000000-0000-4000-8000-${String(++eventNumber).padStart(12, '0')}`, source: EVENT_SOURCE, type,
+  time: '2026-01-02T03:04:05.000Z', subject, datacontenttype: 'application/json', data,
+  correlationid: 'req-1', causationid: 'req-1', streamversion,
+});
+
+interface Written { marker: string; email: string; userId: number; events: StoredEvent<CloudEvent>[] }
+
+/** A DATA_DIR as v0.2.0 wrote it: plain events (with an id reservation and an unversioned event) and a plain account claim. */
+const writeV020DataDir = async (dir: string): Promise<Written> => {
+  const marker = `zqmarker${randomBytes(5).toString('hex')}`;
+  const email = `${marker}@example.com`;
+  const log = await openFileEventLog(join(dir, DATA_DIR_LAYOUT.events));
+  const userId = await log.nextId('user');
+  const other = await log.nextId('user');
+  const fileId = await log.nextId('file');
+  const user = streamIds.user(userId);
+  const file = streamIds.file(fileId);
+  await log.append(user, 0, [event('docs.user.registered.v1', user, 1, { userId, name: `Ann ${marker}`, email, registeredAt: '2026-01-02T03:04:05.000Z' })]);
+  await log.append(streamIds.user(other), 0, [event('docs.user.registered.v1', streamIds.user(other), 1, {
+    userId: other, name: 'Bob', email: 'bob@example.com', registeredAt: '2026-01-02T03:04:05.000Z',
+  })]);
+  await log.append(file, 0, [
+    event('docs.file.uploaded.v1', file, 1, {
+      fileId, ownerId: userId, ownerName: `Ann ${marker}`, title: `Title ${marker}`, description: `About ${marker}`, tags: [marker, 'x'],
+      categoryId: 1, categoryName: 'Science', license: 'cc-by', videoUrl: `https://v.example/${marker}`, originalFileName: `${marker}.pdf`,
+      contentType: 'application/pdf', size: 1234, blobKey: 'blobs/1', uploadedAt: '2026-01-02T03:04:05.000Z',
+    }),
+    event('docs.file.updated.v1', file, 2, { fileId, ownerId: userId, changes: { title: `New ${marker}`, price: 5 }, updatedAt: '2026-01-02T03:04:05.000Z' }),
+  ]);
+  await log.appendUnversioned([event('docs.file.viewed.v2', file, 0, { fileId, ownerId: userId, viewer: `u:${other}`, viewedAt: '2026-01-02T03:04:05.000Z' })]);
+  await log.append(file, 2, [
+    event('docs.comment.posted.v1', file, 3, {
+      commentId: 1, fileId, fileOwnerId: userId, fileTitle: `New ${marker}`, authorId: other, comment: `Bob on ${marker}`, postedAt: '2026-01-02T03:04:05.000Z',
+    }),
+    event('docs.file.content-extracted.v1', file, 4, {
+      fileId, ownerId: userId, blobKey: 'blobs/1', format: 'pdf', extractor: 'pdfjs-dist@1', text: `The text ${marker} inside`, chars: 20, extractedAt: '2026-01-02T03:04:05.000Z',
+    }),
+  ]);
+  const events = await log.readAll(0, 1_000);
+  await log.close();
+  const claims = await openFileClaimStore(join(dir, DATA_DIR_LAYOUT.claims));
+  await claims.claim('account', email, { userId, name: `Ann ${marker}`, passwordHash: await hashPassword(PASSWORD, 4) });
+  await claims.claim('account', 'bob@example.com', { userId: other, name: 'Bob', passwordHash: await hashPassword(PASSWORD, 4) });
+  await claims.close();
+  return { marker, email, userId, events: events.map((record) => ({ position: record.position, event: structuredClone(record.event) })) };
+};
+
+const filesUnder = async (dir: string): Promise<string[]> => {
+  const out: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...(await filesUnder(path)));
+    else out.push(path);
+  }
+  return out.sort();
+};
+
+/** The files of `dir` holding `marker`, in any form a file could hold it in clear. */
+const filesHolding = async (dir: string, marker: string): Promise<string[]> => {
+  const holding: string[] = [];
+  for (const file of await filesUnder(dir)) {
+    if ((await readFile(file)).includes(marker)) holding.push(file);
+  }
+  return holding;
+};
+
+/** Every file's SHA-256, by path: what "changes nothing" is checked against. */
+const snapshot = async (dir: string): Promise<Map<string, string>> => {
+  const out = new Map<string, string>();
+  for (const file of await filesUnder(dir)) out.set(file, createHash('sha256').update(await readFile(file)).digest('hex'));
+  return out;
+};
+
+/** The personal-data module on the migrated DATA_DIR's keys (opened after the migration released them). */
+const withPersonalData = async <T>(dir: string, kekText: string, use: (pd: ReturnType<typeof makePersonalData>) => Promise<T>): Promise<T> => {
+  const store = await openFileKeyStore(join(dir, DATA_DIR_LAYOUT.keys));
+  try {
+    return await use(makePersonalData({ store, kek: parseKek(kekText) }));
+  } finally {
+    await store.close();
+  }
+};
+
+describe('npm run migrate -- encrypt-personal-data (embedded)', () => {
+  it('seals every personal field of a v0.2.0 data dir; the events open back; the account is found by its blind index; twice changes nothing', async () => {
+    const dir = await freshDir();
+    try {
+      const written = await writeV020DataDir(dir);
+      assert.ok((await filesHolding(dir, written.marker)).length >= 2, 'the plain data dir holds the marker (events and claims)');
+      const kekText = generateKekText();
+
+      const first = await migrateDataDir(dir, { kekText, keepBackup: false });
+      assert.equal(first.events.replaced, true);
+      assert.equal(first.events.changed, 4, 'the four records with personal fields');
+      assert.equal(first.claims.changed, 2, 'the two account claim records');
+      assert.deepEqual(await filesHolding(dir, written.marker), [], 'no file under the data dir holds the marker');
+      assert.deepEqual(await filesHolding(dir, 'bob@example.com'), []);
+
+      // Same positions, ids, subjects, versions; every value opens back; ids go on after the reserved blocks.
+      const log = await openFileEventLog(join(dir, DATA_DIR_LAYOUT.events));
+      const sealed = await log.readAll(0, 1_000);
+      const nextUser = await log.nextId('user');
+      await log.close();
+      assert.ok(nextUser > written.userId + 1, 'the id reservations are kept');
+      assert.deepEqual(sealed.map((r) => [r.position, r.event.id, r.event.subject, r.event.streamversion]),
+        written.events.map((r) => [r.position, r.event.id, r.event.subject, r.event.streamversion]));
+      assert.ok(sealed.filter((r) => r.event.type !== 'docs.file.viewed.v2').every((r) => r.event.personaldata === 'v1'));
+      await withPersonalData(dir, kekText, async (pd) => {
+        const opened = await pd.open(sealed.map((r) => ({ position: r.position, event: structuredClone(r.event) })));
+        assert.deepEqual(opened, written.events);
+
+        // Login's lookup: the claim under the e-mail's blind index, the password checks, the name opens.
+        const claims = await openFileClaimStore(join(dir, DATA_DIR_LAYOUT.claims));
+        try {
+          assert.equal(await claims.get('account', written.email), null, 'the plain e-mail key is gone');
+          const account = await claims.get<{ userId: number; name: string; passwordHash: string }>('account', await pd.emailIndex(written.email));
+          assert.ok(account);
+          assert.equal(account.userId, written.userId);
+          assert.ok(await verifyPassword(PASSWORD, account.passwordHash));
+          assert.equal(await pd.openValue(written.userId, account.name, ACCOUNT_NAME_AAD), `Ann ${written.marker}`);
+        } finally {
+          await claims.close();
+        }
+      });
+
+      const before = await snapshot(dir);
+      const second = await migrateDataDir(dir, { kekText, keepBackup: false });
+      assert.equal(second.events.replaced, false);
+      assert.equal(second.claims.replaced, false);
+      assert.deepEqual(await snapshot(dir), before, 'a second run changes no file');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('generates the KEK into DATA_DIR/secrets/data-kek when none is given, and uses it the next time', async () => {
+    const dir = await freshDir();
+    try {
+      const written = await writeV020DataDir(dir);
+      await migrateDataDir(dir, { keepBackup: false });
+      const kekText = (await readFile(join(dir, DATA_DIR_LAYOUT.kek), 'utf8')).trim();
+      await withPersonalData(dir, kekText, async (pd) => {
+        const log = await openFileEventLog(join(dir, DATA_DIR_LAYOUT.events));
+        const opened = await pd.open(await log.readAll(0, 1_000));
+        await log.close();
+        assert.deepEqual(opened, written.events);
+      });
+      assert.equal((await migrateDataDir(dir, { keepBackup: false })).events.replaced, false);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps the plain log as a backup only with --keep-backup', async () => {
+    const dir = await freshDir();
+    try {
+      const written = await writeV020DataDir(dir);
+      const done = await migrateDataDir(dir, { kekText: generateKekText(), keepBackup: true });
+      const logFile = join(dir, DATA_DIR_LAYOUT.events, 'events.log');
+      assert.equal(done.events.backup, backupOf(logFile));
+      assert.deepEqual(await filesHolding(dir, written.marker), [backupOf(join(dir, DATA_DIR_LAYOUT.claims, 'claims.log')), backupOf(logFile)]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('leaves the old log as it was when the rewrite fails mid-way, and a later run completes', async () => {
+    const dir = await freshDir();
+    try {
+      const written = await writeV020DataDir(dir);
+      const before = await snapshot(dir);
+      const kekText = generateKekText();
+      await withPersonalData(dir, kekText, async (pd) => {
+        let calls = 0;
+        const failing = {
+          ...pd,
+          // Dies on the second claim record, after the events were sealed: the claims stay as they were.
+          emailIndex: async (email: string) => (++calls > 1 ? Promise.reject(new Error('crash')) : pd.emailIndex(email)),
+        };
+        await assert.rejects(sealDataDir(dir, failing, false), /crash/);
+      });
+      const after = await snapshot(dir);
+      const claimsLog = join(dir, DATA_DIR_LAYOUT.claims, 'claims.log');
+      assert.equal(after.get(claimsLog), before.get(claimsLog), 'claims.log untouched');
+      assert.ok(![...after.keys()].some((file) => file.includes('.migrating')), 'nothing left of the failed rewrite');
+      assert.deepEqual(await filesHolding(dir, written.marker), [claimsLog]);
+      const again = await migrateDataDir(dir, { kekText, keepBackup: false });
+      assert.equal(again.events.replaced, false, 'the events were sealed by the first run');
+      assert.equal(again.claims.changed, 2);
+      assert.deepEqual(await filesHolding(dir, written.marker), []);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a data dir in use by a running process', async () => {
+    const dir = await freshDir();
+    const holder = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    try {
+      await writeV020DataDir(dir);
+      await writeFile(join(dir, DATA_DIR_LAYOUT.lock), `${holder.pid}\n`);
+      await assert.rejects(migrateDataDir(dir, { kekText: generateKekText(), keepBackup: false }), /in use by process/);
+      assert.equal((await stat(join(dir, DATA_DIR_LAYOUT.events, 'events.log.migrating')).catch(() => null)), null);
+    } finally {
+      holder.kill();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
