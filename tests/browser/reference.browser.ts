@@ -368,6 +368,29 @@ const walk = (host: 'localhost' | '127.0.0.1', scheme: 'BearerAuth' | 'XAuthoriz
       await run('deleteFile', 200);
       await shot('3-deleted');
 
+      // Leaving (issue 24): Ada exports her account (the ZIP once ready, through its signed link);
+      // Grace, who has nothing more to do here, erases hers (the register example's password) and
+      // follows the status link. No token is needed for either link.
+      const exportId = json(await run('exportAccount', 202)).export_id as string;
+      await waitFor(async () => {
+        const res = await fetch(`${server.base}/api/V1/users/api-export?export_id=${exportId}`, { headers: { 'x-authorization': `Bearer ${login.token as string}` } });
+        const body = await res.json() as { export?: { state?: string } };
+        assert.equal(body.export?.state, 'ready', 'the export is not ready yet');
+      }, { timeoutMs: 60_000, intervalMs: 200 });
+      const ready = json(await run('exportStatus', 200, (block) => fill(block, 'export_id', exportId)));
+      const zip = new URL((ready.export as { download_url: string }).download_url);
+      await run('exportContent', 200, async (block) => {
+        await fill(block, 'exportId', exportId);
+        for (const name of ['user', 'expires', 'signature']) await fill(block, name, zip.searchParams.get(name) as string);
+      });
+      await authorize(grace.token as string);
+      const erasure = json(await run('eraseAccount', 202, (block) => setBody(block, { password: 'correct horse battery' })));
+      const statusUrl = new URL(erasure.status_url as string);
+      await run('erasureStatus', 200, async (block) => {
+        await fill(block, 'erasureId', erasure.erasure_id as string);
+        for (const name of ['user', 'expires', 'signature']) await fill(block, name, statusUrl.searchParams.get(name) as string);
+      });
+
       // OPTIONS: a browser never lets a page send a preflight's own headers (Origin and
       // Access-Control-Request-* are forbidden request headers) and a fresh server has no
       // CORS_ORIGINS, so the preflight's 204 is out of reach here (tests/conformance/openapi.test.ts

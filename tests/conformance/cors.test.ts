@@ -42,6 +42,8 @@ describe('CORS_ORIGINS with two origins', { skip: localOnly }, () => {
     for (const [path, method] of [
       ['/api/V1/docs/api-delete', 'DELETE'], ['/api/V1/stats/api-search', 'POST'], ['/api/V1/docs/api-download', 'GET'],
       ['/api/V1/docs/api-upload', 'POST'], ['/docs/1', 'GET'], ['/files/1/content', 'GET'], ['/api/V1/openapi.json', 'GET'],
+      ['/api/V1/users/api-erase', 'POST'], ['/api/V1/users/api-erase/status/9c4d2e7a-1b3f-4a6c-8d5e-2f7b9a1c3e50', 'GET'],
+      ['/api/V1/users/api-export', 'POST'], ['/api/V1/users/api-export', 'GET'], ['/api/V1/users/api-export/d1e8a3b5-7c2f-4e9a-b6d4-3a5c7e9f1b28/content', 'GET'],
     ] as const) {
       const res = await c.raw('OPTIONS', path, { headers: preflightHeaders(DEV, method) });
       assert.equal(res.status, 204, `${method} ${path}`);

@@ -533,6 +533,48 @@ describe('the OpenAPI document, over HTTP', () => {
     conforms(listed, `${one}/deliveries`, 'get');
   });
 
+  it('leaving: an export (the state pending or ready, the ZIP through its link), an erasure (the example\'s password) and its status link, each refusal once', async () => {
+    const users = '/api/V1/users';
+    const exp = `${users}/api-export`;
+    const content = `${exp}/{exportId}/content`;
+    const erase = `${users}/api-erase`;
+    const status = `${erase}/status/{erasureId}`;
+    // A user of its own: the erasure ends it.
+    const leaving = await fx.c.register({ password: (requestExample(erase, 'post') as { password: string }).password });
+    const started = await fx.c.json('POST', exp, leaving.token);
+    conforms(started, exp, 'post');
+    assert.equal(started.status, 202, started.text);
+    const exportId = started.body.export_id as string;
+    const ready = await eventually(async () => {
+      const res = await fx.c.raw('GET', `${exp}?export_id=${exportId}`, { headers: auth(leaving.token) });
+      conforms(res, exp, 'get');
+      assert.equal((res.body.export as { state: string }).state, 'ready', res.text);
+      return res.body.export as { download_url: string; bytes: number };
+    });
+    conforms(await fx.c.raw('GET', exp, { headers: auth(leaving.token) }), exp, 'get');
+    conforms(await fx.c.raw('GET', `${exp}?export_id=${exportId}`, { headers: auth(token) }), exp, 'get');
+    const zip = await fx.c.raw('GET', ready.download_url);
+    conforms(zip, content, 'get');
+    assert.equal(zip.status, 200);
+    const forged = new URL(ready.download_url);
+    forged.searchParams.set('signature', '0'.repeat(64));
+    conforms(await fx.c.raw('GET', forged.toString()), content, 'get');
+
+    conforms(await fx.c.json('POST', erase, leaving.token, {}), erase, 'post');
+    conforms(await fx.c.json('POST', erase, leaving.token, { password: `${leaving.password}x` }), erase, 'post');
+    const erased = await fx.c.json('POST', erase, leaving.token, requestExample(erase, 'post'));
+    conforms(erased, erase, 'post');
+    assert.equal(erased.status, 202, erased.text);
+    conforms(await fx.c.json('POST', erase, leaving.token, requestExample(erase, 'post')), erase, 'post');
+    const link = erased.body.status_url as string;
+    const state = await fx.c.raw('GET', link);
+    conforms(state, status, 'get');
+    assert.equal(state.status, 200, state.text);
+    const wrong = new URL(link);
+    wrong.searchParams.set('signature', '0'.repeat(64));
+    conforms(await fx.c.raw('GET', wrong.toString()), status, 'get');
+  });
+
   it('unknown paths answer the documented 404, other methods the documented 405 with the documented methods in Allow', async () => {
     for (const path of ['/nope', '/api/V1/nope', '/api/v1/users/api-login']) {
       const res = await fx.c.raw('GET', path);
