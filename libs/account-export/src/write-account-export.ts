@@ -47,6 +47,10 @@ const appendEntry = async (archive: Archiver, written: Promise<void>, source: Re
  * SHA-256 and length are computed on the way to the sink. Resolves once the sink has finished; if an
  * original (or its `open`, or the sink) fails, rejects with that error and destroys the sink, so a
  * half-written ZIP is never reported as done.
+ *
+ * Into a blob store (whose `put` takes a Readable): a PassThrough is the sink, and the export is
+ * stored once both are done; a failure destroys the PassThrough, so the put stores nothing:
+ * `const body = new PassThrough(); const [result] = await Promise.all([writeAccountExport(contents, body), blobs.put(key, body, undefined, 'application/zip')]);`
  */
 export const writeAccountExport = async (
   contents: ExportContents,
