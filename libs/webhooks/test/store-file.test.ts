@@ -64,6 +64,27 @@ describe('file webhook store', () => {
     await reopened.close();
   });
 
+  it('removeOwner takes the owner\'s deliveries off the disk at once, also when closed just after, and a reopen agrees', async () => {
+    const dir = freshDir();
+    const store = await openFileWebhookStore(dir);
+    await store.applyEndpoints([endpointRecord(70, 7, 1), endpointRecord(80, 8, 2)]);
+    const body = JSON.stringify({ type: 'file.uploaded', data: { title: 'erase-me-5d1e' } });
+    await store.schedule([deliveryTask(70, 1, { ownerId: 7, body }), deliveryTask(80, 2, { ownerId: 8 })]);
+    await store.settle(deliveryTask(70, 1).id, { state: 'succeeded', attempts: 1, nextAt: T0, lastError: null, lastStatus: 200, now: T0 }, {
+      id: 'a-erase-me', webhookId: 70, ownerId: 7, messageId: deliveryTask(70, 1).messageId, eventId: 'e1', eventType: 'file.uploaded', attempt: 1, at: T0, outcome: 'succeeded', status: 200, latencyMs: 3, error: null,
+    });
+    assert.match(await readFile(join(dir, 'webhooks.log'), 'utf8'), /erase-me/);
+    const removed = store.removeOwner(7);
+    await store.close();
+    assert.deepEqual(await removed, { tasks: 1, attempts: 1 });
+    assert.doesNotMatch(await readFile(join(dir, 'webhooks.log'), 'utf8'), /erase-me/);
+    const reopened = await openFileWebhookStore(dir);
+    assert.equal(await reopened.pendingCount(80), 1);
+    assert.deepEqual((await reopened.attempts(70, { limit: 5 })).items, []);
+    assert.deepEqual(await reopened.schedule([deliveryTask(70, 1, { ownerId: 7 })]), [deliveryTask(70, 1).id]);
+    await reopened.close();
+  });
+
   it('cuts a torn last line off at open, with a warning', async () => {
     const dir = freshDir();
     const store = await openFileWebhookStore(dir);

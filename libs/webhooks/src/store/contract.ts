@@ -282,6 +282,33 @@ export const webhookStoreContract = (name: string, make: () => Promise<WebhookSt
       assert.deepEqual(await store.schedule([tasks[0]!]), [tasks[0]!.id], 'a pruned task can be scheduled again');
     }));
 
+    it('removeOwner removes every task and attempt of the owner\'s endpoints (deleted ones too), and nobody else\'s', withStore(async (store) => {
+      // Owner 7: endpoints 70 (live) and 71 (deleted); owner 8: endpoint 80.
+      await store.applyEndpoints([endpointRecord(70, 7, 1), endpointRecord(71, 7, 2, { deleted: true }), endpointRecord(80, 8, 3)]);
+      const mine = [deliveryTask(70, 1, { ownerId: 7 }), deliveryTask(70, 2, { ownerId: 7 }), deliveryTask(71, 3, { ownerId: 7 })];
+      const theirs = [deliveryTask(80, 4, { ownerId: 8 }), deliveryTask(80, 5, { ownerId: 8 })];
+      await store.schedule([...mine, ...theirs]);
+      await fail(store, mine[0]!, 1, T0);
+      await fail(store, mine[0]!, 2, T0 + 5_000, 'dead');
+      await store.settle(mine[2]!.id, { state: 'succeeded', attempts: 1, nextAt: T0, lastError: null, lastStatus: 200, now: T0 }, attemptOf(mine[2]!, 1, T0, 'succeeded'));
+      await fail(store, theirs[0]!, 1, T0, 'dead');
+
+      assert.deepEqual(await store.removeOwner(7), { tasks: 3, attempts: 3 });
+      assert.deepEqual(await store.removeOwner(7), { tasks: 0, attempts: 0 });
+      for (const webhookId of [70, 71]) {
+        assert.deepEqual((await store.attempts(webhookId, { limit: 10 })).items, []);
+        assert.deepEqual((await store.deadLetters(webhookId, { limit: 10 })).items, []);
+        assert.equal(await store.pendingCount(webhookId), 0);
+        assert.equal(await store.reopen(webhookId, { since: 0, until: T0 * 2 }, T0 + 10_000), 0);
+      }
+      assert.deepEqual(ids(await store.claimDue(T0 + 60_000, 10, LEASE, 'd1', NONE)), [theirs[1]!.id]);
+      assert.deepEqual((await store.attempts(80, { limit: 10 })).items.map((a) => a.id), [attemptOf(theirs[0]!, 1, T0, 'failed').id]);
+      assert.deepEqual(ids((await store.deadLetters(80, { limit: 10 })).items), [theirs[0]!.id]);
+      assert.equal((await store.endpoint(70))?.ownerId, 7, 'the endpoint records stay');
+      assert.deepEqual(await store.schedule([mine[1]!]), [mine[1]!.id], 'a removed task is gone: it can be scheduled again');
+      assert.deepEqual(await store.removeOwner(99), { tasks: 0, attempts: 0 });
+    }));
+
     it('applyEndpoints keeps the record of the latest position; endpointsOf leaves deleted ones out', withStore(async (store) => {
       assert.equal(await store.endpoint(1), null);
       await store.applyEndpoints([endpointRecord(1, 10, 5), endpointRecord(2, 10, 6), endpointRecord(3, 11, 7), endpointRecord(4, 12, 8)]);

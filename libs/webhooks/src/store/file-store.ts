@@ -10,7 +10,8 @@ import type { WebhookStore } from './port.ts';
  * and an acknowledged schedule, settle or checkpoint survives kill -9). Opening replays the lines
  * in order; leases are dropped (one process holds the file: whoever held them is gone) and the
  * file is compacted when at least half of it is dead. `prune` compacts it: memory and disk stay
- * about one retention period of deliveries.
+ * about one retention period of deliveries. `removeOwner` (account erasure) compacts it at once,
+ * so the owner's task bodies and attempts leave the disk before it resolves.
  *
  * The log's rules apply: a torn last line is cut off at open, damage before it refuses to open.
  */
@@ -80,6 +81,8 @@ export async function openFileWebhookStore(dir: string, options: FileWebhookStor
     throw error;
   }
   const calls = model.store(persist, check);
+  /** removeOwner calls under way (close waits for their compaction). */
+  const removing = new Set<Promise<unknown>>();
   return {
     ...calls,
     async prune(before) {
@@ -87,11 +90,27 @@ export async function openFileWebhookStore(dir: string, options: FileWebhookStor
       if (removed > 0) await compact();
       return removed;
     },
+    async removeOwner(ownerId) {
+      const run = (async () => {
+        const removed = await calls.removeOwner(ownerId);
+        // At once: the removed deliveries' bodies (and every older version of them) leave the disk now.
+        if (removed.tasks + removed.attempts > 0) await compact();
+        return removed;
+      })();
+      removing.add(run);
+      try {
+        return await run;
+      } finally {
+        removing.delete(run);
+      }
+    },
     compact,
     size: () => ({ lines: log.size().records }),
     async close() {
       if (closed) return;
       closed = true;
+      // A closing log skips a compaction: a removal under way finishes first, or its bytes would stay.
+      await Promise.allSettled([...removing]);
       await log.close();
     },
   };

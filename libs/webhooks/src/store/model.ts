@@ -270,6 +270,28 @@ export const makeWebhookModel = (): WebhookModel => {
       }
       return removed;
     },
+    async removeOwner(ownerId) {
+      check();
+      let removedTasks = 0;
+      let removedAttempts = 0;
+      // Through the owner's endpoints, as the MongoDB adapter goes (by its indexes).
+      for (const { webhookId } of [...endpoints.values()].filter((r) => r.ownerId === ownerId)) {
+        for (const id of [...(tasksOf.get(webhookId) ?? [])]) {
+          const task = tasks.get(id)!;
+          if (task.ownerId !== ownerId) continue;
+          dropTask(task);
+          removedTasks++;
+        }
+        const list = attemptsOf.get(webhookId) ?? [];
+        const kept = list.filter((attempt) => attempt.ownerId !== ownerId);
+        for (const attempt of list) if (attempt.ownerId === ownerId) attemptIds.delete(attempt.id);
+        removedAttempts += list.length - kept.length;
+        if (kept.length === 0) attemptsOf.delete(webhookId);
+        else attemptsOf.set(webhookId, kept);
+      }
+      // Removals are not changes a log replays: the file adapter compacts instead.
+      return { tasks: removedTasks, attempts: removedAttempts };
+    },
   });
 
   return {

@@ -50,6 +50,7 @@ const groupCommit = <T>(write: (items: T[]) => Promise<void>, max = 500) => {
  * - webhook_attempts {_id: attempt id}: {webhookId, at, _id} and {webhookId, outcome, at, _id}
  *   (keyset pages, no skip), {at} for prune.
  * - webhook_health {_id: webhookId, since}, webhook_checkpoints {_id: `${group}/${partition}`} ($max).
+ * - removeOwner: the owner's endpoint ids ({ownerId}), then deletes by {webhookId $in} on tasks and attempts.
  */
 
 type EndpointDoc = Omit<EndpointRecord, 'webhookId'> & { _id: number };
@@ -261,6 +262,19 @@ export async function makeMongoWebhookStore(db: Db): Promise<WebhookStore> {
         tasks.deleteMany({ state: { $in: [...SETTLED_STATES] }, updatedAt: { $lt: before } }),
       ]);
       return old.deletedCount + settled.deletedCount;
+    },
+
+    async removeOwner(ownerId) {
+      check();
+      // The owner's endpoints (index `owner`), then their tasks and attempts by webhookId (the
+      // prefixes of `webhook_time` and `webhook_at`): no index on ownerId to keep up on every delivery.
+      const webhookIds = (await endpoints.find({ ownerId }, { projection: { _id: 1 } }).toArray()).map((doc) => doc._id);
+      if (webhookIds.length === 0) return { tasks: 0, attempts: 0 };
+      const [removedTasks, removedAttempts] = await Promise.all([
+        tasks.deleteMany({ webhookId: { $in: webhookIds }, ownerId }),
+        attempts.deleteMany({ webhookId: { $in: webhookIds }, ownerId }),
+      ]);
+      return { tasks: removedTasks.deletedCount, attempts: removedAttempts.deletedCount };
     },
 
     async close() {

@@ -10,7 +10,8 @@ import type { SealedSecret, WebhookEventType } from '@docshare/contracts';
  * - memory (tests): everything in maps, lost at exit.
  * - file (embedded mode, `DATA_DIR/webhooks/webhooks.log`): the memory model, every change
  *   appended to one durable log (libs/durable-log, fsynced before the call resolves), replayed at
- *   open and compacted on prune. Endpoints are kept there too, though embedded mode replays the
+ *   open and compacted on prune and on removeOwner (so an erased owner's deliveries leave the
+ *   disk at once). Endpoints are kept there too, though embedded mode replays the
  *   whole event log at every start and would rebuild them anyway. Leases are not durable: one
  *   process holds the file, so a lease found at open belonged to a process that is gone and is
  *   dropped (its tasks are due again at once; a re-send carries the same `webhook-id`).
@@ -154,6 +155,13 @@ export interface WebhookStore {
   setCheckpoint(group: string, partition: number, position: number): Promise<void>;
   /** Removes attempts older than `before` and settled (succeeded/dead/skipped) tasks updated before it. Returns how many. */
   prune(before: number): Promise<number>;
+  /**
+   * Account erasure: removes the tasks and attempts (any state, any age) of every endpoint of
+   * `ownerId` (deleted or not; the endpoint records stay: they are the webhook events' read model).
+   * Returns how many of each. A settle of a task in flight as it runs may still record its attempt:
+   * call it once the owner's endpoints are deleted and no event of theirs is left to deliver.
+   */
+  removeOwner(ownerId: number): Promise<{ tasks: number; attempts: number }>;
   close(): Promise<void>;
 }
 
