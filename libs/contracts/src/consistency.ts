@@ -27,3 +27,10 @@ export const parseConsistencyUsers = (value: unknown): number[] => {
   if (typeof raw !== 'string') return [];
   return raw.split(',').map((part) => Number(part.trim())).filter((id) => Number.isSafeInteger(id) && id > 0);
 };
+
+/**
+ * Internal answer header (issue 24): an erasure's answer names the erased user to the gateway,
+ * which refuses their tokens from then on, forgets their consistency token and rate-limit keys,
+ * and removes the header before the answer leaves.
+ */
+export const ERASED_USER_HEADER = 'x-docshare-erased-user';

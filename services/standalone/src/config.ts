@@ -1,6 +1,6 @@
 import type { CorsOrigins, HttpLimits, MetricsListen } from '@docshare/http';
 import {
-  consistency, dataDir, edge, extraction, files, loadConfig, optionalAuth, rateLimit, service, webhooks, type ExtractSettings, type ResumableConfig,
+  consistency, dataDir, edge, extraction, files, loadConfig, optionalAuth, optionalPersonalData, rateLimit, service, webhooks, type ExtractSettings, type ResumableConfig,
   type WebhookSettings,
 } from '@docshare/runtime/config';
 
@@ -38,6 +38,8 @@ export interface EmbeddedConfig {
   extract: ExtractSettings;
   /** Webhooks (`WEBHOOK_*`): the limit, the URL policy, the sealing key (generated into DATA_DIR when unset), the dispatcher's schedule and budgets. */
   webhooks: WebhookSettings;
+  /** The key-encryption key(s) of personal data (`DATA_KEK` / `DATA_KEK_FILE`); undefined: generated into DATA_DIR/secrets/data-kek. */
+  dataKek: string | undefined;
 }
 
 /** Everything `npm start` reads from its environment (decisions §13): the same concerns, and defaults, as the services'. */
@@ -51,6 +53,7 @@ export const EMBEDDED_CONCERNS = {
   extraction: extraction(),
   consistency: consistency(),
   webhooks: webhooks(),
+  personalData: optionalPersonalData(),
 };
 
 /** The configuration of embedded mode; throws a ConfigError naming every bad value. */
@@ -79,5 +82,6 @@ export const embeddedConfig = (env: NodeJS.ProcessEnv): EmbeddedConfig => {
     consistencyWaitMs: c.consistency.consistencyWaitMs,
     extract: c.extraction,
     webhooks: c.webhooks,
+    dataKek: c.personalData.kek,
   };
 };

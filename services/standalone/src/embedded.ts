@@ -28,6 +28,10 @@ import { lockDataDir } from './data-lock.ts';
 import { makeDeliverer, makeSecretSealer } from '@docshare/webhooks';
 import { openFileWebhookStore } from '@docshare/webhooks/store';
 import { registerWebhookMetrics, startWebhookDispatch, webhookDispatcher } from '@docshare/webhook-dispatcher';
+import { makePersonalData, openFileKeyStore, openingConsumer, parseKek, sealingEventStore } from '@docshare/personal-data';
+import { makeStatsQueries, statsProjector } from '@docshare/stats-projector';
+import { consume } from '@docshare/runtime';
+import { ACCOUNTS_GROUP, accountSources } from '@docshare/docs-command';
 
 export interface Embedded {
   server: Server;
@@ -54,11 +58,20 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   const tokens = makeTokens(jwtSecret, config.jwtTtlSeconds);
   const signer = makeUrlSigner(jwtSecret);
 
-  const events = await openFileEventLog(dir('events'), { onWarning: (message) => logger.warn(message) });
+  // Personal data (issue 24): each person's fields sealed under their own data key, the keys wrapped by
+  // the KEK (DATA_KEK, or one generated into DATA_DIR/secrets) and kept in DATA_DIR/keys. The log holds
+  // sealed events; the command side reads and writes through the sealing store, every consumer through
+  // the opening one.
+  const kek = parseKek(config.dataKek ?? await loadOrCreateSecret(join(config.dataDir, 'secrets', 'data-kek')));
+  const keyStore = await openFileKeyStore(dir('keys'));
+  const personalData = makePersonalData({ store: keyStore, kek });
+  const log = await openFileEventLog(dir('events'), { onWarning: (message) => logger.warn(message) });
+  const events = sealingEventStore(log, personalData);
   const claims = await openFileClaimStore(dir('claims'));
   const idempotencyKeys = await openFileIdempotencyStore(dir('idempotency'));
   const blobs = await makeFsBlobStore(dir('blobs'));
-  const bus = makeLogBus(events, { onWarning: (message, err) => logger.warn({ err }, message) });
+  const bus = makeLogBus(log, { onWarning: (message, err) => logger.warn({ err }, message) });
+  const consumer = openingConsumer(bus, personalData);
 
   // Every projector of the distributed mode, declared by its package, on in-memory read models.
   // The same read-your-writes: checkpoints per group, tokens from the gateway, reads that wait for
@@ -89,7 +102,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     const honour = honourConsistency(makeConsistencyGate(checkpoints, module.name, 1), config.consistencyWaitMs, () => lagging.inc({ model: module.model }));
     queryApps[module.upstream] = (req, res, next) => honour(req, res, (err?: unknown) => (err ? next(err) : built.app(req, res, next)));
     // The runner of the distributed projectors, with the same metrics (events projected, dead letters).
-    return runProjector({ consumer: bus, group: module.name, apply: built.apply, checkpoints, logger, registry: ops.registry });
+    return runProjector({ consumer, group: module.name, apply: built.apply, checkpoints, logger, registry: ops.registry });
   }));
   const storeOf = (name: string): ReturnType<typeof makeMemoryReadStore> => {
     const store = documentStores.get(name);
@@ -98,7 +111,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   };
   // Read by docs-command too: api-purchases lists from it.
   const filesStore = storeOf(filesProjector.name);
-  registerConsumerLag(ops.registry, bus, [...modules.map((module) => module.name), textExtractor.name, webhookDispatcher.name]);
+  registerConsumerLag(ops.registry, bus, [...modules.map((module) => module.name), textExtractor.name, webhookDispatcher.name, ACCOUNTS_GROUP]);
   // In memory, rebuilt at every start: always the first generation.
   registerReadModelGenerations(ops.registry, Object.fromEntries(modules.map((module) => [module.model, async () => `${module.model}_`])));
   const queryApp = (upstream: ProjectorModule['upstream']): RequestHandler => {
@@ -106,11 +119,11 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
     if (!app) throw new Error(`no projector serves ${upstream}`);
     return app;
   };
-  const replayTo = await events.lastPosition();
+  const replayTo = await log.lastPosition();
   await bus.waitForGroups(replayTo, 10 * 60_000);
   const replayedMs = Math.round(performance.now() - started);
 
-  const ledger = await openEmbeddedStorageLedger(dir('storage'), events, (message) => logger.warn(message));
+  const ledger = await openEmbeddedStorageLedger(dir('storage'), log, (message) => logger.warn(message));
   const storageMetrics = makeStorageMetrics(ops.registry, { totalStored: ledger.total, logger });
   // Webhooks (issue 23): secrets sealed in events under a key kept in DATA_DIR (or WEBHOOK_SECRET_KEY);
   // the delivery state (tasks, attempts, the dispatcher's checkpoint) on disk.
@@ -119,17 +132,25 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   const webhookStore = await openFileWebhookStore(dir('webhooks'));
   // The anonymous viewers' salt of the day, on disk so a restart keeps counting them as the same (libs/analytics).
   const viewerSalts = await openFileViewerSalts(dir('viewers'));
+  const filesQueries = makeFilesQueries(filesStore, config.publicBaseUrl);
+  const filesGate = makeConsistencyGate(checkpoints, filesProjector.name, 1);
   const commands = makeDocsCommands({
-    events, claims, blobs, tokens, signer, logger,
+    events, claims, blobs, tokens, signer, logger, personalData,
     viewerKeys: makeViewerKeys({ salts: viewerSalts }),
     publicBaseUrl: config.publicBaseUrl,
     downloadUrlTtlSeconds: config.downloadUrlTtlSeconds,
     storageQuotaBytes: config.storageQuotaBytes,
     ledger,
     onStored: storageMetrics.recorded,
-    purchasesOf: makeFilesQueries(filesStore, config.publicBaseUrl).purchasesOf,
+    purchasesOf: filesQueries.purchasesOf,
     resumable: config.resumable,
     webhooks: { settings: { maxPerUser: config.webhooks.maxPerUser, policy: config.webhooks.policy }, sealer, store: webhookStore },
+    accounts: accountSources({
+      filesStore, filesQueries, statsQueries: makeStatsQueries(storeOf(statsProjector.name), { publicBaseUrl: config.publicBaseUrl }),
+      gates: [filesGate, ...modules.filter((m) => m.name !== filesProjector.name).map((m) => makeConsistencyGate(checkpoints, m.name, 1))],
+      idempotency: idempotencyKeys,
+      purchases: (userId, page) => commands.purchases(userId, page),
+    }),
   });
 
   // The text extractor, after the replay: its group must not hold up the start (a new process
@@ -143,13 +164,13 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
       },
     },
   });
-  const extracting = await extraction.start(bus, textExtractor.name, logger, () => deadLetters.inc({ group: textExtractor.name }));
+  const extracting = await extraction.start(consumer, textExtractor.name, logger, () => deadLetters.inc({ group: textExtractor.name }));
 
   // The webhook dispatcher, after the replay like the extractor: its checkpoint (in the webhook
   // store) says which events it already turned into deliveries, so the replay sends nothing twice.
   const projectorGates = modules.map((module) => makeConsistencyGate(checkpoints, module.name, 1));
   const deliverer = makeDeliverer({ policy: config.webhooks.policy, timeoutMs: config.webhooks.timeoutMs });
-  const dispatching = await startWebhookDispatch(bus, {
+  const dispatching = await startWebhookDispatch(consumer, {
     store: webhookStore, sealer, deliverer, settings: config.webhooks, logger, group: webhookDispatcher.name,
     metrics: registerWebhookMetrics(ops.registry),
     readModelsReached: async (position) => {
@@ -161,6 +182,12 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
       },
     },
   }, () => deadLetters.inc({ group: webhookDispatcher.name }));
+
+  // The accounts process manager (erasures, exports), after the replay like the extractor: a
+  // request already carried out costs a check.
+  const accounts = await consume(consumer, ACCOUNTS_GROUP, (batch) => commands.accounts!.handle(batch.records), logger,
+    () => deadLetters.inc({ group: ACCOUNTS_GROUP }));
+  const exportSweeper = startPeriodic({ name: 'export sweep', pass: commands.exports.sweep, logger, intervalMs: 3_600_000 });
 
   const swept = counter(ops.registry, 'docshare_blobs_swept_total', 'Unreferenced blobs removed by the blob sweeper');
   const sweeper = startBlobSweeper({
@@ -184,7 +211,7 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
       docs: makeDocsCommandApp({
         commands, logger, maxUploadBytes: config.maxUploadBytes, publicBaseUrl: config.publicBaseUrl,
         idempotency: { store: idempotencyKeys, secret: jwtSecret, logger },
-        purchasesConsistency: honourConsistency(makeConsistencyGate(checkpoints, filesProjector.name, 1), config.consistencyWaitMs),
+        purchasesConsistency: honourConsistency(filesGate, config.consistencyWaitMs),
       }),
       stats: queryApp('stats'),
       files: queryApp('files'),
@@ -208,9 +235,10 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
       storageMetrics.stop();
       await sweeper.stop();
       await uploadSweeper.stop();
-      await Promise.all([...projectors.map((p) => p.stop()), extracting.stop(), dispatching.stop()]);
+      await exportSweeper.stop();
+      await Promise.all([...projectors.map((p) => p.stop()), extracting.stop(), dispatching.stop(), accounts.stop()]);
       deliverer.close();
-      await Promise.all([webhookStore.close(), events.close(), claims.close(), idempotencyKeys.close(), ledger.close(), viewerSalts.close(), ...[...readModels.values()].map((model) => model.close())]);
+      await Promise.all([webhookStore.close(), keyStore.close(), events.close(), claims.close(), idempotencyKeys.close(), ledger.close(), viewerSalts.close(), ...[...readModels.values()].map((model) => model.close())]);
       await unlock();
     })();
     return stopping;

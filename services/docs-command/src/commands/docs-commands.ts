@@ -20,6 +20,10 @@ import { DEFAULT_RESUMABLE, makeResumableUploads, resolvedHold, type ResumableSe
 import { fileStateFrom } from './blob-sweeper.ts';
 import type { Committed, StoredChange } from './recorded.ts';
 import { makeWebhookCommands, type WebhookCommandsDeps } from './webhooks.ts';
+import { generateKekText, makeMemoryKeyStore, makePersonalData, parseKek, type PersonalData } from '@docshare/personal-data';
+import { makeExports, type ExportSources } from './exports.ts';
+import { makeAccountProcess, type ErasureReadModel } from './accounts.ts';
+import { makeErasureLinks } from './erasure-links.ts';
 
 export interface DocsCommandsDeps {
   events: EventStore;
@@ -48,6 +52,18 @@ export interface DocsCommandsDeps {
   resumable?: ResumableSettings;
   /** Webhooks (issue 23): the limit and URL policy, the secrets' sealer, the dispatcher's delivery store; absent: the webhook routes answer 503. */
   webhooks?: Omit<WebhookCommandsDeps, 'ctx'>;
+  /** Personal data sealed per person (issue 24): the e-mail index of account claims, names sealed in them, keys destroyed by erasures. */
+  personalData?: PersonalData;
+  /**
+   * What the accounts process manager (erasures, exports) reads and removes beyond the command
+   * side's own stores: the read models, the user's stored answers and delivery state. Absent: the
+   * process manager is not run here (requests are still recorded).
+   */
+  accounts?: {
+    readModel: ErasureReadModel;
+    exportSources: ExportSources;
+    idempotency: { removeScope(prefix: string): Promise<number> };
+  };
 }
 
 /**
@@ -63,7 +79,10 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   const links = makeContentLinks({ signer, publicBaseUrl: deps.publicBaseUrl, downloadUrlTtlSeconds: deps.downloadUrlTtlSeconds, clock: ctx.clock });
   const categories = makeCategories({ ctx, claims });
 
-  const { register, login, issueToken } = makeUserCommands({ ctx, claims, tokens, passwordCost: deps.passwordCost });
+  // Absent (unit tests): keys in this process's memory under a random KEK.
+  const personalData = deps.personalData ?? makePersonalData({ store: makeMemoryKeyStore(), kek: parseKek(generateKekText()) });
+  const users = makeUserCommands({ ctx, claims, tokens, personalData, passwordCost: deps.passwordCost });
+  const { register, login, issueToken, requestErasure, erasureStatus } = users;
   const uploads = makeUploadCommands({ ctx, blobs, logger, quota, ledger, categories, onStored });
   const { reserveStorage, uploadSink, upload } = uploads;
   const resumable = makeResumableUploads({
@@ -76,10 +95,20 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
   const { purchase, purchases, purchaseUrl } = makeSalesCommands({ ctx, links, purchasesOf: deps.purchasesOf });
   const { extractionStatus, recordExtraction } = makeExtractionCommands({ ctx });
   const webhooks = deps.webhooks === undefined ? undefined : makeWebhookCommands({ ctx, ...deps.webhooks });
+  const exports = makeExports({
+    ctx, blobs, signer, publicBaseUrl: deps.publicBaseUrl, logger, ...(deps.accounts ? { sources: deps.accounts.exportSources } : {}),
+  });
+  const accounts = deps.accounts === undefined ? undefined : makeAccountProcess({
+    ctx, users, removeFile: remove, readModel: deps.accounts.readModel, personalData,
+    idempotency: deps.accounts.idempotency, exports, logger,
+    ...(webhooks ? { webhooks, webhookStore: deps.webhooks!.store } : {}),
+  });
 
   return {
     register, login, issueToken, reserveStorage, uploadSink, upload, remove, authorizeDownload, openContent, comment, update, purchase, purchaseUrl, purchases, view, peek,
     extractionStatus, recordExtraction, ledger, webhooks, ...resumable,
+    requestErasure, erasureStatus, exports, accounts,
+    erasureLinks: makeErasureLinks({ signer, publicBaseUrl: deps.publicBaseUrl, clock: ctx.clock }),
   };
 };
 

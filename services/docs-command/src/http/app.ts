@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import {
-  DocshareError, M, positiveId,
+  DocshareError, ERASED_USER_HEADER, M, positiveId,
 } from '@docshare/contracts';
 import { RangeNotSatisfiable, type ByteRange } from '@docshare/blob-store';
 import {
@@ -13,7 +13,7 @@ import { CONTENT_CACHE_CONTROL } from '../commands/content.ts';
 import { readUploadForm } from './upload-form.ts';
 import { declaredLength, drainSmallBody } from './request-body.ts';
 import {
-  parseChanges, parseComment, parseFileId, parseLogin, parsePartNumber, parseParts, parseRegistration, parseStartUpload, parseUploadMetadata,
+  parseChanges, parseComment, parseErasure, parseFileId, parseLogin, parsePartNumber, parseParts, parseRegistration, parseStartUpload, parseUploadMetadata,
 } from './validation.ts';
 import type { UploadView } from '../commands/resumable.ts';
 import {
@@ -264,6 +264,55 @@ export const makeDocsCommandApp = (options: DocsCommandAppOptions): Express => {
     const buyerId = actorOf(req);
     const page = pageOf(req.query);
     res.json({ status: 'success', ...(await commands.purchases(buyerId, page)) });
+  });
+
+  // Leaving (issue 24, docs/api-decisions.md "Leaving: erasure and export"). The erasure's answer
+  // names the user to the gateway (ERASED_USER_HEADER), which refuses their tokens from then on and
+  // forgets their consistency token and rate-limit keys; the header never leaves the gateway.
+  app.post('/api/V1/users/api-erase', jsonBody(), async (req, res) => {
+    const userId = actorOf(req);
+    const password = parseErasure(bodyOf(req));
+    const { erasureId, recorded } = await commands.requestErasure(userId, password, metaOf(req));
+    res.set(consistencyHeaders(recorded)).set(ERASED_USER_HEADER, String(userId)).status(202).json({
+      status: 'success', message: M.erasureAccepted, erasure_id: erasureId, status_url: commands.erasureLinks.statusUrl(userId, erasureId),
+    });
+  });
+  // No token (the erased user has none that works): the link's signature says whose erasure it is.
+  app.get('/api/V1/users/api-erase/status/:erasureId', async (req, res) => {
+    const { erasureId } = req.params;
+    const userId = commands.erasureLinks.verify(erasureId, req.query);
+    if (userId === null) return sendError(res, 403, M.badErasureLink);
+    const status = await commands.erasureStatus(userId, erasureId);
+    if (!status) return sendError(res, 404, M.erasureNotFound);
+    res.json({
+      status: 'success', erasure_id: erasureId, state: status.state, files_deleted: status.filesDeleted, comments_redacted: status.commentsRedacted,
+    });
+  });
+  app.post('/api/V1/users/api-export', jsonBody(), async (req, res) => {
+    const { exportId, recorded } = await commands.exports.request(actorOf(req), metaOf(req));
+    send(res, { status: 202, body: { status: 'success', message: M.exportAccepted, export_id: exportId }, recorded });
+  });
+  app.get('/api/V1/users/api-export', async (req, res) => {
+    const userId = actorOf(req);
+    const exportId = req.query.export_id;
+    if (typeof exportId !== 'string' || exportId.trim() === '') return sendError(res, 400, M.exportIdRequired);
+    const status = /^[0-9a-f-]{36}$/.test(exportId) ? await commands.exports.status(userId, exportId) : null;
+    if (!status) return sendError(res, 404, M.exportNotFound);
+    res.json({ status: 'success', export: status });
+  });
+  app.get('/api/V1/users/api-export/:exportId/content', async (req, res) => {
+    const blob = await commands.exports.open(req.params.exportId, req.query);
+    if (blob === null) return sendError(res, 403, M.badExportLink);
+    res.status(200).set({
+      'Content-Type': 'application/zip', 'Content-Length': String(blob.size), 'Cache-Control': 'private, no-store',
+      'Content-Disposition': `attachment; filename="docshare-export-${req.params.exportId}.zip"`,
+    });
+    blob.body.on('error', (err) => {
+      logger.warn({ err }, 'export stream failed');
+      res.destroy(err);
+    });
+    res.on('close', () => blob.body.destroy());
+    blob.body.pipe(res);
   });
 
   // Webhooks (issue 23, docs/api-decisions.md "Webhooks"): a user's endpoints; deliveries are the dispatcher's.

@@ -188,3 +188,10 @@ export const parsePartNumber = (value: string | undefined): number | null => {
   const n = /^[1-9]\d{0,4}$/.test(value ?? '') ? Number(value) : NaN;
   return n <= 10_000 ? n : null;
 };
+
+/** `POST api-erase`: the account's password, asked again before anything is erased. */
+export const parseErasure = (body: Record<string, unknown>): string => {
+  const { password } = body;
+  if (typeof password !== 'string' || password === '') throw invalid(M.passwordRequired);
+  return password;
+};
