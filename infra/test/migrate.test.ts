@@ -5,7 +5,8 @@
 // nothing. Also: a failure mid-way leaves the old log as it was; --keep-backup keeps it.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -17,6 +18,10 @@ import { generateKekText, makePersonalData, openFileKeyStore, parseKek } from '@
 import { DATA_DIR_LAYOUT, migrateDataDir, sealDataDir } from '../migrate/embedded.ts';
 import { backupOf } from '../migrate/rewrite-log.ts';
 import { ACCOUNT_NAME_AAD } from '../migrate/sealer.ts';
+import { nextGeneration } from '../migrate/distributed.ts';
+
+const run = promisify(execFile);
+const CLI = join(import.meta.dirname, '..', 'migrate.ts');
 
 const ROOT = '/tmp/migrate';
 const PASSWORD = 'correct horse battery';
@@ -236,5 +241,33 @@ describe('npm run migrate -- encrypt-personal-data (embedded)', () => {
       holder.kill();
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('runs from the command line: --data-dir, the KEK from DATA_KEK, a report of what it did', async () => {
+    const dir = await freshDir();
+    try {
+      const written = await writeV020DataDir(dir);
+      const kekText = generateKekText();
+      const env = { ...process.env, DATA_KEK: kekText, MONGO_URL: '' };
+      const first = await run(process.execPath, [CLI, 'encrypt-personal-data', '--data-dir', dir], { env });
+      assert.match(first.stdout, /events\.log: 4 of 7 records rewritten/);
+      assert.match(first.stdout, /claims\.log: 2 of 2 records rewritten/);
+      assert.deepEqual(await filesHolding(dir, written.marker), []);
+      await assert.rejects(readFile(join(dir, DATA_DIR_LAYOUT.kek)), /ENOENT/, 'DATA_KEK given: none generated');
+      const second = await run(process.execPath, [CLI, 'encrypt-personal-data', '--data-dir', dir], { env });
+      assert.match(second.stdout, /events\.log: 7 records, already sealed, unchanged/);
+      await assert.rejects(run(process.execPath, [CLI, 'encrypt-everything'], { env }), (error: { code?: number; stderr?: string }) =>
+        error.code === 2 && /usage: npm run migrate/.test(error.stderr ?? ''));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the Kafka topic generation a distributed migration copies into', () => {
+  it('is the next free .g<N> of the topic without its generation', () => {
+    assert.equal(nextGeneration('docshare.events', ['docshare.events', 'docshare.events.dlq']), 'docshare.events.g1');
+    assert.equal(nextGeneration('docshare.events', ['docshare.events', 'docshare.events.g1', 'docshare.events.g3']), 'docshare.events.g4');
+    assert.equal(nextGeneration('docshare.events.g4', ['docshare.events.g4', 'other.g9']), 'docshare.events.g5');
   });
 });
