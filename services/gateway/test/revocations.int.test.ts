@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import { makeLogger } from '@docshare/http';
 import { makeRedisRevokedUsers } from '../src/revocations.ts';
 
@@ -16,7 +16,7 @@ if (redisUrl === undefined || redisUrl === '') {
 
 const logger = makeLogger('revocations-int-test', 'silent');
 const clients: Redis[] = [];
-const connect = (url: string, options: ConstructorParameters<typeof Redis>[1] = {}): Redis => {
+const connect = (url: string, options: RedisOptions = {}): Redis => {
   const client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 500, ...options });
   client.on('error', () => {});
   clients.push(client);
