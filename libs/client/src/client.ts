@@ -16,6 +16,7 @@ import type {
   AbortUploadResponse, CompletedPart, CompleteUploadResponse, CreateUploadRequest, CreateUploadResponse, UploadSession, UploadSessionResponse,
 } from './resumable-types.ts';
 import { webhooksApi } from './webhooks.ts';
+import { accountApi } from './account.ts';
 import { defaultUploadStateDir, readUploadState, removeUploadState, uploadStatePath, writeUploadState, type UploadIdentity } from './upload-state.ts';
 import type {
   CategoriesResponse, CommentResponse, CommentsQuery, CommentsResponse, DailyStatsResponse, DeleteResponse, DownloadAuthorization,
@@ -649,6 +650,14 @@ export function createClient(options: ClientOptions) {
      * checks a delivery on the receiving side.
      */
     webhooks: webhooksApi(call),
+
+    /**
+     * Leaving: `export()` your account (a ZIP, `exportStatus` until ready, `downloadExport`), or
+     * `erase({password})` it for good (`erasureStatus` follows it).
+     */
+    account: accountApi(call, async (url, o) => await downloadContent(url, {
+      ...o, ...(options.fetch ? { fetch: options.fetch } : {}), headers: { 'User-Agent': userAgent },
+    })),
 
     /** Sends any request through the client (token, retries, errors); resolves with the 2xx answer. */
     send,

@@ -18,6 +18,8 @@ export { contentTypeFor, multipartBody, openFile } from './multipart.ts';
 export type { FileSource, MultipartBody, OpenedFile } from './multipart.ts';
 export type * from './types.ts';
 export { webhooksApi } from './webhooks.ts';
+export { accountApi } from './account.ts';
+export type * from './account.ts';
 export type * from './webhooks.ts';
 export { WEBHOOK_EVENT_TYPES } from './webhook-payloads.ts';
 export type * from './webhook-payloads.ts';

@@ -685,6 +685,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/V1/users/api-erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase your account: every file deleted, your personal data made unreadable
+         * @description Erases your account, for good. It stops working at once: its tokens answer 401 `Invalid JWT token`, login `Invalid email or password`. Then, in the background, every file of yours is deleted (bytes, lists, search), your webhooks, stored answers and sessions are removed, and the key your personal data is encrypted under is destroyed, so your name, e-mail, titles, descriptions, comments and documents' text can no longer be read anywhere (backups and the event log included). Comments you wrote stay counted for the files' owners and read `[deleted]`; your purchases stay counted as sales. `status_url` says when it is done (no token needed). Asked again while pending or done: the same `erasure_id`.
+         */
+        post: operations["eraseAccount"];
+        delete?: never;
+        /**
+         * CORS preflight
+         * @description A browser's preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.
+         */
+        options: operations["eraseAccountPreflight"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/V1/users/api-erase/status/{erasureId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An erasure's state behind its signed status link
+         * @description The state behind an erasure's `status_url`: needs no token, the signature is the credential (valid 7 days). `pending` while files are being deleted; `done` once the key is destroyed, with what was done. **Not counted by the rate limit** while the link is genuine (no RateLimit headers); a forged one is, and 403.
+         */
+        get: operations["erasureStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /**
+         * CORS preflight
+         * @description A browser's preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.
+         */
+        options: operations["erasureStatusPreflight"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/V1/users/api-export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An export's state; once ready, its signed download_url
+         * @description An export of yours: `pending` while it is built; `ready` with a signed `download_url` (no token needed), the ZIP's SHA-256 and size, and when it is removed. Another user's, an expired or an unknown export is not found.
+         */
+        get: operations["exportStatus"];
+        put?: never;
+        /**
+         * Start an export of your account: a ZIP of your data and files
+         * @description Starts an export of your account: a ZIP with `account.json`, `files.json`, `comments_written.json`, `purchases.json`, `stats.json` (and `daily.json` where there are daily statistics), every file's bytes under `originals/`, and `manifest.json` with each original's SHA-256. It is built in the background and kept 7 days; `api-export?export_id=` says when it is ready. No request body.
+         */
+        post: operations["exportAccount"];
+        delete?: never;
+        /**
+         * CORS preflight
+         * @description A browser's preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.
+         */
+        options: operations["exportAccountPreflight"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/V1/users/api-export/{exportId}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An export's ZIP behind its signed link
+         * @description The ZIP behind an export's `download_url`: needs no token, the signature is the credential (valid until the export expires), `Content-Disposition: attachment; filename="docshare-export-<exportId>.zip"`. **Not counted by the rate limit** while the link is genuine (no RateLimit headers); a forged one is, and 403.
+         */
+        get: operations["exportContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /**
+         * CORS preflight
+         * @description A browser's preflight (`Origin` and `Access-Control-Request-Method`), answered when `CORS_ORIGINS` is set, before the token and the rate limit. The Access-Control-Allow-* headers are present when `Origin` is one of `CORS_ORIGINS`. Any other OPTIONS request (or CORS off) is 405.
+         */
+        options: operations["exportContentPreflight"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/docs/{fileId}": {
         parameters: {
             query?: never;
@@ -1218,6 +1318,66 @@ export interface components {
             /** @constant */
             status: "success";
             message: string;
+        };
+        EraseAccountRequest: {
+            /** @description Your password: erasing cannot be undone, so it is asked again. */
+            password: string;
+        };
+        ErasureAccepted: {
+            /** @constant */
+            status: "success";
+            message: string;
+            /** Format: uuid */
+            erasure_id: string;
+            /**
+             * Format: uri
+             * @description A signed link to the erasure's state: needs no token (yours stop working at once), valid 7 days.
+             */
+            status_url: string;
+        };
+        ErasureStatus: {
+            /** @constant */
+            status: "success";
+            /** Format: uuid */
+            erasure_id: string;
+            /** @enum {string} */
+            state: "pending" | "done";
+            /** @description Files of the account deleted (0 while pending). */
+            files_deleted: number;
+            /** @description Comments the account wrote, kept for the files' owners and counted, their text now `[deleted]` (0 while pending). */
+            comments_redacted: number;
+        };
+        ExportAccepted: {
+            /** @constant */
+            status: "success";
+            message: string;
+            /** Format: uuid */
+            export_id: string;
+        };
+        ExportStatus: {
+            /** @constant */
+            status: "success";
+            export: {
+                /** @constant */
+                state: "pending";
+            } | {
+                /** @constant */
+                state: "ready";
+                /**
+                 * Format: uri
+                 * @description A signed link to the ZIP: needs no token, valid until `expires_at`.
+                 */
+                download_url: string;
+                /** @description SHA-256 of the ZIP (hex). */
+                sha256: string;
+                /** @description Size of the ZIP. */
+                bytes: number;
+                /**
+                 * Format: date-time
+                 * @description When the export is removed (7 days after it was made).
+                 */
+                expires_at: string;
+            };
         };
         FileIdRequest: {
             /** @description A positive integer, as a number or a string of digits. */
@@ -1997,6 +2157,16 @@ export interface components {
          */
         fileIdPath: string;
         /**
+         * @description The `erasure_id` of the erasure, part of its `status_url`.
+         * @example 9c4d2e7a-1b3f-4a6c-8d5e-2f7b9a1c3e50
+         */
+        erasureIdPath: string;
+        /**
+         * @description The `export_id` of the export, part of its `download_url`.
+         * @example d1e8a3b5-7c2f-4e9a-b6d4-3a5c7e9f1b28
+         */
+        exportIdPath: string;
+        /**
          * @description The webhook's `id`, as registering it answered.
          * @example 1
          */
@@ -2132,6 +2302,11 @@ export interface components {
          * @example Sun, 23 Nov 2025 14:06:27 GMT
          */
         LastModified: string;
+        /**
+         * @description An attachment named after the export.
+         * @example attachment; filename="docshare-export-d1e8a3b5-7c2f-4e9a-b6d4-3a5c7e9f1b28.zip"
+         */
+        ExportContentDisposition: string;
         /**
          * @description `attachment` (or `inline` with `disposition=inline` for PDF, images and plain text) with the original file name.
          * @example attachment; filename="README.md"
@@ -8349,6 +8524,742 @@ export interface operations {
                  * @example 1
                  */
                 webhookId: components["parameters"]["webhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Preflight answered (no body) */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
+                    "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
+                    "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["MethodNotAllowed"];
+        };
+    };
+    eraseAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EraseAccountRequest"];
+            };
+        };
+        responses: {
+            /** @description Account erasure started */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureAccepted"];
+                };
+            };
+            /** @description The request is invalid */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description Too large */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    eraseAccountPreflight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @example https://app.example.com */
+                Origin?: string;
+                /** @example POST */
+                "Access-Control-Request-Method"?: string;
+                /** @example x-authorization, content-type, idempotency-key */
+                "Access-Control-Request-Headers"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Preflight answered (no body) */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
+                    "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
+                    "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["MethodNotAllowed"];
+        };
+    };
+    erasureStatus: {
+        parameters: {
+            query: {
+                /** @description The user the link was signed for: copy it from the `status_url`. */
+                user: string;
+                /** @description Unix time the link expires: copy it from the `status_url`. */
+                expires: number;
+                /** @description HMAC-SHA256 of the path, the user and the expiry (hex): copy it from the `status_url`. */
+                signature: string;
+            };
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /**
+                 * @description The `erasure_id` of the erasure, part of its `status_url`.
+                 * @example 9c4d2e7a-1b3f-4a6c-8d5e-2f7b9a1c3e50
+                 */
+                erasureId: components["parameters"]["erasureIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The erasure's state */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureStatus"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    erasureStatusPreflight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @example https://app.example.com */
+                Origin?: string;
+                /** @example POST */
+                "Access-Control-Request-Method"?: string;
+                /** @example x-authorization, content-type, idempotency-key */
+                "Access-Control-Request-Headers"?: string;
+            };
+            path: {
+                /**
+                 * @description The `erasure_id` of the erasure, part of its `status_url`.
+                 * @example 9c4d2e7a-1b3f-4a6c-8d5e-2f7b9a1c3e50
+                 */
+                erasureId: components["parameters"]["erasureIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Preflight answered (no body) */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
+                    "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
+                    "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["MethodNotAllowed"];
+        };
+    };
+    exportStatus: {
+        parameters: {
+            query: {
+                /** @description The `export_id` answered when the export started. */
+                export_id: string;
+            };
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export's state */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportStatus"];
+                };
+            };
+            /** @description The request is invalid */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Export started */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportAccepted"];
+                };
+            };
+            /** @description No valid token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportAccountPreflight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @example https://app.example.com */
+                Origin?: string;
+                /** @example POST */
+                "Access-Control-Request-Method"?: string;
+                /** @example x-authorization, content-type, idempotency-key */
+                "Access-Control-Request-Headers"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Preflight answered (no body) */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
+                    "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
+                    "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["MethodNotAllowed"];
+        };
+    };
+    exportContent: {
+        parameters: {
+            query: {
+                /** @description The user the link was signed for: copy it from the `download_url`. */
+                user: string;
+                /** @description Unix time the link expires: copy it from the `download_url`. */
+                expires: number;
+                /** @description HMAC-SHA256 of the path, the user and the expiry (hex): copy it from the `download_url`. */
+                signature: string;
+            };
+            header?: {
+                /**
+                 * @description Your own id for the request (1–128 visible ASCII characters), echoed in the answer; another value is replaced by a new UUID.
+                 * @example checkout-7f3a91
+                 */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /**
+                 * @description The `export_id` of the export, part of its `download_url`.
+                 * @example d1e8a3b5-7c2f-4e9a-b6d4-3a5c7e9f1b28
+                 */
+                exportId: components["parameters"]["exportIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ZIP */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Content-Disposition": components["headers"]["ExportContentDisposition"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": string;
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description The service failed; the write may or may not have been recorded */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service or store is unavailable: nothing was done, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportContentPreflight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @example https://app.example.com */
+                Origin?: string;
+                /** @example POST */
+                "Access-Control-Request-Method"?: string;
+                /** @example x-authorization, content-type, idempotency-key */
+                "Access-Control-Request-Headers"?: string;
+            };
+            path: {
+                /**
+                 * @description The `export_id` of the export, part of its `download_url`.
+                 * @example d1e8a3b5-7c2f-4e9a-b6d4-3a5c7e9f1b28
+                 */
+                exportId: components["parameters"]["exportIdPath"];
             };
             cookie?: never;
         };
