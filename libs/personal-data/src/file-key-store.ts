@@ -147,10 +147,14 @@ export async function openFileKeyStore(dir: string): Promise<DataKeyStore> {
       assertOpen();
       log.assertWritable();
       if (typeof id !== 'string' || typeof at !== 'string') throw new TypeError('destroy needs a string id and time');
-      // A create or rewrap in flight lands first, so the compaction below removes its bytes too.
-      const current = await settled(id);
-      if (current?.state !== 'destroyed') {
-        const previous = keys.get(id);
+      // A create, rewrap or destroy in flight lands first (so the compaction below removes its bytes
+      // too); then, in the same step as the last look, a destroy that came meanwhile keeps its (first) time.
+      let previous = keys.get(id);
+      while (previous?.durable !== undefined) {
+        await previous.durable.catch(() => {});
+        previous = keys.get(id);
+      }
+      if (previous?.key.state !== 'destroyed') {
         const entry: Entry = { key: { state: 'destroyed', destroyedAt: at } };
         keys.set(id, entry);
         if (previous === undefined) sorted = null;

@@ -49,6 +49,22 @@ describe('file data key store', () => {
     await store.close();
   });
 
+  it('a destroy racing a create or a rewrap of the key leaves none of its wrappings on disk', async () => {
+    const dir = freshDir();
+    const store = await openFileKeyStore(dir);
+    const created = fakeWrapped();
+    await Promise.all([store.create('user-1', created), store.destroy('user-1', '2026-01-01T00:00:00.000Z')]);
+    const first = fakeWrapped();
+    const next = fakeWrapped('k2');
+    await store.create('user-2', first);
+    const [rewrapped] = await Promise.all([store.rewrap('user-2', first, next), store.destroy('user-2', '2026-01-01T00:00:00.000Z')]);
+    assert.equal(rewrapped, true);
+    assert.deepEqual([...(await store.get(['user-1', 'user-2'])).values()].map((key) => key.state), ['destroyed', 'destroyed']);
+    const text = await everyFileText(dir);
+    for (const ct of [created.ct, first.ct, next.ct]) assert.equal(text.includes(ct), false, ct);
+    await store.close();
+  });
+
   it('keeps everything across a reopen: live keys, rewraps, tombstones', async () => {
     const dir = freshDir();
     const first = await openFileKeyStore(dir);
