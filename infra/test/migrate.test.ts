@@ -10,14 +10,14 @@ import { promisify } from 'node:util';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { hashPassword, verifyPassword } from '@docshare/auth';
+import { verifyPassword } from '@docshare/auth';
 import { openFileClaimStore } from '@docshare/claim-store';
-import { EVENT_SOURCE, streamIds, type CloudEvent, type StoredEvent } from '@docshare/contracts';
 import { openFileEventLog } from '@docshare/event-store';
 import { generateKekText, makePersonalData, openFileKeyStore, parseKek } from '@docshare/personal-data';
 import { DATA_DIR_LAYOUT, migrateDataDir, sealDataDir } from '../migrate/embedded.ts';
 import { backupOf } from '../migrate/rewrite-log.ts';
 import { ACCOUNT_NAME_AAD } from '../migrate/sealer.ts';
+import { writeV020Data, type V020Data } from '../migrate/v020-fixture.ts';
 import { nextGeneration } from '../migrate/distributed.ts';
 
 const run = promisify(execFile);
@@ -32,53 +32,16 @@ const freshDir = async (): Promise<string> => {
   return dir;
 };
 
-let eventNumber = 0;
-const event = (type: string, subject: string, streamversion: number, data: unknown): CloudEvent => ({
-  specversion: '1.0', id: `00000000-0000-4000-8000-${String(++eventNumber).padStart(12, '0')}`, source: EVENT_SOURCE, type,
-  time: '2026-01-02T03:04:05.000Z', subject, datacontenttype: 'application/json', data,
-  correlationid: 'req-1', causationid: 'req-1', streamversion,
-});
-
-interface Written { marker: string; email: string; userId: number; events: StoredEvent<CloudEvent>[] }
-
-/** A DATA_DIR as v0.2.0 wrote it: plain events (with an id reservation and an unversioned event) and a plain account claim. */
-const writeV020DataDir = async (dir: string): Promise<Written> => {
-  const marker = `zqmarker${randomBytes(5).toString('hex')}`;
-  const email = `${marker}@example.com`;
+/** A DATA_DIR as v0.2.0 wrote it (migrate/v020-fixture.ts): plain events through the raw file event store, plain account claims. */
+const writeV020DataDir = async (dir: string): Promise<V020Data> => {
   const log = await openFileEventLog(join(dir, DATA_DIR_LAYOUT.events));
-  const userId = await log.nextId('user');
-  const other = await log.nextId('user');
-  const fileId = await log.nextId('file');
-  const user = streamIds.user(userId);
-  const file = streamIds.file(fileId);
-  await log.append(user, 0, [event('docs.user.registered.v1', user, 1, { userId, name: `Ann ${marker}`, email, registeredAt: '2026-01-02T03:04:05.000Z' })]);
-  await log.append(streamIds.user(other), 0, [event('docs.user.registered.v1', streamIds.user(other), 1, {
-    userId: other, name: 'Bob', email: 'bob@example.com', registeredAt: '2026-01-02T03:04:05.000Z',
-  })]);
-  await log.append(file, 0, [
-    event('docs.file.uploaded.v1', file, 1, {
-      fileId, ownerId: userId, ownerName: `Ann ${marker}`, title: `Title ${marker}`, description: `About ${marker}`, tags: [marker, 'x'],
-      categoryId: 1, categoryName: 'Science', license: 'cc-by', videoUrl: `https://v.example/${marker}`, originalFileName: `${marker}.pdf`,
-      contentType: 'application/pdf', size: 1234, blobKey: 'blobs/1', uploadedAt: '2026-01-02T03:04:05.000Z',
-    }),
-    event('docs.file.updated.v1', file, 2, { fileId, ownerId: userId, changes: { title: `New ${marker}`, price: 5 }, updatedAt: '2026-01-02T03:04:05.000Z' }),
-  ]);
-  await log.appendUnversioned([event('docs.file.viewed.v2', file, 0, { fileId, ownerId: userId, viewer: `u:${other}`, viewedAt: '2026-01-02T03:04:05.000Z' })]);
-  await log.append(file, 2, [
-    event('docs.comment.posted.v1', file, 3, {
-      commentId: 1, fileId, fileOwnerId: userId, fileTitle: `New ${marker}`, authorId: other, comment: `Bob on ${marker}`, postedAt: '2026-01-02T03:04:05.000Z',
-    }),
-    event('docs.file.content-extracted.v1', file, 4, {
-      fileId, ownerId: userId, blobKey: 'blobs/1', format: 'pdf', extractor: 'pdfjs-dist@1', text: `The text ${marker} inside`, chars: 20, extractedAt: '2026-01-02T03:04:05.000Z',
-    }),
-  ]);
-  const events = await log.readAll(0, 1_000);
-  await log.close();
   const claims = await openFileClaimStore(join(dir, DATA_DIR_LAYOUT.claims));
-  await claims.claim('account', email, { userId, name: `Ann ${marker}`, passwordHash: await hashPassword(PASSWORD, 4) });
-  await claims.claim('account', 'bob@example.com', { userId: other, name: 'Bob', passwordHash: await hashPassword(PASSWORD, 4) });
-  await claims.close();
-  return { marker, email, userId, events: events.map((record) => ({ position: record.position, event: structuredClone(record.event) })) };
+  try {
+    return await writeV020Data(log, claims, PASSWORD);
+  } finally {
+    await log.close();
+    await claims.close();
+  }
 };
 
 const filesUnder = async (dir: string): Promise<string[]> => {
