@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
-import { appendFile, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { appendFile, writeFile, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { dataKeyStoreContract, fakeWrapped } from '../src/contract.ts';
 import { openFileKeyStore } from '../src/file-key-store.ts';
 import { makeMemoryKeyStore } from '../src/memory-key-store.ts';
@@ -150,6 +152,45 @@ describe('file data key store', () => {
     assert.deepEqual((await store.get(['user-1'])).get('user-1'), { state: 'live', wrapped: { kid: wrapped.kid, iv: wrapped.iv, ct: wrapped.ct, tag: wrapped.tag } });
     await store.close();
     assert.equal((await readFile(logOf(dir), 'utf8')).includes('secret-extra-field'), false);
+  });
+
+  it('undoes a create whose write fails, cutting the file back; a create waiting on it takes the id', async () => {
+    // A real write failure, no test hooks: a child process whose file-size limit (ulimit -f, in
+    // 512-byte blocks) lets small lines through and fails a big one part-way with EFBIG.
+    const dir = freshDir();
+    const script = join(root, `write-failure-${dirs}.ts`);
+    const adapter = fileURLToPath(new URL('../src/file-key-store.ts', import.meta.url));
+    await writeFile(
+      script,
+      `import { openFileKeyStore } from ${JSON.stringify(adapter)};
+      const store = await openFileKeyStore(${JSON.stringify(dir)});
+      const w = (ct) => ({ kid: 'k1', iv: 'iv', ct, tag: 'tag' });
+      await store.create('user-0', w('before'));
+      const [big, waiter, read] = await Promise.allSettled([
+        store.create('user-1', w('x'.repeat(10_000))),
+        store.create('user-1', w('small')),
+        store.get(['user-1']),
+      ]);
+      const after = await store.create('user-2', w('after'));
+      await store.close();
+      process.stdout.write(JSON.stringify({ big: big.status === 'rejected' ? String(big.reason) : big.value, waiter, read: read.status === 'fulfilled' ? [...read.value] : read, after }));
+      `,
+    );
+    const child = spawnSync('bash', ['-c', 'ulimit -f 8 && exec "$0" "$1"', process.execPath, script], { encoding: 'utf8' });
+    assert.equal(child.status, 0, child.stderr);
+    const out = JSON.parse(child.stdout) as Record<string, unknown>;
+    const live = (ct: string): unknown => ({ state: 'live', wrapped: { kid: 'k1', iv: 'iv', ct, tag: 'tag' } });
+    assert.match(String(out['big']), /EFBIG/);
+    assert.deepEqual(out['waiter'], { status: 'fulfilled', value: live('small') });
+    // A read waiting on the failed write sees the id free (the undo) or the waiter's key: never the failed one.
+    assert.ok(JSON.stringify(out['read']) === '[]' || JSON.stringify(out['read']) === JSON.stringify([['user-1', live('small')]]), JSON.stringify(out['read']));
+    assert.deepEqual(out['after'], live('after'));
+
+    const reopened = await openFileKeyStore(dir);
+    assert.deepEqual((await reopened.list(null, 10)).map(({ id, key }) => [id, key]), [
+      ['user-0', live('before')], ['user-1', live('small')], ['user-2', live('after')],
+    ]);
+    await reopened.close();
   });
 
   it('finishes writes in flight on close, then refuses', async () => {
