@@ -18,6 +18,7 @@ import { formatBytes, progressBar } from './progress.ts';
 import { readPassword } from './prompt.ts';
 import { shown, terminalSafeJson, visible } from './terminal.ts';
 import { WEBHOOK_COMMANDS, WEBHOOKS, webhooksHelp } from './webhooks.ts';
+import { ACCOUNT, ACCOUNT_COMMANDS, accountHelp } from './account.ts';
 
 export type { Io } from './command.ts';
 
@@ -578,6 +579,7 @@ are exact up to 1,024 a day, estimated above (0.81 % standard error); the totals
     },
   },
   ...WEBHOOK_COMMANDS,
+  ...ACCOUNT_COMMANDS,
 ];
 
 const BY_NAME = new Map(COMMANDS.map((c) => [c.name, c]));
@@ -601,11 +603,14 @@ function findCommand(argv: string[]): { name: string | undefined; rest: string[]
   return { name: undefined, rest: argv };
 }
 
-/** `webhooks <sub>` as one command name (`webhooks add`); `webhooks` alone when no subcommand follows. */
+/** The command groups (`docshare <group> <sub>`), each with its help. */
+const GROUPS = new Map<string, () => string>([[WEBHOOKS, webhooksHelp], [ACCOUNT, accountHelp]]);
+
+/** `webhooks <sub>` as one command name (`webhooks add`, `account erase`); the group alone when no subcommand follows. */
 function withSubcommand(found: { name: string | undefined; rest: string[] }): { name: string | undefined; rest: string[] } {
-  if (found.name !== WEBHOOKS) return found;
+  if (found.name === undefined || !GROUPS.has(found.name)) return found;
   const sub = findCommand(found.rest);
-  return sub.name === undefined ? found : { name: `${WEBHOOKS} ${sub.name}`, rest: sub.rest };
+  return sub.name === undefined ? found : { name: `${found.name} ${sub.name}`, rest: sub.rest };
 }
 
 /** Runs one command line; resolves with the exit code. */
@@ -649,8 +654,9 @@ export async function run(argv: string[], io: Io): Promise<number> {
       return EXIT.ok;
     }
     const topic = name === 'help' ? withSubcommand(findCommand(rest)).name : undefined;
-    if (topic === WEBHOOKS) {
-      writeOut(webhooksHelp());
+    const groupHelp = topic === undefined ? undefined : GROUPS.get(topic);
+    if (groupHelp !== undefined) {
+      writeOut(groupHelp());
       return EXIT.ok;
     }
     if (topic !== undefined) {
@@ -668,9 +674,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
     return EXIT.usage;
   }
 
-  if (name === WEBHOOKS) {
+  const groupHelp = GROUPS.get(name);
+  if (groupHelp !== undefined) {
     const asked = argv.includes('--help') || argv.includes('-h');
-    (asked ? writeOut : writeErr)(webhooksHelp());
+    (asked ? writeOut : writeErr)(groupHelp());
     return asked ? EXIT.ok : EXIT.usage;
   }
 

@@ -3,6 +3,7 @@
 // the client's `call` (token, retries, DocshareApiError), the ZIP through downloadContent (a file
 // through `<file>.part`, resumed with Range, or a stream), as the file downloads do.
 import { Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ContentResult, Progress } from './download.ts';
 import type { JsonRequest, SuccessBody } from './types.ts';
 
@@ -17,6 +18,8 @@ export type ExportAccountResponse = SuccessBody<'exportAccount'>;
 export type ExportStatusResponse = SuccessBody<'exportStatus'>;
 /** `{state: 'pending'}`, or `{state: 'ready', download_url, sha256, bytes, expires_at}`. */
 export type AccountExport = ExportStatusResponse['export'];
+/** An export once built. */
+export type ReadyExport = Extract<AccountExport, { state: 'ready' }>;
 
 export interface DownloadExportOptions {
   /**
@@ -64,6 +67,20 @@ export function accountApi(call: AccountCall, content: AccountContent) {
     /** An export's state: pending, or ready with its signed `download_url`, `sha256`, `bytes` and `expires_at`. */
     async exportStatus(exportId: string, opts?: Opts): Promise<ExportStatusResponse> {
       return await call({ method: 'GET', path: `${USERS}/api-export?${new URLSearchParams({ export_id: exportId }).toString()}`, auth: true }, opts);
+    },
+    /**
+     * Asks for the export's state every `intervalMs` (default 1 s) until it is ready; resolves with
+     * it (its `download_url`, `sha256`, `bytes`, `expires_at`). `onPending` is told after each
+     * pending answer; `signal` ends the wait. An unknown or expired export rejects (404).
+     */
+    async waitForExport(exportId: string, opts: { intervalMs?: number; signal?: AbortSignal; onPending?: () => void } = {}): Promise<ReadyExport> {
+      const callOpts: Opts = opts.signal ? { signal: opts.signal } : {};
+      for (;;) {
+        const { export: state } = await this.exportStatus(exportId, callOpts);
+        if (state.state === 'ready') return state;
+        opts.onPending?.();
+        await sleep(opts.intervalMs ?? 1_000, undefined, opts.signal ? { signal: opts.signal } : {});
+      }
     },
     /**
      * Fetches an export's ZIP from its `download_url` (absolute and signed, as the server gave it; no
