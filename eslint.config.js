@@ -107,13 +107,14 @@ export default defineConfig(
     },
   },
   {
-    // One dependency across services, on purpose: api-purchases reads the files read model through
-    // the files projector's queries (it signs each link; docs/architecture.md). The storage quota
-    // is the write side's own (libs/storage-ledger).
+    // Two dependencies across services, on purpose: api-purchases reads the files read model through
+    // the files projector's queries (it signs each link; docs/architecture.md), and an account's
+    // export (issue 24) holds the user's statistics as api-stats answers them (the stats projector's
+    // queries, read-only). The storage quota is the write side's own (libs/storage-ledger).
     files: ['services/docs-command/src/**'],
     rules: {
       'no-restricted-imports': ['error', { patterns: [
-        { group: [...SERVICES, '!@docshare/files-projector'], message: 'a service must not import another service (only services/standalone composes them).' },
+        { group: [...SERVICES, '!@docshare/files-projector', '!@docshare/stats-projector'], message: 'a service must not import another service (only services/standalone composes them).' },
         { group: ['../../*/src/**', '**/services/*/src/**'], message: 'a service imports other packages by name, never by path.' },
       ] }],
     },

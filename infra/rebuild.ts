@@ -22,7 +22,7 @@
  * during it holds them until the switch's deadline (SWITCH_MAX_MS), then they go on with the old
  * generation. Writes are never held; reads that wait for a consistency token wait that long.
  *
- * Env: MONGO_URL, MONGO_COMMAND_DB (docshare), MONGO_READ_DB (docshare_read), ELASTICSEARCH_URL,
+ * Env: MONGO_URL, MONGO_COMMAND_DB (docshare), MONGO_READ_DB (docshare_read), DATA_KEK_FILE, ELASTICSEARCH_URL,
  * ELASTICSEARCH_ALIAS (docshare-files), REBUILD_SWITCH_MAX_MS (30000). A server variable left
  * unset is taken from the servers `npm run stack` started, `DATA_DIR/infra/stack.env` (DATA_DIR:
  * ./data), so beside `npm run stack` the command works as the README types it.
@@ -32,11 +32,14 @@ import { openMongoEventStore } from '@docshare/event-store/mongo';
 import { intVar } from '@docshare/http';
 import { beginSwitch, finishSwitch, loadProjectorModules, type DocumentProjector, type ProjectorModule, type SearchProjector } from '@docshare/projection';
 import { connectMongo } from '@docshare/runtime/distributed';
-import { concern, loadConfigOrExit, mongo, search } from '@docshare/runtime/config';
+import { concern, loadConfigOrExit, mongo, personalData, search } from '@docshare/runtime/config';
+import { makePersonalData, parseKek, sealingEventStore } from '@docshare/personal-data';
+import { openMongoKeyStore } from '@docshare/personal-data/mongo';
 import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
 import { PROJECTOR_SERVICES } from '@docshare/contracts/services';
 import { resolve, join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { parseEnvFile } from './stack/services.ts';
 import { replay } from './rebuild-replay.ts';
 
@@ -51,9 +54,16 @@ const stackEnv = await parseEnvFile(join(resolve(process.env['DATA_DIR'] ?? './d
 const which = process.argv[2] ?? '';
 // The services' own configuration concerns (libs/runtime/src/config): MONGO_* and, to rebuild
 // search, ELASTICSEARCH_*; REBUILD_SWITCH_MAX_MS is the tool's own.
-const environment = { ...stackEnv, ...process.env };
+// The KEK `npm run stack` keeps in DATA_DIR when none is given (as it does the JWT secret).
+const stackKek = join(resolve(process.env['DATA_DIR'] ?? './data'), 'secrets', 'data-kek');
+const environment = {
+  ...stackEnv, ...(existsSync(stackKek) ? { DATA_KEK_FILE: stackKek } : {}), ...process.env,
+};
 const config = loadConfigOrExit(environment, {
   mongo: mongo(),
+  // The KEK: the log's personal fields are opened as the projectors open them (issue 24), so a rebuild
+  // after an erasure reproduces what the erasure left.
+  personalData: personalData(),
   rebuild: concern({ REBUILD_SWITCH_MAX_MS: intVar(30_000, 1_000) }, (v) => ({ switchMaxMs: v.REBUILD_SWITCH_MAX_MS })),
 });
 const chosen = which === 'all' ? PROJECTORS : PROJECTORS.filter((p) => p.model === which);
@@ -64,7 +74,8 @@ if (chosen.length === 0) {
 
 const { client, db } = await connectMongo(config.mongo.mongoUrl, config.mongo.commandDb, config.mongo);
 const readDb = client.db(config.mongo.readDb);
-const events = await openMongoEventStore(db);
+const keyStore = await openMongoKeyStore(db);
+const events = sealingEventStore(await openMongoEventStore(db), makePersonalData({ store: keyStore, kek: parseKek(config.personalData.kek) }));
 
 const switchMaxMs = config.rebuild.switchMaxMs;
 /** How long readers may keep an old generation's pointer cached (generations.ts: 1 s), with a margin. */

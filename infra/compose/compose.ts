@@ -49,6 +49,8 @@ export const SECRETS: Record<string, () => string> = {
   internal_token: () => randomBytes(24).toString('hex'),
   // Seals webhook signing secrets in the events (WEBHOOK_SECRET_KEY_FILE: docs-command, the dispatcher).
   webhook_secret_key: () => randomBytes(32).toString('hex'),
+  // Wraps every person's data key (DATA_KEK_FILE: the services that write or read events; issue 24).
+  data_kek: () => randomBytes(32).toString('hex'),
   // Grafana's `admin` (the observability profile's; docs/observability.md).
   grafana_admin_password: () => randomBytes(24).toString('hex'),
 };

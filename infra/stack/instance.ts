@@ -44,6 +44,7 @@ const services = await startServices({
   jwtSecret: env.JWT_SECRET || await loadOrCreateSecret(join(dataDir, 'secrets', 'jwt-secret')),
   // As `npm start` keeps it: the secrets sealed in the log stay readable across restarts.
   webhookSecretKey: env.WEBHOOK_SECRET_KEY || await loadOrCreateSecret(join(dataDir, 'secrets', 'webhook-key')),
+  dataKek: env.DATA_KEK || await loadOrCreateSecret(join(dataDir, 'secrets', 'data-kek')),
   extraEnv: {
     ...Object.fromEntries(passthrough.filter((k) => env[k] !== undefined).map((k) => [k, env[k] as string])),
     MONGO_COMMAND_DB: `docshare_${ns}`,

@@ -5,7 +5,8 @@
  *
  * Env: PORT (gateway, 8080), PUBLIC_BASE_URL, DATA_DIR (./data; servers under DATA_DIR/infra,
  * service pid files under DATA_DIR/run), RATE_LIMIT_POINTS, RATE_LIMIT_WINDOW_SECONDS,
- * MAX_UPLOAD_BYTES, JWT_SECRET (else generated into DATA_DIR/secrets/jwt-secret), WEBHOOK_SECRET_KEY
+ * MAX_UPLOAD_BYTES, JWT_SECRET (else generated into DATA_DIR/secrets/jwt-secret), DATA_KEK (else generated
+ * into DATA_DIR/secrets/data-kek: every service that reads or writes events gets it), WEBHOOK_SECRET_KEY
  * (else generated into DATA_DIR/secrets/webhook-key; docs-command and the webhook dispatcher share it),
  * STACK_SERVICE_PORT (first internal port, 18081), DOCSHARE_*_PORT (the servers' ports),
  * METRICS_PORT (the gateway's metrics listener; unset: the gateway serves no metrics, the other
@@ -64,6 +65,7 @@ try {
     jwtSecret: env.JWT_SECRET || await loadOrCreateSecret(join(dataDir, 'secrets', 'jwt-secret')),
     // As `npm start` keeps it: the secrets sealed in the log stay readable across restarts.
     webhookSecretKey: env.WEBHOOK_SECRET_KEY || await loadOrCreateSecret(join(dataDir, 'secrets', 'webhook-key')),
+    dataKek: env.DATA_KEK || await loadOrCreateSecret(join(dataDir, 'secrets', 'data-kek')),
     extraEnv: Object.fromEntries(passthrough.filter((k) => env[k] !== undefined).map((k) => [k, env[k] as string])),
     ...(env.METRICS_PORT ? { metricsPorts: { [GATEWAY.name]: Number(env.METRICS_PORT) } } : {}),
     output: 'inherit',

@@ -63,6 +63,12 @@ export interface StackOptions {
    * open the secrets already recorded); default: a new one for this stack only.
    */
   webhookSecretKey?: string;
+  /**
+   * The KEK every person's data key is wrapped with (DATA_KEK, issue 24): the services that write or
+   * read events get it. Keep it with the stack's data (without it the log's personal fields cannot
+   * be opened); default: a new one for this stack only.
+   */
+  dataKek?: string;
   /** Extra environment for every service (RATE_LIMIT_*, MAX_UPLOAD_BYTES, ...). */
   extraEnv?: Record<string, string>;
   /**
@@ -201,6 +207,7 @@ export const startServices = async (options: StackOptions): Promise<RunningServi
     ...options.serverEnv, ...urls, ...options.extraEnv,
     JWT_SECRET: options.jwtSecret, PUBLIC_BASE_URL: options.publicBaseUrl, GATEWAY_PORT: String(options.gatewayPort),
     WEBHOOK_SECRET_KEY: options.webhookSecretKey ?? randomBytes(32).toString('hex'),
+    DATA_KEK: options.dataKek ?? randomBytes(32).toString('base64url'),
     // docs-command asks the dispatcher to check an endpoint's URL at registration, as in compose.
     WEBHOOK_DISPATCHER_URL: `http://127.0.0.1:${dispatcherPort}`,
   };

@@ -75,7 +75,7 @@ export const SERVICES = [
   },
   {
     name: 'text-extractor', kind: 'worker', port: 8085, package: '@docshare/text-extractor', entry: 'services/text-extractor/src/main.ts',
-    declaration: 'textExtractor', needs: ['kafka', 'minio'],
+    declaration: 'textExtractor', needs: ['mongo', 'kafka', 'minio'],
   },
   {
     name: 'webhook-dispatcher', kind: 'worker', port: 8086, package: '@docshare/webhook-dispatcher', entry: 'services/webhook-dispatcher/src/main.ts',

@@ -15,7 +15,7 @@ const KEY_BYTES = 32;
 
 const kidOf = (key: Buffer): string => createHash('sha256').update(key).digest('hex').slice(0, 8);
 
-/** DATA_KEK's text: `<kid>:<base64url of 32 bytes>` or a bare base64url key (its kid derived from it), first = current. */
+/** DATA_KEK's text: `<kid>:<key>` or a bare key (its kid derived from it), each key 32 bytes as base64url or 64 hex digits; first = current. */
 export const parseKek = (text: string): Kek => {
   const entries = text.split(/[\n,]/).map((line) => line.trim()).filter((line) => line !== '' && !line.startsWith('#'));
   if (entries.length === 0) throw new Error('DATA_KEK holds no key');
@@ -23,7 +23,7 @@ export const parseKek = (text: string): Kek => {
   const keys = entries.map((entry, i) => {
     const colon = entry.indexOf(':');
     const encoded = colon < 0 ? entry : entry.slice(colon + 1);
-    const key = Buffer.from(encoded, 'base64url');
+    const key = /^[0-9a-fA-F]{64}$/.test(encoded) ? Buffer.from(encoded, 'hex') : Buffer.from(encoded, 'base64url');
     if (key.length !== KEY_BYTES) throw new Error(`DATA_KEK key ${i + 1} is not ${KEY_BYTES} bytes of base64url`);
     const kid = colon < 0 ? kidOf(key) : entry.slice(0, colon);
     if (!/^[\w.-]{1,64}$/.test(kid)) throw new Error(`DATA_KEK key ${i + 1} has an invalid kid`);

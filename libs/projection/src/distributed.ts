@@ -12,7 +12,9 @@ import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { makeElasticsearchSearchIndex } from '@docshare/search-index/elasticsearch';
 import { makeMongoCheckpoints } from '@docshare/consistency';
 import { registerConsumerLag } from '@docshare/runtime';
-import { consistency, kafka, loadConfigOrExit, mongo, search, service } from '@docshare/runtime/config';
+import { consistency, kafka, loadConfigOrExit, mongo, personalData, search, service } from '@docshare/runtime/config';
+import { makePersonalData, openingConsumer, parseKek } from '@docshare/personal-data';
+import { openMongoKeyStore } from '@docshare/personal-data/mongo';
 import { connectMongo, countStoreCommands, ensureKafkaTopics, kafkaBus } from '@docshare/runtime/distributed';
 import { fencedByGeneration, makeGenerationalReadStore, perGeneration, readPointer } from './generations.ts';
 import { registerReadModelGenerations } from './metrics.ts';
@@ -22,7 +24,11 @@ import type { ProjectorModule } from './module.ts';
 /** Starts `module` as its own service, configured by `env` (parsed once, here); a bad configuration exits with CONFIG_ERROR_EXIT_CODE. */
 export const serveProjector = async (module: ProjectorModule, env: NodeJS.ProcessEnv): Promise<ProjectorService> => {
   const fatal = (message: string): void => makeLogger(module.name).fatal(message);
-  const concerns = { service: service({ port: module.port, publicPort: 'edge' }), mongo: mongo(), kafka: kafka(), consistency: consistency() };
+  const concerns = {
+    service: service({ port: module.port, publicPort: 'edge' }), mongo: mongo(), kafka: kafka(), consistency: consistency(),
+    // The KEK: events come with personal fields sealed per person (issue 24), opened before projecting.
+    personalData: personalData(),
+  };
   // Read once, before anything connects: a search projector's ELASTICSEARCH_* with the rest.
   const config = loadConfigOrExit(env, module.kind === 'search' ? { ...concerns, search: search() } : concerns, fatal);
   const logger = makeLogger(module.name, config.service.logLevel);
@@ -69,12 +75,15 @@ export const serveProjector = async (module: ProjectorModule, env: NodeJS.Proces
     };
   })();
 
-  // Kafka is joined in the background, after the query API is up (startProjectorService).
+  // Kafka is joined in the background, after the query API is up (startProjectorService). The data
+  // keys are in the write side's database (data_keys), read-only here.
   const bus = kafkaBus(config.kafka, module.name, logger);
+  const keyStore = await openMongoKeyStore(client.db(config.mongo.commandDb));
+  const personal = makePersonalData({ store: keyStore, kek: parseKek(config.personalData.kek) });
   const group = `${module.name}${config.kafka.groupSuffix}`;
   return startProjectorService({
     name: module.name, group, logger, port, host, http: config.service.http,
-    consumer: bus.consumer,
+    consumer: openingConsumer(bus.consumer, personal),
     prepare: () => ensureKafkaTopics(config.kafka),
     metrics: (ops) => {
       countStoreCommands(client, ops.registry);
@@ -90,6 +99,7 @@ export const serveProjector = async (module: ProjectorModule, env: NodeJS.Proces
     close: async () => {
       await bus.close();
       await model.close();
+      await keyStore.close();
       await client.close();
     },
   });

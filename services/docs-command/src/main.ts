@@ -13,7 +13,7 @@ import { honourConsistency, makeConsistencyGate, makeMongoCheckpoints } from '@d
 import { makeGenerationalReadStore } from '@docshare/projection';
 import { connectMongo, countStoreCommands, ensureKafkaTopics, instanceId, kafkaBus } from '@docshare/runtime/distributed';
 import {
-  auth, blob, consistency, files, internalRoutes, kafka, loadConfigOrExit, mongo, outbox, service, webhooksWithKey,
+  auth, blob, consistency, files, internalRoutes, kafka, loadConfigOrExit, mongo, outbox, personalData, service, webhooksWithKey,
 } from '@docshare/runtime/config';
 import { makeSecretSealer, remoteUrlCheck } from '@docshare/webhooks';
 import { makeMongoWebhookStore } from '@docshare/webhooks/store/mongo';
@@ -21,7 +21,13 @@ import { makeMongoReadStore } from '@docshare/read-store/mongo';
 import { openMongoStorageLedger } from '@docshare/storage-ledger/mongo';
 import { makeViewerKeys } from '@docshare/analytics';
 import { makeMongoViewerSalts } from '@docshare/analytics/mongo';
-import { makeFilesQueries } from '@docshare/files-projector';
+import { filesProjector, makeFilesQueries } from '@docshare/files-projector';
+import { makeStatsQueries, statsProjector } from '@docshare/stats-projector';
+import { makePersonalData, openingConsumer, parseKek, sealingEventStore } from '@docshare/personal-data';
+import { openMongoKeyStore } from '@docshare/personal-data/mongo';
+import { consume } from '@docshare/runtime';
+import { ACCOUNTS_GROUP } from './commands/accounts.ts';
+import { accountSources } from './commands/account-sources.ts';
 import { makeDocsCommands } from './commands/docs-commands.ts';
 import { makeDocsCommandApp } from './http/app.ts';
 import { fileStateFrom, startBlobSweeper, startPeriodic } from './commands/blob-sweeper.ts';
@@ -45,6 +51,8 @@ const config = loadConfigOrExit(process.env, {
   internal: internalRoutes(),
   /** Webhooks: the limit, the URL policy, and the key secrets are sealed with in events (required here). */
   webhooks: webhooksWithKey(),
+  /** The KEK that wraps every person's data key (DATA_KEK_FILE). */
+  personalData: personalData(),
 }, (message) => makeLogger(NAME).fatal(message));
 const logger = makeLogger(NAME, config.service.logLevel);
 installLastResort(logger);
@@ -56,7 +64,13 @@ const jwtSecret = config.auth.jwtSecret;
 // so a frozen server holds the writes in flight until it answers rather than leaving them unknown.
 const { client, db } = await connectMongo(config.mongo.mongoUrl, config.mongo.commandDb, config.mongo, { retryWrites: false });
 const readDb = client.db(config.mongo.readDb);
-const events = await openMongoEventStore(db);
+// Personal data (issue 24): events are stored with each person's fields sealed under their data key
+// (data_keys, wrapped by the KEK); the command side reads and writes through the sealing store, the
+// relay publishes what is stored.
+const keyStore = await openMongoKeyStore(db);
+const personal = makePersonalData({ store: keyStore, kek: parseKek(config.personalData.kek) });
+const log = await openMongoEventStore(db);
+const events = sealingEventStore(log, personal);
 const claims = await openMongoClaimStore(db);
 const idempotencyKeys = await openMongoIdempotencyStore(db);
 const blobs = await makeMinioBlobStore({
@@ -94,13 +108,20 @@ registerOutboxMetrics(ops.registry, relay);
 countStoreCommands(client, ops.registry);
 // The storage quota's count, the write side's own (libs/storage-ledger); seeded from the event log
 // once, for uploads recorded before it existed.
-const ledger = await openMongoStorageLedger(db, { resolve: resolvedBy(fileStateFrom(events)), resolveHold: resolvedHold(events) });
-await ledger.seed(() => storageFromEvents(events));
+const ledger = await openMongoStorageLedger(db, { resolve: resolvedBy(fileStateFrom(log)), resolveHold: resolvedHold(log) });
+await ledger.seed(() => storageFromEvents(log));
 const storageMetrics = makeStorageMetrics(ops.registry, { totalStored: ledger.total, logger });
 // Read-only too: api-purchases lists from the files read model (the files projector owns it), and
 // waits, like the files projector's own queries, for the caller's consistency token.
-const filesQueries = makeFilesQueries(makeGenerationalReadStore(readDb, 'files', (prefix) => makeMongoReadStore(readDb, { prefix, indexes: {} })), config.service.publicBaseUrl);
-const filesApplied = makeConsistencyGate(makeMongoCheckpoints(readDb), `files-projector${config.kafka.groupSuffix}`, config.kafka.eventsPartitions);
+const filesStore = makeGenerationalReadStore(readDb, 'files', (prefix) => makeMongoReadStore(readDb, { prefix, indexes: {} }));
+const filesQueries = makeFilesQueries(filesStore, config.service.publicBaseUrl);
+const readCheckpoints = makeMongoCheckpoints(readDb);
+const gateOf = (name: string) => makeConsistencyGate(readCheckpoints, `${name}${config.kafka.groupSuffix}`, config.kafka.eventsPartitions, 50);
+const filesApplied = makeConsistencyGate(readCheckpoints, `files-projector${config.kafka.groupSuffix}`, config.kafka.eventsPartitions);
+// Exports read the stats model too (read-only, like the files model).
+const statsQueries = makeStatsQueries(
+  makeGenerationalReadStore(readDb, 'stats', (prefix) => makeMongoReadStore(readDb, { prefix, indexes: {} })), { publicBaseUrl: config.service.publicBaseUrl },
+);
 
 // Webhooks (issue 23): the secrets sealed into events; the dispatcher's delivery state (attempts,
 // dead letters), read here for the API's listings.
@@ -118,7 +139,7 @@ const checkUrl = config.webhooks.dispatcherUrl === undefined ? undefined : (() =
 // Who viewed: the anonymous viewers' salt of the day, shared by every replica (libs/analytics).
 const viewerSalts = makeMongoViewerSalts(db);
 const commands = makeDocsCommands({
-  events, claims, blobs, logger,
+  events, claims, blobs, logger, personalData: personal,
   viewerKeys: makeViewerKeys({ salts: viewerSalts }),
   tokens: makeTokens(jwtSecret, config.auth.jwtTtlSeconds),
   signer: makeUrlSigner(jwtSecret),
@@ -135,7 +156,17 @@ const commands = makeDocsCommands({
     ...(checkUrl === undefined ? {} : { checkUrl }),
     sealer: makeSecretSealer(config.webhooks.secretKey),
   },
+  accounts: accountSources({
+    filesStore, filesQueries, statsQueries,
+    gates: [gateOf(filesProjector.name), gateOf(statsProjector.name), gateOf('search-projector')],
+    idempotency: idempotencyKeys,
+    purchases: (userId, page) => commands.purchases(userId, page),
+  }),
 });
+// The accounts process manager (erasures, exports; issue 24): a consumer group of its own, on the opened bus.
+const accounts = await consume(openingConsumer(bus.consumer, personal), `${ACCOUNTS_GROUP}${config.kafka.groupSuffix}`,
+  (batch) => commands.accounts!.handle(batch.records), logger);
+const exportSweeper = startPeriodic({ name: 'export sweep', pass: commands.exports.sweep, logger, intervalMs: 3_600_000 });
 // /metrics on the metrics listener when METRICS_PORT is set, else on this internal port.
 const metricsAt = config.service.metrics;
 
@@ -174,9 +205,12 @@ exitGracefully(logger, [
   },
   () => sweeper.stop(),
   () => uploadSweeper.stop(),
+  () => exportSweeper.stop(),
+  () => accounts.stop(),
   () => idempotencyKeys.close(),
   () => webhookStore.close(),
   () => ledger.close(),
+  () => keyStore.close(),
   () => viewerSalts.close(),
   () => relay.stop(),
   () => bus.close(),

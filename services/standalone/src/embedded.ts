@@ -200,6 +200,9 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   });
   const gateway = makeGateway({
     tokens, logger, ops, partLinks: signer,
+    // Erased accounts' tokens are refused: docs-command's users' streams say who (cached folds), so a
+    // restart forgets no one.
+    revocations: { revoke: async () => {}, isRevoked: commands.isErased },
     limiter: new RateLimiterMemory({ points: config.rateLimitPoints, duration: config.rateLimitWindowSeconds }),
     rateLimitPoints: config.rateLimitPoints,
     rateLimitWindowSeconds: config.rateLimitWindowSeconds,

@@ -11,8 +11,10 @@ import { makeMinioBlobStore } from '@docshare/blob-store/minio';
 import type { ExtractOutcome } from '@docshare/extract';
 import { installLastResort, makeLogger, sendError } from '@docshare/http';
 import { consume, deadLetterCounter, registerConsumerLag, startConsumerService, type RunningConsumer } from '@docshare/runtime';
-import { ensureKafkaTopics, kafkaBus } from '@docshare/runtime/distributed';
-import { blob, extraction as extractBudgets, kafka, loadConfigOrExit, recorder, service as serviceVars } from '@docshare/runtime/config';
+import { connectMongo, ensureKafkaTopics, kafkaBus } from '@docshare/runtime/distributed';
+import { blob, extraction as extractBudgets, kafka, loadConfigOrExit, mongo, personalData, recorder, service as serviceVars } from '@docshare/runtime/config';
+import { makePersonalData, openingConsumer, parseKek } from '@docshare/personal-data';
+import { openMongoKeyStore } from '@docshare/personal-data/mongo';
 import { makeHttpRecorder } from './http-recorder.ts';
 import { intakeGroupOf, makeExtraction, registerExtractionMetrics, textExtractor } from './module.ts';
 
@@ -24,6 +26,12 @@ const config = loadConfigOrExit(process.env, {
   /** DOCS_COMMAND_URL and docs-command's INTERNAL_TOKEN: what lets this service record extractions. */
   recorder: recorder(),
   extraction: extractBudgets(),
+  /**
+   * The KEK and the data keys (MongoDB, read-only use): a file's name is personal data, sealed in its
+   * event (issue 24), and its extension is what the format is read by.
+   */
+  mongo: mongo(),
+  personalData: personalData(),
 }, (message) => makeLogger(textExtractor.name).fatal(message));
 const logger = makeLogger(textExtractor.name, config.service.logLevel);
 installLastResort(logger);
@@ -39,6 +47,9 @@ const records = makeHttpRecorder(config.recorder.docsCommandUrl, config.recorder
 let told: ((outcome: ExtractOutcome) => void) | undefined;
 const extraction = makeExtraction({ blobs, recorder: records, logger, settings: config.extraction, onOutcome: (outcome) => told?.(outcome) });
 const bus = kafkaBus(kafkaSettings, textExtractor.name, logger);
+const { client: mongoClient, db } = await connectMongo(config.mongo.mongoUrl, config.mongo.commandDb, config.mongo);
+const keyStore = await openMongoKeyStore(db);
+const consumer = openingConsumer(bus.consumer, makePersonalData({ store: keyStore, kek: parseKek(config.personalData.kek) }));
 const group = `${textExtractor.name}${kafkaSettings.groupSuffix}`;
 const intakeGroup = `${intakeGroupOf(textExtractor.name)}${kafkaSettings.groupSuffix}`;
 
@@ -52,7 +63,7 @@ let deadLetters: ((group: string) => void) | undefined;
 let closing: Promise<void> | undefined;
 const closeExtraction = (): Promise<void> => (closing ??= extraction.close());
 const joinGroup = (name: string, handle: typeof extraction.work.takeUp): Promise<RunningConsumer> =>
-  consume(bus.consumer, name, (batch) => handle(batch.records), logger, () => deadLetters?.(name));
+  consume(consumer, name, (batch) => handle(batch.records), logger, () => deadLetters?.(name));
 
 await startConsumerService({
   name: textExtractor.name, logger, port: config.service.port, host: config.service.host, http: config.service.http,
@@ -96,5 +107,6 @@ await startConsumerService({
   close: async () => {
     await closeExtraction();
     await bus.close();
+    await mongoClient.close();
   },
 });

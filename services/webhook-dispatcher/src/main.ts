@@ -11,7 +11,9 @@ import { PROJECTOR_SERVICES } from '@docshare/contracts/services';
 import { installLastResort, makeLogger } from '@docshare/http';
 import { consume, deadLetterCounter, registerConsumerLag, startConsumerService } from '@docshare/runtime';
 import { connectMongo, countStoreCommands, ensureKafkaTopics, instanceId, kafkaBus } from '@docshare/runtime/distributed';
-import { consistency, kafka, loadConfigOrExit, mongo, recorder, service as serviceVars, webhooksWithKey } from '@docshare/runtime/config';
+import { consistency, kafka, loadConfigOrExit, mongo, personalData, recorder, service as serviceVars, webhooksWithKey } from '@docshare/runtime/config';
+import { makePersonalData, openingConsumer, parseKek } from '@docshare/personal-data';
+import { openMongoKeyStore } from '@docshare/personal-data/mongo';
 import { makeDeliverer, makeSecretSealer } from '@docshare/webhooks';
 import { makeMongoWebhookStore } from '@docshare/webhooks/store/mongo';
 import { makeDispatcher, type Dispatcher } from './dispatcher.ts';
@@ -30,6 +32,8 @@ const config = loadConfigOrExit(process.env, {
   /** WEBHOOK_*; WEBHOOK_SECRET_KEY required: the secrets in the events are sealed with it. */
   webhooks: webhooksWithKey(),
   consistency: consistency(),
+  /** The KEK: events come with personal fields sealed per person (issue 24); an endpoint's URL is one. */
+  personalData: personalData(),
 }, (message) => makeLogger(webhookDispatcher.name).fatal(message));
 const logger = makeLogger(webhookDispatcher.name, config.service.logLevel);
 installLastResort(logger);
@@ -59,6 +63,8 @@ const readModelsReached = async (position: number): Promise<void> => {
 };
 
 const bus = kafkaBus(kafkaSettings, webhookDispatcher.name, logger);
+const keyStore = await openMongoKeyStore(db);
+const consumer = openingConsumer(bus.consumer, makePersonalData({ store: keyStore, kek: parseKek(config.personalData.kek) }));
 // Made once the service's metrics registry exists (startConsumerService calls `metrics` before `join`).
 let metrics: WebhookMetrics | undefined;
 let deadLetters: (() => void) | undefined;
@@ -76,7 +82,7 @@ await startConsumerService({
   app: () => makeUrlCheckApp(config.webhooks.policy, config.recorder.internalToken),
   join: async () => {
     await ensureKafkaTopics(kafkaSettings);
-    const running = await consume(bus.consumer, group, dispatcherOf().handle, logger, () => deadLetters?.());
+    const running = await consume(consumer, group, dispatcherOf().handle, logger, () => deadLetters?.());
     dispatcherOf().start();
     logger.info({ group }, 'webhook dispatcher consuming');
     return {

@@ -108,6 +108,11 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     register, login, issueToken, reserveStorage, uploadSink, upload, remove, authorizeDownload, openContent, comment, update, purchase, purchaseUrl, purchases, view, peek,
     extractionStatus, recordExtraction, ledger, webhooks, ...resumable,
     requestErasure, erasureStatus, exports, accounts,
+    /** Whether the user's account is being or was erased (their tokens no longer work): the user's stream, cached. */
+    isErased: async (userId: number): Promise<boolean> => {
+      const state = await users.loadUser(userId);
+      return state.status === 'erasing' || state.status === 'erased';
+    },
     erasureLinks: makeErasureLinks({ signer, publicBaseUrl: deps.publicBaseUrl, clock: ctx.clock }),
   };
 };
