@@ -7,9 +7,9 @@ import { makePersonalData, parseKek } from '@docshare/personal-data';
 import { openMongoKeyStore } from '@docshare/personal-data/mongo';
 import { connectMongo } from '@docshare/runtime/distributed';
 import { kafka, loadConfigOrExit, mongo, personalData } from '@docshare/runtime/config';
-import { ACCOUNT_SCOPE } from './rekey-claims.ts';
+import { ACCOUNT_SCOPE, sealedAccount } from './rekey-claims.ts';
 import { sealEventRecords } from './seal-events.ts';
-import { ACCOUNT_NAME_AAD, SEALED_PREFIX, type Sealer } from './sealer.ts';
+import type { Sealer } from './sealer.ts';
 
 /*
  * `npm run migrate -- encrypt-personal-data` against the distributed stores (design §9), with
@@ -89,10 +89,9 @@ export async function rekeyMongoClaims(db: Db, pd: Sealer): Promise<number> {
   for (let i = 0; i < legacy.length; i += PAGE) {
     const page = legacy.slice(i, i + PAGE);
     const twins = await Promise.all(page.map(async (doc): Promise<ClaimDoc> => {
-      const value = JSON.parse(doc.value) as { userId: number; name: string };
-      const name = value.name.startsWith(SEALED_PREFIX) ? value.name : await pd.sealValue(value.userId, value.name, ACCOUNT_NAME_AAD);
+      const value = await sealedAccount(pd, JSON.parse(doc.value) as { userId: number; name: string });
       const key = await pd.emailIndex(doc.key);
-      return { _id: `${ACCOUNT_SCOPE}/${key}`, scope: ACCOUNT_SCOPE, key, value: JSON.stringify({ ...value, name }), claimedAt: doc.claimedAt };
+      return { _id: `${ACCOUNT_SCOPE}/${key}`, scope: ACCOUNT_SCOPE, key, value: JSON.stringify(value), claimedAt: doc.claimedAt };
     }));
     try {
       await claims.insertMany(twins, { ordered: false });

@@ -14,18 +14,23 @@ type Triple = [string, string, unknown];
 const isTriple = (value: unknown): value is Triple =>
   Array.isArray(value) && value.length === 3 && typeof value[0] === 'string' && typeof value[1] === 'string';
 
-interface Account { userId: number; name: string; passwordHash: string }
+interface Account { userId: number; name: string; passwordHash: string; sealed?: true }
 const isAccount = (value: unknown): value is Account =>
   typeof value === 'object' && value !== null && Number.isInteger((value as Account).userId) && typeof (value as Account).name === 'string';
 
 /** Whether the triple is an account claim still keyed by its plain e-mail. */
 export const isLegacyAccount = (triple: Triple): boolean => triple[0] === ACCOUNT_SCOPE && triple[1].includes('@');
 
+/** The account value with its name sealed (as it is when it already is). */
+export const sealedAccount = async <A extends { userId: number; name: string; sealed?: true }>(pd: Sealer, value: A): Promise<A & { sealed: true }> => {
+  const sealed = value.sealed === true || value.name.startsWith(SEALED_PREFIX);
+  return { ...value, name: sealed ? value.name : await pd.sealValue(value.userId, value.name, ACCOUNT_NAME_AAD), sealed: true };
+};
+
 /** The claim re-keyed by the blind index, its name sealed (left as it is when it already is). */
 const rekey = async (pd: Sealer, [scope, email, value]: Triple): Promise<Triple> => {
   if (!isAccount(value)) throw new Error(`account claim of ${scope}/<an e-mail> has no userId and name`);
-  const name = value.name.startsWith(SEALED_PREFIX) ? value.name : await pd.sealValue(value.userId, value.name, ACCOUNT_NAME_AAD);
-  return [scope, await pd.emailIndex(email), { ...value, name }];
+  return [scope, await pd.emailIndex(email), await sealedAccount(pd, value)];
 };
 
 /** A `rewrite` for rewriteLog over claims.log: the records holding legacy account claims, re-keyed. */

@@ -117,9 +117,10 @@ describe('npm run migrate -- encrypt-personal-data (distributed)', () => {
     assert.deepEqual(await pd.open(sealed), written.events);
     const claims = await openMongoClaimStore(db);
     assert.equal(await claims.get('account', written.email), null);
-    const account = await claims.get<{ userId: number; name: string }>('account', await pd.emailIndex(written.email));
+    const account = await claims.get<{ userId: number; name: string; sealed?: true }>('account', await pd.emailIndex(written.email));
     assert.ok(account);
     assert.equal(account.userId, written.userId);
+    assert.equal(account.sealed, true, 'marked sealed: login opens the name');
     assert.equal(await pd.openValue(written.userId, account.name, ACCOUNT_NAME_AAD), `Ann ${written.marker}`);
     await claims.close();
 

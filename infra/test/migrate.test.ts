@@ -112,9 +112,10 @@ describe('npm run migrate -- encrypt-personal-data (embedded)', () => {
         const claims = await openFileClaimStore(join(dir, DATA_DIR_LAYOUT.claims));
         try {
           assert.equal(await claims.get('account', written.email), null, 'the plain e-mail key is gone');
-          const account = await claims.get<{ userId: number; name: string; passwordHash: string }>('account', await pd.emailIndex(written.email));
+          const account = await claims.get<{ userId: number; name: string; passwordHash: string; sealed?: true }>('account', await pd.emailIndex(written.email));
           assert.ok(account);
           assert.equal(account.userId, written.userId);
+          assert.equal(account.sealed, true, 'marked sealed: login opens the name');
           assert.ok(await verifyPassword(PASSWORD, account.passwordHash));
           assert.equal(await pd.openValue(written.userId, account.name, ACCOUNT_NAME_AAD), `Ann ${written.marker}`);
         } finally {
