@@ -19,6 +19,8 @@ import { backupOf } from '../migrate/rewrite-log.ts';
 import { ACCOUNT_NAME_AAD } from '../migrate/sealer.ts';
 import { writeV020Data, type V020Data } from '../migrate/v020-fixture.ts';
 import { nextGeneration } from '../migrate/distributed.ts';
+import { startServer } from '../../tests/support/server.ts';
+import { api } from '../../tests/support/client.ts';
 
 const run = promisify(execFile);
 const CLI = join(import.meta.dirname, '..', 'migrate.ts');
@@ -222,6 +224,35 @@ describe('npm run migrate -- encrypt-personal-data (embedded)', () => {
       assert.match(second.stdout, /events\.log: 7 records, already sealed, unchanged/);
       await assert.rejects(run(process.execPath, [CLI, 'encrypt-everything'], { env }), (error: { code?: number; stderr?: string }) =>
         error.code === 2 && /usage: npm run migrate/.test(error.stderr ?? ''));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('npm start on a migrated data dir', () => {
+  it('logs the user in through the re-keyed claim and answers with the opened values; new ids follow the reserved ones', { timeout: 120_000 }, async () => {
+    const dir = await freshDir();
+    const kekText = generateKekText();
+    try {
+      const written = await writeV020DataDir(dir);
+      await migrateDataDir(dir, { kekText, keepBackup: false });
+      const server = await startServer({ DATA_DIR: dir, DATA_KEK: kekText });
+      try {
+        const c = api(server);
+        const login = await c.login(written.email, PASSWORD);
+        assert.equal(login.status, 200, login.text);
+        const { user_id: userId, token } = login.body as { user_id: number; token: string };
+        assert.equal(userId, written.userId);
+        const files = await c.files(token);
+        assert.equal(files.status, 200, files.text);
+        assert.ok(files.text.includes(`New ${written.marker}`), `the title opened: ${files.text}`);
+        const newcomer = await c.register();
+        assert.ok(newcomer.userId > written.userId + 1, 'a new user id comes after the reserved block');
+      } finally {
+        await server.stop();
+      }
+      assert.deepEqual(await filesHolding(dir, written.marker), [], 'nothing the server wrote holds the marker either');
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
