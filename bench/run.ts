@@ -11,7 +11,9 @@
  *
  * Each start also reports how long the replay took (`replayedMs` of its "docshare listening" line:
  * the log replayed into fresh, empty read models, what a rebuild does): the rebuild time issue 24
- * compares before and after encryption, without the HTTP listener's start around it.
+ * compares before and after encryption, without the HTTP listener's start around it. Beside the
+ * wall-clock figures, the server's CPU time (to ready; per request in each throughput measure):
+ * on a shared machine the neighbours' load moves rates far more than it moves CPU per request.
  *
  * Then, on one more start, the view measures of issue 21 (bench/stack/views.ts): BENCH_VIEWS
  * (4000) views of one file against as many spread over 16 files, 16 clients, alternating in two
@@ -98,6 +100,19 @@ const rssMiB = async (pid: number): Promise<number> => {
   return kb / 1024;
 };
 
+/**
+ * CPU time (user + system, ms) the process has used, its reaped children included: on a shared,
+ * loaded machine wall-clock rates move with the neighbours' load, CPU per request much less, so
+ * before/after comparisons (issue 24: encryption's cost) read this column.
+ */
+const cpuMs = async (pid: number): Promise<number> => {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces), from field 3: utime is 14, stime 15, cutime 16, cstime 17.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0);
+  return ticks * 10; // USER_HZ is 100 on Linux
+};
+
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)] ?? NaN;
@@ -161,12 +176,19 @@ const coreMeasures = async () => {
   });
 
   const token = users[0]!.token;
+  const pid = server.child.pid!;
+  /** A load's req/s and the server's CPU ms per request meanwhile. */
+  const measured = async (count: number, concurrency: number, request: (i: number) => Promise<Response>) => {
+    const before = await cpuMs(pid);
+    const rps = await load(count, concurrency, request);
+    return { rps, cpu: (await cpuMs(pid) - before) / count };
+  };
   const throughput = {
-    'POST api-stats': await load(2000, 16, () => json('/api/V1/stats/api-stats', token, {})),
-    'GET api-files': await load(2000, 16, () => fetch(`${base}/api/V1/users/api-files?user_id=2`, { headers: { 'x-authorization': `Bearer ${token}` } })),
-    'POST api-search (fuzzy)': await load(2000, 16, (n) => json('/api/V1/stats/api-search', token, { search: n % 2 ? 'quantm notes' : 'castels' })),
+    'POST api-stats': await measured(2000, 16, () => json('/api/V1/stats/api-stats', token, {})),
+    'GET api-files': await measured(2000, 16, () => fetch(`${base}/api/V1/users/api-files?user_id=2`, { headers: { 'x-authorization': `Bearer ${token}` } })),
+    'POST api-search (fuzzy)': await measured(2000, 16, (n) => json('/api/V1/stats/api-search', token, { search: n % 2 ? 'quantm notes' : 'castels' })),
     // Spread over the 20 users: one user may have 8 uploads in flight (HTTP_MAX_UPLOADS_PER_USER).
-    'POST api-upload (fsync)': await load(500, 16, (n) => {
+    'POST api-upload (fsync)': await measured(500, 16, (n) => {
       const form = new FormData();
       form.set('file', new Blob([`throughput ${n} `.repeat(50)], { type: 'text/plain' }), `t${n}.txt`);
       form.set('title', `${words[n % 10]} throughput ${n}`);
@@ -176,19 +198,21 @@ const coreMeasures = async () => {
       form.set('new_category_name', `Category ${n % 8}`);
       return fetch(`${base}/api/V1/docs/api-upload`, { method: 'POST', headers: { 'x-authorization': `Bearer ${users[n % users.length]!.token}` }, body: form });
     }),
-    'POST api-comment (fsync)': await load(1000, 16, (n) => json('/api/V1/docs/api-comment', token, { file_id: files[n % files.length], comment: 'bench' })),
-    'GET /docs/:id (view, fsync)': await load(1000, 16, (n) => fetch(`${base}/docs/${files[n % files.length]}`)),
+    'POST api-comment (fsync)': await measured(1000, 16, (n) => json('/api/V1/docs/api-comment', token, { file_id: files[n % files.length], comment: 'bench' })),
+    'GET /docs/:id (view, fsync)': await measured(1000, 16, (n) => fetch(`${base}/docs/${files[n % files.length]}`)),
   };
   await stop(server.child);
 
   const readyMs: number[] = [];
   const replayedMs: number[] = [];
+  const startCpuMs: number[] = [];
   const rss: number[] = [];
   let events = 0;
   for (let r = 0; r < RESTARTS; r++) {
     server = await start(dataDir, port);
     readyMs.push(server.readyMs);
     replayedMs.push(server.replayedMs);
+    startCpuMs.push(await cpuMs(server.child.pid!));
     events = server.events;
     rss.push(await rssMiB(server.child.pid!));
     await stop(server.child);
@@ -242,11 +266,12 @@ const coreMeasures = async () => {
   console.log(`\nnpm start with that log, ${RESTARTS} restarts:`);
   console.log(`  time to ready /healthz  median ${median(readyMs).toFixed(0)} ms   (all: ${readyMs.map((x) => x.toFixed(0)).join(', ')})`);
   console.log(`  rebuild (log replayed)  median ${median(replayedMs).toFixed(0)} ms   (all: ${replayedMs.map((x) => x.toFixed(0)).join(', ')}; fresh read models, before the listener)`);
+  console.log(`  CPU used to ready       median ${median(startCpuMs).toFixed(0)} ms   (all: ${startCpuMs.map((x) => x.toFixed(0)).join(', ')}; the server process, loading its code included)`);
   console.log(`  resident memory (RSS)   median ${median(rss).toFixed(1)} MiB (all: ${rss.map((x) => x.toFixed(1)).join(', ')})`);
   console.log('\nthroughput, same run, same server, 16 concurrent clients:');
-  const slowest = Math.min(...Object.values(throughput));
-  for (const [name, rps] of Object.entries(throughput)) {
-    console.log(`  ${name.padEnd(28)} ${rps.toFixed(0).padStart(6)} req/s   ${(rps / slowest).toFixed(2)}x the slowest`);
+  const slowest = Math.min(...Object.values(throughput).map((t) => t.rps));
+  for (const [name, { rps, cpu }] of Object.entries(throughput)) {
+    console.log(`  ${name.padEnd(28)} ${rps.toFixed(0).padStart(6)} req/s   ${(rps / slowest).toFixed(2)}x the slowest   server CPU ${cpu.toFixed(2)} ms/request`);
   }
   const ms = (latencies: number[], p: number): string => `${percentile(latencies, p).toFixed(1).padStart(6)} ms`;
   const viewLine = (name: string, r: ViewLoad): string =>
