@@ -180,7 +180,7 @@ describe('account erasure leaves no trace of the person and changes nobody else\
     expectSuccess(await c.files(a.token), 200);
   });
 
-  it('202 with an erasure_id and a status link; requests made at once name the same erasure; the account stops working at once', async () => {
+  it('202 with an erasure_id and a status link; requests made at once name the same erasure; the account stops working at once', async (t) => {
     // Sent together: each passes the token check before the first answer revokes it, so each
     // reaches the erasure, which must be one. One that comes after the revocation is a 401.
     const sent = await Promise.all([0, 1, 2].map(() => c.json('POST', ERASE, a.token, { password: a.password })));
@@ -189,6 +189,7 @@ describe('account erasure leaves no trace of the person and changes nobody else\
     for (const r of sent.filter((x) => x.status !== 202)) expectError(r, 401, 'Invalid JWT token');
     accepted = erasureAccepted(acceptedOnes[0]!);
     for (const r of acceptedOnes) assert.equal(r.body.erasure_id, accepted.erasure_id, 'the same erasure_id for every accepted request');
+    t.diagnostic(`${acceptedOnes.length} of ${sent.length} requests sent at once were accepted`);
     assert.ok(!('x-docshare-erased-user' in Object.fromEntries(acceptedOnes[0]!.headers)), 'the internal header does not leave the gateway');
     // At once, whatever the erasure's progress: the tokens and the login are refused.
     expectError(await c.files(a.token), 401, 'Invalid JWT token');
@@ -228,8 +229,9 @@ describe('account erasure leaves no trace of the person and changes nobody else\
     answersAfter = await answers();
   });
 
-  it('no marker anywhere: the stored data (every file, database, topic, index, bucket) and the logs', async () => {
+  it('no marker anywhere: the stored data (every file, database, topic, index, bucket) and the logs', async (t) => {
     const found = await markerSightings(srv(), ALL);
+    t.diagnostic(`logs searched: ${srv().output().length} characters of output (the last 256 KiB are kept)`);
     assert.deepEqual(found, [], `markers left after the erasure:\n${describeSightings(found)}`);
   });
 
