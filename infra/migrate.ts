@@ -5,9 +5,10 @@
  * "Migrating existing data"). With the services stopped:
  *
  * - embedded (MONGO_URL unset): DATA_DIR (or --data-dir)'s event log is rewritten with every event
- *   sealed and the account claims re-keyed by the e-mail blind index (migrate/embedded.ts); the old
- *   log is removed unless --keep-backup. KEK: DATA_KEK / DATA_KEK_FILE, else DATA_DIR/secrets/data-kek
- *   (made if missing, as `npm start` makes it). The read models rebuild at the next start.
+ *   sealed, the account claims re-keyed by the e-mail blind index and the expired stored answers
+ *   dropped (migrate/embedded.ts); the old files are removed unless --keep-backup. KEK: DATA_KEK /
+ *   DATA_KEK_FILE, else DATA_DIR/secrets/data-kek (made if missing, as `npm start` makes it). The
+ *   read models rebuild at the next start.
  * - distributed (MONGO_URL set): the MongoDB event store's documents and the claims are rewritten
  *   the same way, then every event is copied into a new Kafka topic generation
  *   `<KAFKA_EVENTS_TOPIC>.g<N>` (migrate/distributed.ts); it prints what to do next. Once every
@@ -63,5 +64,6 @@ if (process.env['MONGO_URL']) {
   const done = await migrateDataDir(config.dataDir, { kekText: config.personalData.kek, keepBackup: args.keepBackup });
   console.log(describe('events.log', done.events));
   console.log(describe('claims.log', done.claims));
+  if (done.idempotency.changed > 0) console.log(`idempotency.log: ${done.idempotency.changed} expired stored answers dropped`);
   console.log(`done in ${((performance.now() - began) / 1000).toFixed(1)} s; the read models are rebuilt from the sealed log at the next \`npm start\``);
 }

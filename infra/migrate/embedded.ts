@@ -4,8 +4,10 @@ import { loadOrCreateSecret } from '@docshare/auth';
 import { openFileClaimStore } from '@docshare/claim-store';
 import { lockForProcess } from '@docshare/durable-log';
 import { openFileEventLog } from '@docshare/event-store';
+import { openFileIdempotencyStore } from '@docshare/idempotency-store';
 import { makePersonalData, openFileKeyStore, parseKek } from '@docshare/personal-data';
 import { dirname } from 'node:path';
+import { dropExpiredAnswers } from './expired-answers.ts';
 import { rekeyClaimRecords } from './rekey-claims.ts';
 import { rewriteLog, type RewriteLogResult } from './rewrite-log.ts';
 import { sealEventRecords } from './seal-events.ts';
@@ -15,7 +17,8 @@ import type { Sealer } from './sealer.ts';
  * `npm run migrate -- encrypt-personal-data` on an embedded DATA_DIR (design §9): with the
  * service stopped (the data dir's lock, as `npm start` takes it), events/events.log is rewritten
  * with every event sealed (rewrite-log.ts: same records, ids, positions, id reservations), then
- * claims/claims.log with the account claims re-keyed by the e-mail blind index. The read models
+ * claims/claims.log with the account claims re-keyed by the e-mail blind index, and the expired
+ * stored answers dropped from idempotency/idempotency.log (expired-answers.ts). The read models
  * are in memory in embedded mode: the next start rebuilds them from the sealed log.
  * The events go first: a crash between the two leaves plain claims, which the next run re-keys
  * (and which login still finds meanwhile: a legacy claim is looked up by its plain e-mail).
@@ -26,6 +29,7 @@ export const DATA_DIR_LAYOUT = {
   lock: '.lock',
   events: 'events',
   claims: 'claims',
+  idempotency: 'idempotency',
   keys: 'keys',
   kek: join('secrets', 'data-kek'),
 } as const;
@@ -33,6 +37,8 @@ export const DATA_DIR_LAYOUT = {
 export interface EmbeddedMigration {
   events: RewriteLogResult;
   claims: RewriteLogResult;
+  /** Expired stored answers dropped from idempotency.log. */
+  idempotency: RewriteLogResult;
 }
 
 /** Rewrites the two logs under `dataDir` with `pd` (the caller holds the data dir). */
@@ -58,7 +64,17 @@ export async function sealDataDir(dataDir: string, pd: Sealer, keepBackup: boole
     },
     keepBackup,
   });
-  return { events, claims };
+  const idempotency = await rewriteLog({
+    file: join(dataDir, DATA_DIR_LAYOUT.idempotency, 'idempotency.log'),
+    name: 'idempotency store',
+    rewrite: dropExpiredAnswers(Date.now()),
+    verify: async (file) => {
+      const store = await openFileIdempotencyStore(dirname(file));
+      await store.close();
+    },
+    keepBackup,
+  });
+  return { events, claims, idempotency };
 }
 
 const exists = (path: string): Promise<boolean> => stat(path).then(() => true, () => false);

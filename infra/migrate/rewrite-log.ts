@@ -32,7 +32,7 @@ export interface RewriteLogOptions {
   file: string;
   /** What errors call it ('event log', 'claim store'): the owner's name, so a held lock reads the same. */
   name: string;
-  /** For the payloads of consecutive records, in order: each one's new payload, or undefined to keep it as it is. */
+  /** For the payloads of consecutive records, in order: each one's new payload, undefined to keep it as it is, or null to drop it. */
   rewrite(payloads: readonly unknown[]): Promise<ReadonlyArray<unknown>>;
   /** Opens the new file (`file`, in a directory of its own) as its owner would, and throws if it is not sound. */
   verify?(file: string): Promise<void>;
@@ -43,7 +43,7 @@ export interface RewriteLogOptions {
 export interface RewriteLogResult {
   /** Records in the log. */
   records: number;
-  /** Records rewritten. */
+  /** Records rewritten or dropped. */
   changed: number;
   /** Whether the file was replaced (false: nothing to change, or no file). */
   replaced: boolean;
@@ -135,10 +135,9 @@ async function copyRewritten(
     if (next.length !== payloads.length) throw new Error(`rewrite gave ${next.length} payloads for ${payloads.length}`);
     next.forEach((payload, i) => {
       let line = lines[i]!;
-      if (payload !== undefined) {
-        line = encodeRecord(JSON.stringify(payload));
-        changed++;
-      }
+      if (payload !== undefined) changed++;
+      if (payload === null) return;
+      if (payload !== undefined) line = encodeRecord(JSON.stringify(payload));
       buffered.push(line);
       bufferedBytes += line.length;
     });

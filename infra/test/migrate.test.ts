@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { verifyPassword } from '@docshare/auth';
 import { openFileClaimStore } from '@docshare/claim-store';
 import { openFileEventLog } from '@docshare/event-store';
+import { openFileIdempotencyStore } from '@docshare/idempotency-store';
 import { generateKekText, makePersonalData, openFileKeyStore, parseKek } from '@docshare/personal-data';
 import { DATA_DIR_LAYOUT, migrateDataDir, sealDataDir } from '../migrate/embedded.ts';
 import { backupOf } from '../migrate/rewrite-log.ts';
@@ -27,6 +28,7 @@ const CLI = join(import.meta.dirname, '..', 'migrate.ts');
 
 const ROOT = '/tmp/migrate';
 const PASSWORD = 'correct horse battery';
+const DAY = 24 * 3_600_000;
 
 const freshDir = async (): Promise<string> => {
   const dir = join(ROOT, `data-${process.pid}-${randomBytes(4).toString('hex')}`);
@@ -38,12 +40,28 @@ const freshDir = async (): Promise<string> => {
 const writeV020DataDir = async (dir: string): Promise<V020Data> => {
   const log = await openFileEventLog(join(dir, DATA_DIR_LAYOUT.events));
   const claims = await openFileClaimStore(join(dir, DATA_DIR_LAYOUT.claims));
+  let written: V020Data;
   try {
-    return await writeV020Data(log, claims, PASSWORD);
+    written = await writeV020Data(log, claims, PASSWORD);
   } finally {
     await log.close();
     await claims.close();
   }
+  // A stored answer naming the file, expired (dropped by the migration), and a live one without personal data (kept).
+  const answers = await openFileIdempotencyStore(join(dir, DATA_DIR_LAYOUT.idempotency));
+  try {
+    const longAgo = Date.now() - 3 * DAY;
+    const store = async (key: string, at: number, body: string): Promise<void> => {
+      const begun = await answers.begin(key, at, 60_000);
+      assert.equal(begun.state, 'started');
+      await answers.complete(key, begun.token, { fingerprint: 'f', answer: { status: 201, headers: {}, body }, expiresAt: at + DAY });
+    };
+    await store(`${written.userId}/upload-1`, longAgo, JSON.stringify({ status: 'success', title: `Title ${written.marker}` }));
+    await store(`${written.userId}/live-1`, Date.now(), JSON.stringify({ status: 'success', file_id: '7' }));
+  } finally {
+    await answers.close();
+  }
+  return written;
 };
 
 const filesUnder = async (dir: string): Promise<string[]> => {
@@ -94,6 +112,11 @@ describe('npm run migrate -- encrypt-personal-data (embedded)', () => {
       assert.equal(first.events.replaced, true);
       assert.equal(first.events.changed, 4, 'the four records with personal fields');
       assert.equal(first.claims.changed, 2, 'the two account claim records');
+      assert.equal(first.idempotency.changed, 1, 'the expired stored answer dropped');
+      const answers = await openFileIdempotencyStore(join(dir, DATA_DIR_LAYOUT.idempotency));
+      const live = await answers.begin(`${written.userId}/live-1`, Date.now(), 60_000);
+      await answers.close();
+      assert.equal(live.state, 'done', 'the live stored answer kept');
       assert.deepEqual(await filesHolding(dir, written.marker), [], 'no file under the data dir holds the marker');
       assert.deepEqual(await filesHolding(dir, 'bob@example.com'), []);
 
@@ -129,6 +152,7 @@ describe('npm run migrate -- encrypt-personal-data (embedded)', () => {
       const second = await migrateDataDir(dir, { kekText, keepBackup: false });
       assert.equal(second.events.replaced, false);
       assert.equal(second.claims.replaced, false);
+      assert.equal(second.idempotency.replaced, false);
       assert.deepEqual(await snapshot(dir), before, 'a second run changes no file');
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -160,7 +184,9 @@ describe('npm run migrate -- encrypt-personal-data (embedded)', () => {
       const done = await migrateDataDir(dir, { kekText: generateKekText(), keepBackup: true });
       const logFile = join(dir, DATA_DIR_LAYOUT.events, 'events.log');
       assert.equal(done.events.backup, backupOf(logFile));
-      assert.deepEqual(await filesHolding(dir, written.marker), [backupOf(join(dir, DATA_DIR_LAYOUT.claims, 'claims.log')), backupOf(logFile)]);
+      assert.deepEqual(await filesHolding(dir, written.marker), [
+        backupOf(join(dir, DATA_DIR_LAYOUT.claims, 'claims.log')), backupOf(logFile), backupOf(join(dir, DATA_DIR_LAYOUT.idempotency, 'idempotency.log')),
+      ]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -185,7 +211,7 @@ describe('npm run migrate -- encrypt-personal-data (embedded)', () => {
       const claimsLog = join(dir, DATA_DIR_LAYOUT.claims, 'claims.log');
       assert.equal(after.get(claimsLog), before.get(claimsLog), 'claims.log untouched');
       assert.ok(![...after.keys()].some((file) => file.includes('.migrating')), 'nothing left of the failed rewrite');
-      assert.deepEqual(await filesHolding(dir, written.marker), [claimsLog]);
+      assert.deepEqual(await filesHolding(dir, written.marker), [claimsLog, join(dir, DATA_DIR_LAYOUT.idempotency, 'idempotency.log')]);
       const again = await migrateDataDir(dir, { kekText, keepBackup: false });
       assert.equal(again.events.replaced, false, 'the events were sealed by the first run');
       assert.equal(again.claims.changed, 2);
