@@ -60,6 +60,9 @@ export const accountSources = (deps: AccountSourcesDeps): { readModel: ErasureRe
     readModel: {
       fileIdsOf: (ownerId, afterFileId, limit) => filesQueries.fileIdsOf(ownerId, afterFileId, limit),
       countDeletedFilesOf: (ownerId) => filesStore.count('files', { owner_id: ownerId, deleted: true }),
+      deletedFileIdsOf: async (ownerId, afterFileId, limit) => (await filesStore.find('files', { owner_id: ownerId, deleted: true }, {
+        sort: [['file_id', 1]], after: afterFileId, limit, fields: ['file_id'],
+      })).map((doc) => Number(doc.file_id)),
       countCommentsBy: (authorId) => filesQueries.countCommentsBy(authorId),
       applied: (position) => reached([gates[0]], position),
     },

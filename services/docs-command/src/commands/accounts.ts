@@ -12,6 +12,8 @@ export interface ErasureReadModel {
   fileIdsOf(ownerId: number, afterFileId: number, limit: number): Promise<number[]>;
   /** How many of the owner's files the read model holds as deleted. */
   countDeletedFilesOf(ownerId: number): Promise<number>;
+  /** Ids of the owner's deleted files, ascending, after `afterFileId`, at most `limit`. */
+  deletedFileIdsOf(ownerId: number, afterFileId: number, limit: number): Promise<number[]>;
   /** How many comments the user wrote (on anyone's files). */
   countCommentsBy(authorId: number): Promise<number>;
   /** Resolves once the files read model has applied the event log up to `position`. */
@@ -27,6 +29,8 @@ export interface AccountsDeps {
     remove(ownerId: number, webhookId: number, meta: CommandMeta): Promise<unknown>;
   };
   readModel: ErasureReadModel;
+  /** Where a deleted file's bytes may still be (a deletion cut short after its event, before its blob removal). */
+  blobs: { remove(key: string): Promise<void> };
   personalData: PersonalData;
   /** The user's stored idempotent answers (keys `<userId>/…`). */
   idempotency: { removeScope(prefix: string): Promise<number> };
@@ -77,6 +81,25 @@ export const makeAccountProcess = (deps: AccountsDeps) => {
     }
   };
 
+  /**
+   * The bytes of every deleted file of the user leave the blob store: a deletion whose process died
+   * after its event and before its blob removal (a kill -9 amid the erasure) left them for the
+   * hourly sweeper, which an erasure does not wait for. Removing a blob already gone costs nothing.
+   */
+  const removeLeftBytes = async (userId: number): Promise<void> => {
+    for (let after = 0; ;) {
+      const ids = await readModel.deletedFileIdsOf(userId, after, 500);
+      for (let i = 0; i < ids.length; i += concurrency) {
+        await Promise.all(ids.slice(i, i + concurrency).map(async (fileId) => {
+          const file = await ctx.loadFile(fileId);
+          if (file.status === 'deleted' && file.file.ownerId === userId) await deps.blobs.remove(file.file.blobKey);
+        }));
+      }
+      if (ids.length < 500) return;
+      after = ids.at(-1)!;
+    }
+  };
+
   const erase = async (request: UserErasureRequested, cause: CloudEvent): Promise<void> => {
     const { userId, erasureId } = request;
     const meta: CommandMeta = { requestId: cause.id, correlationId: cause.correlationid };
@@ -89,6 +112,7 @@ export const makeAccountProcess = (deps: AccountsDeps) => {
     const started = performance.now();
     for (const webhook of await deps.webhooks?.list(userId) ?? []) await deps.webhooks?.remove(userId, webhook.id, meta).catch(ignoreGone);
     await deleteFiles(userId, meta);
+    await removeLeftBytes(userId);
     for (const { exportId } of state.exports) await deps.exports.remove(userId, exportId);
     await deps.idempotency.removeScope(`${userId}/`);
     await deps.webhookStore?.removeOwner(userId);

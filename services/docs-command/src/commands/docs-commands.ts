@@ -99,7 +99,7 @@ export const makeDocsCommands = (deps: DocsCommandsDeps) => {
     ctx, blobs, signer, publicBaseUrl: deps.publicBaseUrl, logger, ...(deps.accounts ? { sources: deps.accounts.exportSources } : {}),
   });
   const accounts = deps.accounts === undefined ? undefined : makeAccountProcess({
-    ctx, users, removeFile: remove, readModel: deps.accounts.readModel, personalData,
+    ctx, users, removeFile: remove, readModel: deps.accounts.readModel, personalData, blobs,
     idempotency: deps.accounts.idempotency, exports, logger,
     ...(webhooks ? { webhooks, webhookStore: deps.webhooks!.store } : {}),
   });
