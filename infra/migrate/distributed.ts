@@ -1,4 +1,4 @@
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { MongoServerError, type AnyBulkWriteOperation, type Collection, type Db } from 'mongodb';
 import type { CloudEvent } from '@docshare/contracts';
 import { makeKafkaBus, topicPlan } from '@docshare/event-bus/kafka';
@@ -30,6 +30,12 @@ import type { Sealer } from './sealer.ts';
  * Progress is kept in the command DB's `migrations` collection (one document): a rerun after a
  * crash resumes the copy into the same generation (a record copied twice is applied once: read
  * models guard by position); a run after a finished one changes nothing.
+ *
+ * Consumer groups (handOverGroups): a group that had read the whole old topic (no lag), when the
+ * old topic held every event (the outbox relay's checkpoint at the store's end), gets its offsets
+ * on the new generation set to its end, so it goes on from there instead of reading every event
+ * again (an export requested long ago would be built again). Any other group has no offsets there
+ * and starts the new generation from its beginning (fromBeginning): it misses nothing.
  */
 
 /** Appends per page: one seal call and one bulk write each. */
@@ -37,6 +43,9 @@ const PAGE = 500;
 /** Events per publish (one Kafka send, then a watermark per partition). */
 const PUBLISH = 1_000;
 const MIGRATIONS = 'migrations';
+/** Where the outbox relay keeps the position of the last event the topic accepted (libs/outbox/src/relay.ts), under its name. */
+const RELAY_CHECKPOINTS = 'outbox_checkpoints';
+const RELAY_NAME = 'outbox';
 const MIGRATION_ID = 'encrypt-personal-data';
 
 interface AppendDoc { _id: string; position: number; stream: string; firstVersion: number; events: CloudEvent[] | string }
@@ -163,7 +172,11 @@ export async function migrateDistributed(env: NodeJS.ProcessEnv, options: Distri
       waitForLeaders: true,
       topics: [{ topic: plan!.topic, numPartitions: plan!.numPartitions, configEntries: Object.entries(plan!.configs ?? {}).map(([name, value]) => ({ name, value })) }],
     });
-    await copyIntoTopic(db, config.kafka, migration, migrations, log);
+    const upTo = await copyIntoTopic(db, config.kafka, migration, migrations, log);
+    const relayed = (await db.collection<{ _id: string; position: number }>(RELAY_CHECKPOINTS).findOne({ _id: RELAY_NAME }))?.position ?? 0;
+    await handOverGroups(admin, migration.from, migration.topic, relayed >= upTo, log);
+    // Done only now: a crash before this resumes the copy (nothing left) and hands the groups over then.
+    await migrations.updateOne({ _id: MIGRATION_ID }, { $set: { done: true } });
     printNextSteps(migration, log);
   } finally {
     await admin.disconnect();
@@ -171,11 +184,11 @@ export async function migrateDistributed(env: NodeJS.ProcessEnv, options: Distri
   }
 }
 
-/** Copies every event from the store into the new generation, from where a previous run stopped. */
+/** Copies every event from the store into the new generation, from where a previous run stopped; returns the last position copied. */
 async function copyIntoTopic(
   db: Db, kafkaConfig: { kafkaBrokers: string[]; deadLetterTopic: string }, migration: MigrationDoc, migrations: Collection<MigrationDoc>,
   log: (line: string) => void,
-): Promise<void> {
+): Promise<number> {
   const events = await openMongoEventStore(db);
   // Only its publisher is used: no subscription, so the dead-letter topic is never written.
   const bus = makeKafkaBus({ brokers: kafkaConfig.kafkaBrokers, clientId: 'docshare-migrate', topic: migration.topic, deadLetterTopic: kafkaConfig.deadLetterTopic });
@@ -189,12 +202,43 @@ async function copyIntoTopic(
       after = page.at(-1)!.position;
       await migrations.updateOne({ _id: migration._id }, { $set: { copiedUpTo: after, upTo } });
     }
-    await migrations.updateOne({ _id: migration._id }, { $set: { copiedUpTo: after, upTo, done: true } });
+    await migrations.updateOne({ _id: migration._id }, { $set: { copiedUpTo: after, upTo } });
     log(`kafka: ${after} events copied into ${migration.topic} (${migration.partitions} partitions)`);
+    return after;
   } finally {
     await bus.close();
     await events.close();
   }
+}
+
+/**
+ * Sets, on `to`, the offsets of every consumer group that had read all of `from` to the end of
+ * `to` (when `complete`: `from` held every event copied); the others are named and left to read
+ * `to` from its beginning. Kafka refuses to set the offsets of a group with live members: the
+ * services must be stopped. Returns the groups handed over.
+ */
+export async function handOverGroups(admin: Admin, from: string, to: string, complete: boolean, log: (line: string) => void): Promise<string[]> {
+  if (!(await admin.listTopics()).includes(from)) return [];
+  const ends = new Map((await admin.fetchTopicOffsets(from)).map((p) => [p.partition, p.high]));
+  const targets = (await admin.fetchTopicOffsets(to)).map((p) => ({ partition: p.partition, offset: p.high }));
+  const handed: string[] = [];
+  for (const { groupId } of (await admin.listGroups()).groups) {
+    const [offsets] = await admin.fetchOffsets({ groupId, topics: [from] });
+    const committed = offsets?.partitions ?? [];
+    if (!committed.some((p) => Number(p.offset) >= 0)) continue;
+    const caughtUp = [...ends].every(([partition, high]) => {
+      const at = committed.find((p) => p.partition === partition)?.offset;
+      return Number(high) === 0 || (at !== undefined && Number(at) >= Number(high));
+    });
+    if (!complete || !caughtUp) {
+      log(`kafka: group ${groupId} ${complete ? 'had not read all of' : 'cannot be handed over: the relay had not published every event to'} ${from}; it reads ${to} from its beginning`);
+      continue;
+    }
+    await admin.setOffsets({ groupId, topic: to, partitions: targets });
+    handed.push(groupId);
+  }
+  if (handed.length > 0) log(`kafka: ${handed.length} consumer groups go on at the end of ${to} (${handed.join(', ')})`);
+  return handed;
 }
 
 function printNextSteps(migration: MigrationDoc, log: (line: string) => void): void {
@@ -205,7 +249,7 @@ function printNextSteps(migration: MigrationDoc, log: (line: string) => void): v
 }
 
 async function deleteOldTopic(
-  old: string, current: string, migration: MigrationDoc | null, admin: ReturnType<Kafka['admin']>, log: (line: string) => void,
+  old: string, current: string, migration: MigrationDoc | null, admin: Admin, log: (line: string) => void,
 ): Promise<void> {
   if (!migration?.done || migration.from !== old) throw new Error(`${old} is not the topic a finished migration copied from`);
   if (current === old) throw new Error(`KAFKA_EVENTS_TOPIC is still ${old}: switch every service to ${migration.topic} first`);

@@ -37,6 +37,8 @@ describe('npm run migrate -- encrypt-personal-data (distributed)', () => {
   const dbName = `docshare_migrate_${suffix}`;
   const topic = `docshare-migrate-${suffix}.events`;
   const kekText = generateKekText();
+  const caughtUp = `migrate-test-caught-up-${suffix}`;
+  const behind = `migrate-test-behind-${suffix}`;
   let mongo: MongoClient;
   let db: Db;
   let kafka: Kafka;
@@ -58,6 +60,14 @@ describe('npm run migrate -- encrypt-personal-data (distributed)', () => {
     const bus = makeKafkaBus({ brokers: need('KAFKA_BROKERS').split(','), clientId: 'migrate-test', topic, deadLetterTopic: `${topic}.dlq` });
     await bus.publisher.publish(written.events);
     await bus.close();
+    // The relay had published everything; one group had read it all, another (stopped early) had not.
+    await db.collection<{ _id: string; position: number }>('outbox_checkpoints').insertOne({ _id: 'outbox', position: written.events.at(-1)!.position });
+    const admin = kafka.admin();
+    await admin.connect();
+    const ends = await admin.fetchTopicOffsets(topic);
+    await admin.setOffsets({ groupId: caughtUp, topic, partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })) });
+    await admin.setOffsets({ groupId: behind, topic, partitions: ends.map((p) => ({ partition: p.partition, offset: '0' })) });
+    await admin.disconnect();
     await store.close();
     await claims.close();
   });
@@ -130,6 +140,14 @@ describe('npm run migrate -- encrypt-personal-data (distributed)', () => {
     try {
       const metadata = await admin.fetchTopicMetadata({ topics: [next] });
       assert.equal(metadata.topics[0]?.partitions.length, PARTITIONS);
+
+      // The group that had read everything goes on at the end of the new generation; the other reads it from the beginning.
+      const nextEnds = (await admin.fetchTopicOffsets(next)).map((p) => [p.partition, p.high]).sort();
+      const offsetsOn = async (groupId: string) => ((await admin.fetchOffsets({ groupId, topics: [next] }))[0]?.partitions ?? [])
+        .map((p) => [p.partition, p.offset]).sort();
+      assert.deepEqual(await offsetsOn(caughtUp), nextEnds);
+      assert.ok((await offsetsOn(behind)).every(([, offset]) => offset === '-1'), 'the group behind has no offsets on the new generation');
+      assert.match(first.stdout, new RegExp(`group ${behind} had not read all of`));
       const records = await readTopic(next, written.events.length);
       assert.equal(records.some((r) => r.text.includes(written.marker)), false, 'no record of the new topic holds the marker');
       const copied = records.flatMap((r) => (r.record ? [r] : [])).sort((a, b) => a.record!.position - b.record!.position);
