@@ -4,7 +4,7 @@
 //   distributed: every document of both MongoDB databases (as BSON bytes), every record of the
 //                instance's Kafka topics from the beginning (key, value, headers), every index of
 //                Elasticsearch (a query for the text, and each _source of the instance's indices),
-//                every object of its MinIO bucket;
+//                every object of its MinIO bucket, every key and value of Redis;
 //   both:        the services' logs (the server's captured stdout/stderr: embedded one process,
 //                distributed every service's output, which the instance inherits).
 // The answer names each place and the markers seen there, so a failure says what leaked where.
@@ -66,12 +66,15 @@ export async function inMongo(server: Pick<Server, 'dataDir'>, markers: readonly
     await client.connect();
     for (const dbName of [`docshare_${ns}`, `docshare_${ns}_read`]) {
       const db = client.db(dbName);
+      let documents = 0;
       for (const { name } of await db.listCollections({}, { nameOnly: true }).toArray()) {
         if (name.startsWith('system.')) continue;
         for await (const doc of db.collection(name).find({})) {
+          documents += 1;
           sighting(`mongo ${dbName}.${name} ${JSON.stringify(doc['_id'])}`, Buffer.from(BSON.serialize(doc)), markers, out);
         }
       }
+      if (documents === 0) throw new Error(`MongoDB database ${dbName} holds no document: nothing was searched`);
     }
   } finally {
     await client.close();
@@ -148,6 +151,7 @@ export async function inElasticsearch(server: Pick<Server, 'dataDir'>, markers: 
       for (const hit of found.hits.hits) out.push({ where: `elasticsearch query ${hit._index}/${hit._id}`, markers: [marker] });
     }
     const indices = Object.keys(await client.indices.get({ index: `${prefix}*`, expand_wildcards: 'all' }));
+    if (indices.length === 0) throw new Error(`no Elasticsearch index ${prefix}*: nothing was searched`);
     for (const index of indices) {
       let after: unknown[] | undefined;
       for (;;) {
@@ -162,6 +166,41 @@ export async function inElasticsearch(server: Pick<Server, 'dataDir'>, markers: 
     }
   } finally {
     await client.close();
+  }
+  return out;
+}
+
+/**
+ * Every key of the stack's Redis (the gateway's consistency tokens, rate-limit keys and revoked
+ * users live there; the test stack serves only the suites, so all of it is read): its name and value.
+ */
+export async function inRedis(markers: readonly string[]): Promise<Sighting[]> {
+  const { Redis } = await import('ioredis');
+  const redis = new Redis(need('REDIS_URL'), { lazyConnect: true, maxRetriesPerRequest: 2 });
+  const out: Sighting[] = [];
+  try {
+    await redis.connect();
+    let cursor = '0';
+    let seenKeys = 0;
+    do {
+      const [next, keys] = await redis.scanBuffer(cursor, 'COUNT', '500');
+      cursor = next.toString();
+      seenKeys += keys.length;
+      for (const key of keys) {
+        const type = await redis.type(key);
+        const values: Buffer[] =
+          type === 'string' ? [await redis.getBuffer(key) ?? Buffer.alloc(0)]
+          : type === 'hash' ? Object.entries(await redis.hgetallBuffer(key)).flatMap(([k, v]) => [Buffer.from(k), v])
+          : type === 'list' ? await redis.lrangeBuffer(key, 0, -1)
+          : type === 'set' ? await redis.smembersBuffer(key)
+          : type === 'zset' ? await redis.zrangeBuffer(key, '0', '-1')
+          : [];
+        sighting(`redis ${key.toString()}`, Buffer.concat([key, ...values]), markers, out);
+      }
+    } while (cursor !== '0');
+    if (seenKeys === 0) throw new Error('Redis holds no key: nothing was searched');
+  } finally {
+    redis.disconnect();
   }
   return out;
 }
@@ -185,6 +224,7 @@ export async function markerSightings(server: Pick<Server, 'dataDir' | 'output'>
     ...(await inKafka(server, markers)),
     ...(await inElasticsearch(server, markers)),
     ...(await inMinio(server, markers)),
+    ...(await inRedis(markers)),
     ...inLogs(server, markers),
   ];
 }
