@@ -15,24 +15,30 @@
  *   service reads the new topic, `--delete-topic <old>` deletes the old one.
  *
  * Idempotent: events already sealed are left as they are, so a second run changes nothing.
+ *
+ * npm run migrate -- rotate-kek [--data-dir DIR]: KEK rotation (docs/ops.md): with the new KEK first
+ * in DATA_KEK and the old ones after it, rewraps every data key under the new one (MongoDB's
+ * `data_keys` when MONGO_URL is set, while the services run; else DATA_DIR/keys, with `npm start`
+ * stopped). Data keys and events do not change.
  */
 import { dataDir, loadConfigOrExit, optionalPersonalData } from '@docshare/runtime/config';
 import { migrateDataDir } from './migrate/embedded.ts';
 import type { RewriteLogResult } from './migrate/rewrite-log.ts';
 
-const USAGE = 'usage: npm run migrate -- encrypt-personal-data [--data-dir DIR] [--keep-backup] [--delete-topic TOPIC]';
+const USAGE = 'usage: npm run migrate -- encrypt-personal-data [--data-dir DIR] [--keep-backup] [--delete-topic TOPIC]\n'
+  + '       npm run migrate -- rotate-kek [--data-dir DIR]';
 
 interface Args { command: string; dataDir?: string; keepBackup: boolean; deleteTopic?: string }
 
 const parseArgs = (argv: readonly string[]): Args | null => {
   const [command, ...rest] = argv;
-  if (command !== 'encrypt-personal-data') return null;
+  if (command !== 'encrypt-personal-data' && command !== 'rotate-kek') return null;
   const args: Args = { command, keepBackup: false };
   for (let i = 0; i < rest.length; i++) {
     const flag = rest[i];
     if (flag === '--keep-backup') args.keepBackup = true;
     else if (flag === '--data-dir' && rest[i + 1] !== undefined) args.dataDir = rest[++i];
-    else if (flag === '--delete-topic' && rest[i + 1] !== undefined) args.deleteTopic = rest[++i];
+    else if (flag === '--delete-topic' && rest[i + 1] !== undefined && command === 'encrypt-personal-data') args.deleteTopic = rest[++i];
     else return null;
   }
   return args;
@@ -50,7 +56,14 @@ if (args === null) {
   process.exit(2);
 }
 
-if (process.env['MONGO_URL']) {
+if (args.command === 'rotate-kek') {
+  // KEK rotation's second half: the new KEK is DATA_KEK's first line, the old ones follow it.
+  const { rotateKek } = await import('./migrate/rotate-kek.ts');
+  const env = args.dataDir === undefined ? process.env : { ...process.env, DATA_DIR: args.dataDir };
+  const report = await rotateKek(env);
+  console.log(`${report.keys} data keys: ${report.rewrapped} rewrapped under the current KEK, ${report.destroyed} destroyed, ${report.raced} changed meanwhile (run again)`);
+  console.log('once a run rewraps none and reports none changed meanwhile, the old KEK lines may leave DATA_KEK');
+} else if (process.env['MONGO_URL']) {
   const { migrateDistributed } = await import('./migrate/distributed.ts');
   await migrateDistributed(process.env, { deleteTopic: args.deleteTopic, log: (line) => console.log(line) });
 } else {

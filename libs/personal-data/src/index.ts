@@ -5,4 +5,5 @@ export * from './fields.ts';
 export * from './personal-data.ts';
 export * from './decorators.ts';
 export { makeMemoryKeyStore } from './memory-key-store.ts';
+export * from './rotate.ts';
 export { openFileKeyStore } from './file-key-store.ts';
