@@ -107,7 +107,7 @@ const encrypt = (key: Buffer, plain: string, aad: string): string => {
 
 /** The plain text, or null when it is not a sealed value, was sealed redacted, or does not authenticate under `key`. */
 const decrypt = (key: Buffer, sealed: string, aad: string): string | null => {
-  if (!sealed.startsWith(PREFIX) || sealed === SEALED_REDACTED) return null;
+  if (!sealed.startsWith(PREFIX) || sealed === SEALED_REDACTED || sealed === REF) return null;
   const bytes = Buffer.from(sealed.slice(PREFIX.length), 'base64url');
   if (bytes.length < 28) return null;
   try {
@@ -120,7 +120,26 @@ const decrypt = (key: Buffer, sealed: string, aad: string): string | null => {
   }
 };
 
-const fieldAad = (event: CloudEvent, field: PersonalField): string => `${event.id}/${field.path.join('.')}`;
+/** In a sealed event, a field whose value is in its person's envelope (another field of the same person). */
+const REF = 'pd1.=';
+
+interface OwnerGroup { owner: string; fields: readonly PersonalField[] }
+const GROUPS = new Map<string, readonly OwnerGroup[]>();
+/** An event type's personal fields by the person they belong to (its data field naming them), in PERSONAL_FIELDS' order. */
+const groupsOf = (type: string): readonly OwnerGroup[] => {
+  let groups = GROUPS.get(type);
+  if (groups === undefined) {
+    const byOwner = new Map<string, PersonalField[]>();
+    for (const field of PERSONAL_FIELDS[type as keyof typeof PERSONAL_FIELDS] ?? []) {
+      const list = byOwner.get(field.owner) ?? [];
+      list.push(field);
+      byOwner.set(field.owner, list);
+    }
+    groups = [...byOwner].map(([owner, fields]) => ({ owner, fields }));
+    GROUPS.set(type, groups);
+  }
+  return groups;
+};
 
 export const makePersonalData = (options: PersonalDataOptions): PersonalData => {
   const { store, kek } = options;
@@ -188,17 +207,25 @@ export const makePersonalData = (options: PersonalDataOptions): PersonalData => 
     return ids;
   };
 
+  /**
+   * Sealed per person, not per field: all of one person's fields in an event are one JSON object
+   * sealed once (one cipher per person and event: an upload's six fields cost one), bound to the
+   * event and to the data field naming the person (`<event id>/<owner field>`). The envelope goes
+   * in the person's first present field; their other present fields hold REF.
+   */
   const sealOne = (event: CloudEvent, keys: ReadonlyMap<string, Key>): CloudEvent => {
     const fields = PERSONAL_FIELDS[event.type as keyof typeof PERSONAL_FIELDS];
     if (fields === undefined || event.personaldata !== undefined) return event;
     const data = writableCopy(event.data as Record<string, unknown>, fields);
-    for (const field of fields) {
-      const value = getAt(data, field.path);
-      if (value === undefined || value === null) continue;
-      const owner = ownerOf(data, field);
+    for (const group of groupsOf(event.type)) {
+      const present = group.fields.filter((field) => { const v = getAt(data, field.path); return v !== undefined && v !== null; });
+      if (present.length === 0) continue;
+      const owner = ownerOf(data, group.fields[0]!);
       const key = owner === null ? 'gone' : keys.get(userKeyId(owner)) ?? 'gone';
-      const plain = field.kind === 'list' ? JSON.stringify(value) : String(value);
-      setIn(data, field.path, key === 'gone' ? SEALED_REDACTED : encrypt(key, plain, fieldAad(event, field)));
+      const values: Record<string, unknown> = {};
+      for (const field of present) values[field.path.join('.')] = getAt(data, field.path);
+      const envelope = key === 'gone' ? SEALED_REDACTED : encrypt(key, JSON.stringify(values), `${event.id}/${group.owner}`);
+      present.forEach((field, i) => setIn(data, field.path, i === 0 ? envelope : REF));
     }
     return { ...event, data, personaldata: 'v1' };
   };
@@ -207,21 +234,27 @@ export const makePersonalData = (options: PersonalDataOptions): PersonalData => 
     const fields = PERSONAL_FIELDS[event.type as keyof typeof PERSONAL_FIELDS];
     if (fields === undefined || event.personaldata !== 'v1') return event;
     const data = writableCopy(event.data as Record<string, unknown>, fields);
-    for (const field of fields) {
-      const value = getAt(data, field.path);
-      if (typeof value !== 'string') continue;
-      const owner = ownerOf(data, field);
+    for (const group of groupsOf(event.type)) {
+      const present = group.fields.filter((field) => typeof getAt(data, field.path) === 'string');
+      if (present.length === 0) continue;
+      const envelope = present.map((field) => getAt(data, field.path) as string).find((value) => value !== REF);
+      const owner = ownerOf(data, group.fields[0]!);
       const key = owner === null ? 'gone' : keys.get(userKeyId(owner)) ?? 'gone';
-      const plain = key === 'gone' ? null : decrypt(key, value, fieldAad(event, field));
-      let opened: unknown = plain === null ? redactedValue(field.kind) : plain;
-      if (plain !== null && field.kind === 'list') {
+      const plain = key === 'gone' || envelope === undefined ? null : decrypt(key, envelope, `${event.id}/${group.owner}`);
+      let values: Record<string, unknown> | null = null;
+      if (plain !== null) {
         try {
-          opened = JSON.parse(plain) as unknown;
+          const parsed = JSON.parse(plain) as unknown;
+          if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) values = parsed as Record<string, unknown>;
         } catch {
-          opened = [];
+          values = null;
         }
       }
-      setIn(data, field.path, opened);
+      for (const field of present) {
+        const value = values?.[field.path.join('.')];
+        const fits = field.kind === 'list' ? Array.isArray(value) : typeof value === 'string';
+        setIn(data, field.path, fits ? value : redactedValue(field.kind));
+      }
     }
     const { personaldata: _sealed, ...rest } = event;
     return { ...rest, data } as E;
