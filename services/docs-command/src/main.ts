@@ -25,7 +25,7 @@ import { filesProjector, makeFilesQueries } from '@docshare/files-projector';
 import { makeStatsQueries, statsProjector } from '@docshare/stats-projector';
 import { makePersonalData, openingConsumer, parseKek, sealingEventStore } from '@docshare/personal-data';
 import { openMongoKeyStore } from '@docshare/personal-data/mongo';
-import { consume } from '@docshare/runtime';
+import { consume, type RunningConsumer } from '@docshare/runtime';
 import { ACCOUNTS_GROUP } from './commands/accounts.ts';
 import { accountSources } from './commands/account-sources.ts';
 import { makeDocsCommands } from './commands/docs-commands.ts';
@@ -163,9 +163,19 @@ const commands = makeDocsCommands({
     purchases: (userId, page) => commands.purchases(userId, page),
   }),
 });
-// The accounts process manager (erasures, exports; issue 24): a consumer group of its own, on the opened bus.
-const accounts = await consume(openingConsumer(bus.consumer, personal), `${ACCOUNTS_GROUP}${config.kafka.groupSuffix}`,
-  (batch) => commands.accounts!.handle(batch.records), logger);
+// The accounts process manager (erasures, exports; issue 24): a consumer group of its own, on the
+// opened bus, joined in the background (writes need MongoDB and MinIO only: Kafka may be down now).
+let accounts: RunningConsumer | null = null;
+const joining = new AbortController();
+void retrying(async () => {
+  accounts = await consume(openingConsumer(bus.consumer, personal), `${ACCOUNTS_GROUP}${config.kafka.groupSuffix}`,
+    (batch) => commands.accounts!.handle(batch.records), logger);
+}, {
+  baseMs: 200, capMs: 5_000, signal: joining.signal,
+  onRetry: (err, attempt) => logger.warn({ err, attempt }, 'could not join the accounts consumer group; retrying'),
+}).catch(() => {
+  // Stopped before it could join.
+});
 const exportSweeper = startPeriodic({ name: 'export sweep', pass: commands.exports.sweep, logger, intervalMs: 3_600_000 });
 // /metrics on the metrics listener when METRICS_PORT is set, else on this internal port.
 const metricsAt = config.service.metrics;
@@ -206,7 +216,10 @@ exitGracefully(logger, [
   () => sweeper.stop(),
   () => uploadSweeper.stop(),
   () => exportSweeper.stop(),
-  () => accounts.stop(),
+  async () => {
+    joining.abort();
+    await accounts?.stop();
+  },
   () => idempotencyKeys.close(),
   () => webhookStore.close(),
   () => ledger.close(),
