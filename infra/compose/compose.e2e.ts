@@ -60,6 +60,9 @@ const NEEDS_OWN_SERVER = [
   'webhooks: a delivery as the catalogue documents it',
   // Its own server, restarted without the private-network opt-in.
   '^no server-side request forgery without the opt-in$',
+  // Its own server: the marker is looked for in every store and log of the instance, then it rebuilds
+  // (the compose stack's stores are the containers'; it runs against the embedded and distributed targets).
+  '^account erasure leaves no trace of the person',
 ];
 const escape = (name: string): string => name.startsWith('^') ? name : name.replace(/[.*+?()[\]{}|\\]/g, '\\$&');
 
