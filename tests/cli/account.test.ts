@@ -4,64 +4,39 @@
 // removed, the old token is refused, login is refused, and the status link (no token) ends in done
 // with the file deleted.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { cliOk as ok, cliSandbox, type CliSandbox } from '../support/cli.ts';
 import { randomWord } from '../support/client.ts';
 import { useServer } from '../support/fixture.ts';
-import { REPO_ROOT } from '../support/server.ts';
 import { eventually } from '../support/wait.ts';
-
-const BIN = path.join(REPO_ROOT, 'libs', 'cli', 'bin', 'docshare.js');
-
-interface Run { code: number; stdout: string; stderr: string }
 
 describe('docshare account (CLI end to end)', () => {
   const fx = useServer();
-  let tmp: string;
-  let work: string;
-  let env: NodeJS.ProcessEnv;
+  let sandbox: CliSandbox;
   const email = `${randomWord(12)}@example.com`;
   const password = 'correct horse battery';
   const content = randomBytes(64 * 1024 + 5);
   let token = '';
 
   before(async () => {
-    tmp = await mkdtemp(path.join(os.tmpdir(), 'docshare-cli-account-'));
-    work = path.join(tmp, 'work');
-    await mkdir(work);
-    await writeFile(path.join(work, 'mine.bin'), content);
-    env = { ...process.env, HOME: tmp, XDG_CONFIG_HOME: path.join(tmp, 'config'), DOCSHARE_URL: fx.server.baseUrl };
-    for (const k of ['DOCSHARE_TOKEN', 'DOCSHARE_PASSWORD', 'NODE_TEST_CONTEXT']) delete env[k];
+    sandbox = await cliSandbox('docshare-cli-account-', fx.server.baseUrl, { 'mine.bin': content });
   });
-  after(async () => {
-    await rm(tmp, { recursive: true, force: true });
-  });
+  after(() => sandbox.remove());
 
-  const docshare = (args: string[], more: NodeJS.ProcessEnv = {}, input?: string): Promise<Run> => new Promise((resolve) => {
-    const child = execFile(process.execPath, [BIN, ...args], { cwd: work, env: { ...env, ...more } }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
-    });
-    if (input !== undefined) child.stdin?.end(input);
-    else child.stdin?.end();
-  });
-  const ok = (r: Run, what: string): Run => {
-    assert.equal(r.code, 0, `${what}: exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
-    return r;
-  };
+  const docshare = (args: string[], more: NodeJS.ProcessEnv = {}, input?: string) => sandbox.run(args, more, input);
 
   it('export --out: the ZIP is downloaded, its SHA-256 checked, the original inside it', { timeout: 180_000 }, async () => {
     ok(await docshare(['register', '--name', 'Leaving User', '--email', email], { DOCSHARE_PASSWORD: password }), 'register');
-    const config = JSON.parse(await readFile(path.join(tmp, 'config', 'docshare', 'config.json'), 'utf8')) as { servers: Record<string, { token: string }> };
+    const config = JSON.parse(await readFile(path.join(sandbox.home, 'config', 'docshare', 'config.json'), 'utf8')) as { servers: Record<string, { token: string }> };
     token = config.servers[fx.server.baseUrl]?.token ?? '';
     assert.notEqual(token, '');
     ok(await docshare(['upload', 'mine.bin', '--title', 'Mine', '--description', 'd', '--tags', 't', '--license', 'CC BY', '--new-category', 'Leaving', '-q']), 'upload');
     const exported = ok(await docshare(['account', 'export', '--out', 'export.zip', '--interval-ms', '100']), 'account export');
     assert.match(exported.stdout, /Saved export [0-9a-f-]{36} to .*export\.zip \(\d+ bytes, sha256 [0-9a-f]{64} checked\)/);
-    const zip = await readFile(path.join(work, 'export.zip'));
+    const zip = await readFile(path.join(sandbox.work, 'export.zip'));
     assert.equal(zip.subarray(0, 4).toString('latin1'), 'PK\u0003\u0004');
     // The original is stored uncompressed: its bytes are in the ZIP as they were uploaded.
     assert.ok(zip.includes(content), 'the original is in the ZIP');

@@ -2,19 +2,17 @@
 // against a started server, with its own config directory; progress bars under a pseudo-terminal
 // (util-linux `script`).
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { randomWord } from '../support/client.ts';
 import { useServer } from '../support/fixture.ts';
 import { viewAs } from '../support/analytics.ts';
 import { eventually } from '../support/wait.ts';
-import { freePort, REPO_ROOT } from '../support/server.ts';
-
-const BIN = path.join(REPO_ROOT, 'libs', 'cli', 'bin', 'docshare.js');
+import { freePort } from '../support/server.ts';
+import { CLI_BIN as BIN, cliOk, cliSandbox, type CliSandbox } from '../support/cli.ts';
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
 interface Run {
@@ -34,32 +32,16 @@ describe('docshare CLI', () => {
   const content = randomBytes(3 * 1024 * 1024 + 17);
   let fileId = '';
 
+  let sandbox: CliSandbox;
   before(async () => {
-    tmp = await mkdtemp(path.join(os.tmpdir(), 'docshare-cli-e2e-'));
-    work = path.join(tmp, 'work');
-    await mkdir(work);
-    await writeFile(path.join(work, 'report.bin'), content);
-    env = { ...process.env, HOME: tmp, XDG_CONFIG_HOME: path.join(tmp, 'config'), DOCSHARE_URL: fx.server.baseUrl };
-    for (const k of ['DOCSHARE_TOKEN', 'DOCSHARE_PASSWORD', 'NODE_TEST_CONTEXT']) delete env[k];
+    sandbox = await cliSandbox('docshare-cli-e2e-', fx.server.baseUrl, { 'report.bin': content });
+    ({ home: tmp, work, env } = sandbox);
   });
-  after(async () => {
-    await rm(tmp, { recursive: true, force: true });
-  });
+  after(() => sandbox.remove());
 
   /** Runs docshare with `args` (no terminal: pipes); `more` is merged over the environment. */
-  const docshare = (args: string[], more: NodeJS.ProcessEnv = {}, input?: string): Promise<Run> => new Promise((resolve) => {
-    const child = execFile(process.execPath, [BIN, ...args], { cwd: work, env: { ...env, ...more }, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
-      resolve({ code, stdout, stderr });
-    });
-    if (input !== undefined) child.stdin?.end(input);
-    else child.stdin?.end();
-  });
-
-  const ok = (r: Run, what: string): Run => {
-    assert.equal(r.code, 0, `${what}: exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
-    return r;
-  };
+  const docshare = (args: string[], more: NodeJS.ProcessEnv = {}, input?: string): Promise<Run> => sandbox.run(args, more, input);
+  const ok = cliOk;
 
   /** Runs docshare under a pseudo-terminal (script(1)); resolves with everything the terminal showed. */
   const inTerminal = (args: string[]): Promise<Run> => new Promise((resolve, reject) => {
