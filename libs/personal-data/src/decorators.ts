@@ -1,3 +1,4 @@
+import type { CloudEvent, StoredEvent } from '@docshare/contracts';
 import type { EventConsumer } from '@docshare/event-bus';
 import type { EventStore } from '@docshare/event-store';
 import type { PersonalData } from './personal-data.ts';
@@ -25,13 +26,27 @@ export const sealingEventStore = (inner: EventStore, pd: PersonalData): EventSto
   close: () => inner.close(),
 });
 
-/** A consumer whose handlers get the events' personal fields opened (projectors, extractor, dispatcher, process managers). */
-export const openingConsumer = (inner: EventConsumer, pd: PersonalData): EventConsumer => ({
-  subscribe: (group, handler, options) => inner.subscribe(group, async (record) => {
-    const [opened] = await pd.open([record]);
-    await handler(opened!);
-  }, options),
-  subscribeBatches: (group, handler, options) => inner.subscribeBatches(group, async (batch) => {
-    await handler({ ...batch, records: await pd.open(batch.records) });
-  }, options),
-});
+/**
+ * A consumer whose handlers get the events' personal fields opened (projectors, extractor,
+ * dispatcher). With `only`, just the events of those types are opened (the others pass sealed): a
+ * consumer that reads the personal fields of a few types pays for no more.
+ */
+export const openingConsumer = (inner: EventConsumer, pd: PersonalData, options: { only?: readonly string[] } = {}): EventConsumer => {
+  const only = options.only === undefined ? null : new Set(options.only);
+  const open = async (records: readonly StoredEvent<CloudEvent>[]): Promise<StoredEvent<CloudEvent>[]> => {
+    if (only === null) return pd.open(records);
+    if (!records.some((record) => only.has(record.event.type))) return [...records];
+    const opened = await pd.open(records.filter((record) => only.has(record.event.type)));
+    let next = 0;
+    return records.map((record) => (only.has(record.event.type) ? opened[next++]! : record));
+  };
+  return {
+    subscribe: (group, handler, consumerOptions) => inner.subscribe(group, async (record) => {
+      const [opened] = await open([record]);
+      await handler(opened!);
+    }, consumerOptions),
+    subscribeBatches: (group, handler, consumerOptions) => inner.subscribeBatches(group, async (batch) => {
+      await handler({ ...batch, records: await open(batch.records) });
+    }, consumerOptions),
+  };
+};

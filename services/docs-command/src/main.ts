@@ -23,7 +23,7 @@ import { makeViewerKeys } from '@docshare/analytics';
 import { makeMongoViewerSalts } from '@docshare/analytics/mongo';
 import { filesProjector, makeFilesQueries } from '@docshare/files-projector';
 import { makeStatsQueries, statsProjector } from '@docshare/stats-projector';
-import { makePersonalData, openingConsumer, parseKek, sealingEventStore } from '@docshare/personal-data';
+import { makePersonalData, parseKek, sealingEventStore } from '@docshare/personal-data';
 import { openMongoKeyStore } from '@docshare/personal-data/mongo';
 import { consume, type RunningConsumer } from '@docshare/runtime';
 import { ACCOUNTS_GROUP } from './commands/accounts.ts';
@@ -168,7 +168,9 @@ const commands = makeDocsCommands({
 let accounts: RunningConsumer | null = null;
 const joining = new AbortController();
 void retrying(async () => {
-  accounts = await consume(openingConsumer(bus.consumer, personal), `${ACCOUNTS_GROUP}${config.kafka.groupSuffix}`,
+  // The requests it acts on carry no personal data: it consumes the log as stored (what it reads of a
+  // user comes from the user's stream, through the sealing store).
+  accounts = await consume(bus.consumer, `${ACCOUNTS_GROUP}${config.kafka.groupSuffix}`,
     (batch) => commands.accounts!.handle(batch.records), logger);
 }, {
   baseMs: 200, capMs: 5_000, signal: joining.signal,

@@ -184,8 +184,8 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
   }, () => deadLetters.inc({ group: webhookDispatcher.name }));
 
   // The accounts process manager (erasures, exports), after the replay like the extractor: a
-  // request already carried out costs a check.
-  const accounts = await consume(consumer, ACCOUNTS_GROUP, (batch) => commands.accounts!.handle(batch.records), logger,
+  // request already carried out costs a check. Its requests carry no personal data: the log as stored.
+  const accounts = await consume(bus, ACCOUNTS_GROUP, (batch) => commands.accounts!.handle(batch.records), logger,
     () => deadLetters.inc({ group: ACCOUNTS_GROUP }));
   const exportSweeper = startPeriodic({ name: 'export sweep', pass: commands.exports.sweep, logger, intervalMs: 3_600_000 });
 

@@ -49,7 +49,10 @@ const extraction = makeExtraction({ blobs, recorder: records, logger, settings: 
 const bus = kafkaBus(kafkaSettings, textExtractor.name, logger);
 const { client: mongoClient, db } = await connectMongo(config.mongo.mongoUrl, config.mongo.commandDb, config.mongo);
 const keyStore = await openMongoKeyStore(db);
-const consumer = openingConsumer(bus.consumer, makePersonalData({ store: keyStore, kek: parseKek(config.personalData.kek) }));
+// Only uploads are opened: their file name is all the extractor reads of anyone's personal data.
+const consumer = openingConsumer(bus.consumer, makePersonalData({ store: keyStore, kek: parseKek(config.personalData.kek) }), {
+  only: ['docs.file.uploaded.v1'],
+});
 const group = `${textExtractor.name}${kafkaSettings.groupSuffix}`;
 const intakeGroup = `${intakeGroupOf(textExtractor.name)}${kafkaSettings.groupSuffix}`;
 
