@@ -1,4 +1,4 @@
-import archiver, { type Archiver, type ZipEntryData } from 'archiver';
+import type { Archiver, ZipEntryData } from 'archiver';
 import { once } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -58,6 +58,9 @@ export const writeAccountExport = async (
   options: { now?: () => Date } = {},
 ): Promise<ExportResult> => {
   const exportedAt = (options.now ?? (() => new Date()))();
+  // Loaded on the first export, not at every start of docs-command (archiver and its dependencies
+  // cost ~100 ms of start-up CPU, and most processes never export).
+  const { default: archiver } = await import('archiver');
   const archive = archiver('zip', { ...ZIP_OPTIONS, zlib: { ...ZIP_OPTIONS.zlib } });
   // A late error (the entry in progress failing after the pipeline was torn down by the first) must
   // not become an uncaught 'error' event: the pipeline already reports the first one.

@@ -21,13 +21,13 @@ import { fileStateFrom, makeDocsCommandApp, makeDocsCommands, makeStorageMetrics
 import { filesProjector, makeFilesQueries } from '@docshare/files-projector';
 import { PROJECTOR_SERVICES } from '@docshare/contracts/services';
 import { makeGateway } from '@docshare/gateway';
-import { makeExtraction, registerExtractionMetrics, textExtractor } from '@docshare/text-extractor';
+import { EXTRACTOR_OPENS, makeExtraction, registerExtractionMetrics, textExtractor } from '@docshare/text-extractor';
 import type { EmbeddedConfig } from './config.ts';
 import { loadOrCreateSecret, makeTokens, makeUrlSigner } from '@docshare/auth';
 import { lockDataDir } from './data-lock.ts';
 import { makeDeliverer, makeSecretSealer } from '@docshare/webhooks';
 import { openFileWebhookStore } from '@docshare/webhooks/store';
-import { registerWebhookMetrics, startWebhookDispatch, webhookDispatcher } from '@docshare/webhook-dispatcher';
+import { DISPATCHER_OPENS, registerWebhookMetrics, startWebhookDispatch, webhookDispatcher } from '@docshare/webhook-dispatcher';
 import { makePersonalData, openFileKeyStore, openingConsumer, parseKek, sealingEventStore } from '@docshare/personal-data';
 import { makeStatsQueries, statsProjector } from '@docshare/stats-projector';
 import { consume } from '@docshare/runtime';
@@ -164,13 +164,13 @@ export const startEmbedded = async (config: EmbeddedConfig, logger = makeLogger(
       },
     },
   });
-  const extracting = await extraction.start(consumer, textExtractor.name, logger, () => deadLetters.inc({ group: textExtractor.name }));
+  const extracting = await extraction.start(openingConsumer(bus, personalData, { only: EXTRACTOR_OPENS }), textExtractor.name, logger, () => deadLetters.inc({ group: textExtractor.name }));
 
   // The webhook dispatcher, after the replay like the extractor: its checkpoint (in the webhook
   // store) says which events it already turned into deliveries, so the replay sends nothing twice.
   const projectorGates = modules.map((module) => makeConsistencyGate(checkpoints, module.name, 1));
   const deliverer = makeDeliverer({ policy: config.webhooks.policy, timeoutMs: config.webhooks.timeoutMs });
-  const dispatching = await startWebhookDispatch(consumer, {
+  const dispatching = await startWebhookDispatch(openingConsumer(bus, personalData, { only: DISPATCHER_OPENS }), {
     store: webhookStore, sealer, deliverer, settings: config.webhooks, logger, group: webhookDispatcher.name,
     metrics: registerWebhookMetrics(ops.registry),
     readModelsReached: async (position) => {

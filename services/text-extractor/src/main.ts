@@ -16,7 +16,7 @@ import { blob, extraction as extractBudgets, kafka, loadConfigOrExit, mongo, per
 import { makePersonalData, openingConsumer, parseKek } from '@docshare/personal-data';
 import { openMongoKeyStore } from '@docshare/personal-data/mongo';
 import { makeHttpRecorder } from './http-recorder.ts';
-import { intakeGroupOf, makeExtraction, registerExtractionMetrics, textExtractor } from './module.ts';
+import { EXTRACTOR_OPENS, intakeGroupOf, makeExtraction, registerExtractionMetrics, textExtractor } from './module.ts';
 
 /** Everything the text extractor reads from its environment (README: the services' environment), read once. */
 const config = loadConfigOrExit(process.env, {
@@ -49,9 +49,8 @@ const extraction = makeExtraction({ blobs, recorder: records, logger, settings: 
 const bus = kafkaBus(kafkaSettings, textExtractor.name, logger);
 const { client: mongoClient, db } = await connectMongo(config.mongo.mongoUrl, config.mongo.commandDb, config.mongo);
 const keyStore = await openMongoKeyStore(db);
-// Only uploads are opened: their file name is all the extractor reads of anyone's personal data.
 const consumer = openingConsumer(bus.consumer, makePersonalData({ store: keyStore, kek: parseKek(config.personalData.kek) }), {
-  only: ['docs.file.uploaded.v1'],
+  only: EXTRACTOR_OPENS,
 });
 const group = `${textExtractor.name}${kafkaSettings.groupSuffix}`;
 const intakeGroup = `${intakeGroupOf(textExtractor.name)}${kafkaSettings.groupSuffix}`;

@@ -16,6 +16,8 @@ import { makeExtractionWork, type ExtractionDeps, type ExtractionWork, type Extr
  * `docs.file.uploaded.v1` and records each file's text (or why there is none) through docs-command.
  */
 export const textExtractor = { name: 'text-extractor', port: 8085 } as const;
+/** The events whose personal fields the extractor reads (an upload's file name: its extension picks the format); it opens no other. */
+export const EXTRACTOR_OPENS = ['docs.file.uploaded.v1'] as const;
 
 /** The intake group beside `group` (extraction.ts: it reads ahead; `group` itself settles). */
 export const intakeGroupOf = (group: string): string => `${group}-intake`;

@@ -19,7 +19,7 @@ import { makeMongoWebhookStore } from '@docshare/webhooks/store/mongo';
 import { makeDispatcher, type Dispatcher } from './dispatcher.ts';
 import { makeHttpRecorder } from './http-recorder.ts';
 import { registerWebhookMetrics, type WebhookMetrics } from './metrics.ts';
-import { webhookDispatcher } from './module.ts';
+import { DISPATCHER_OPENS, webhookDispatcher } from './module.ts';
 import { makeUrlCheckApp } from './url-check.ts';
 
 /** Everything the dispatcher reads from its environment (README: the services' environment), read once. */
@@ -64,7 +64,7 @@ const readModelsReached = async (position: number): Promise<void> => {
 
 const bus = kafkaBus(kafkaSettings, webhookDispatcher.name, logger);
 const keyStore = await openMongoKeyStore(db);
-const consumer = openingConsumer(bus.consumer, makePersonalData({ store: keyStore, kek: parseKek(config.personalData.kek) }));
+const consumer = openingConsumer(bus.consumer, makePersonalData({ store: keyStore, kek: parseKek(config.personalData.kek) }), { only: DISPATCHER_OPENS });
 // Made once the service's metrics registry exists (startConsumerService calls `metrics` before `join`).
 let metrics: WebhookMetrics | undefined;
 let deadLetters: (() => void) | undefined;

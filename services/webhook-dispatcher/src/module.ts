@@ -16,6 +16,14 @@ import type { WebhookMetrics } from './metrics.ts';
  * per endpoint (dispatcher.ts).
  */
 export const webhookDispatcher = { name: 'webhook-dispatcher', port: 8086 } as const;
+/**
+ * The events whose personal fields the dispatcher reads (issue 24): the messages that carry a title,
+ * file name, description, tags or comment (webhookMessageOf), and the endpoints' URLs and
+ * descriptions. It opens no other (an extracted text is never sent).
+ */
+export const DISPATCHER_OPENS = [
+  'docs.file.uploaded.v1', 'docs.file.updated.v1', 'docs.comment.posted.v1', 'docs.webhook.registered.v1', 'docs.webhook.updated.v1',
+] as const;
 
 /** Records `docs.webhook.disabled.v1` (docs-command: its use case in embedded mode, its internal route otherwise). */
 export interface DisableRecorder {
