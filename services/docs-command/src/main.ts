@@ -22,7 +22,8 @@ import { openMongoStorageLedger } from '@docshare/storage-ledger/mongo';
 import { makeViewerKeys } from '@docshare/analytics';
 import { makeMongoViewerSalts } from '@docshare/analytics/mongo';
 import { filesProjector, makeFilesQueries } from '@docshare/files-projector';
-import { makeStatsQueries, statsProjector } from '@docshare/stats-projector';
+import { makeStatsQueries } from '@docshare/stats-projector';
+import { PROJECTOR_SERVICES } from '@docshare/contracts/services';
 import { makePersonalData, parseKek, sealingEventStore } from '@docshare/personal-data';
 import { openMongoKeyStore } from '@docshare/personal-data/mongo';
 import { consume, type RunningConsumer } from '@docshare/runtime';
@@ -158,7 +159,8 @@ const commands = makeDocsCommands({
   },
   accounts: accountSources({
     filesStore, filesQueries, statsQueries,
-    gates: [gateOf(filesProjector.name), gateOf(statsProjector.name), gateOf('search-projector')],
+    // The files projector's first (an erasure waits for it alone), then every other read model (an export waits for all).
+    gates: [gateOf(filesProjector.name), ...PROJECTOR_SERVICES.filter((p) => p.name !== filesProjector.name).map((p) => gateOf(p.name))],
     idempotency: idempotencyKeys,
     purchases: (userId, page) => commands.purchases(userId, page),
   }),
