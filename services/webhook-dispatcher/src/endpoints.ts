@@ -52,7 +52,9 @@ export const foldEndpoint = (current: EndpointRecord | null, stored: StoredEvent
     }
     case 'docs.webhook.deleted.v1': {
       if (current === null) return null;
-      return { ...current, deleted: true, position };
+      // Nothing is delivered to a deleted endpoint: its record forgets the URL (personal data, issue 24:
+      // an erasure deletes the user's endpoints first) and its sealed secrets.
+      return { ...current, deleted: true, url: '', secrets: [], position };
     }
     case 'docs.webhook.secret_rotated.v1': {
       if (current === null) return null;
