@@ -157,7 +157,8 @@ export interface WebhookStore {
   prune(before: number): Promise<number>;
   /**
    * Account erasure: removes the tasks and attempts (any state, any age) of every endpoint of
-   * `ownerId` (deleted or not; the endpoint records stay: they are the webhook events' read model).
+   * `ownerId` (deleted or not; the endpoint records stay: they are the webhook events' read model,
+   * and a deleted endpoint's record keeps no URL or secret).
    * Returns how many of each. A settle of a task in flight as it runs may still record its attempt:
    * call it once the owner's endpoints are deleted and no event of theirs is left to deliver.
    */
