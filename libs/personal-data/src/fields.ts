@@ -32,6 +32,8 @@ export const PERSONAL_FIELDS: Readonly<Partial<Record<EventType, readonly Person
   'docs.file.updated.v1': of('ownerId', { 'changes.title': 'string', 'changes.description': 'string', 'changes.tags': 'list' }),
   'docs.comment.posted.v1': [...of('authorId', { comment: 'string' }), ...of('fileOwnerId', { fileTitle: 'string' })],
   'docs.file.content-extracted.v1': of('ownerId', { text: 'string' }),
+  // Why no text came out: a library's message, which might quote the document.
+  'docs.file.content-extraction-failed.v1': of('ownerId', { detail: 'string' }),
   'docs.upload.started.v1': of('ownerId', {
     fileName: 'string', title: 'string', description: 'string', tags: 'list', videoUrl: 'nullable',
   }),

@@ -42,6 +42,9 @@ const samples = (mark: string): CloudEvent[] => [
     fileId: 1, ownerId: OWNER, blobKey: 'f1', format: 'pdf', extractor: 'x', truncated: false, language: null,
     text: `the body ${mark}`, durationMs: 3, extractedAt: 't',
   }),
+  event('docs.file.content-extraction-failed.v1', {
+    fileId: 2, ownerId: OWNER, blobKey: 'f2', format: 'pdf', reason: 'corrupt', detail: `bad xref near ${mark}`, durationMs: 3, failedAt: 't',
+  }),
   event('docs.upload.started.v1', {
     uploadId: 'u1', ownerId: OWNER, fileId: 2, blobKey: 'f2-u1', storeUploadId: 's', fileName: `${mark}.docx`, contentType: 'x',
     size: 9, partSize: 5, partCount: 2, title: `up ${mark}`, description: `up desc ${mark}`, tags: [`up-${mark}`], license: 'cc-by',
