@@ -137,7 +137,8 @@ export const makeExtractionWork = (deps: ExtractionDeps) => {
     deps.onOutcome?.(outcome);
     const log = { fileId: file.fileId, ownerId: file.ownerId, format: outcome.format, durationMs: outcome.durationMs };
     if (outcome.ok) logger.info({ ...log, characters: outcome.characters, truncated: outcome.truncated }, 'text extracted');
-    else logger.info({ ...log, reason: outcome.reason, detail: outcome.detail, demoted: queue.demoted(file.ownerId) }, 'text extraction failed');
+    // Not the detail: a library's message may quote the document (personal data; it is in the event, sealed).
+    else logger.info({ ...log, reason: outcome.reason, demoted: queue.demoted(file.ownerId) }, 'text extraction failed');
     await recorder.record(file.fileId, file.blobKey, reportOf(outcome), cause);
   };
 
