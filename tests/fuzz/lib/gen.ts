@@ -255,6 +255,10 @@ const ENDPOINTS: Endpoint[] = [
   },
   { name: 'webhooks', method: 'POST', path: WEBHOOKS, kind: 'json', fields: ['url', 'events', 'description'] },
   { name: 'webhook-list', method: 'GET', path: WEBHOOKS, kind: 'query', fields: [] },
+  // Leaving (issue 24): exports (one built per user at most every 15 minutes). The erasure is not
+  // fuzzed: with a fuzz user's real password it would end that user, and every case after it.
+  { name: 'export', method: 'POST', path: '/api/V1/users/api-export', kind: 'none', fields: [] },
+  { name: 'export-status', method: 'GET', path: '/api/V1/users/api-export', kind: 'query', fields: ['export_id'] },
 ];
 
 const OTHER_PATHS = ['/', '/healthz', '/readyz', '/metrics', '/docs', '/docs/', '/files', '/files/1', '/api', '/api/V1', '/api/V1/', '/favicon.ico', '/robots.txt', '/.env', '/api/V1/docs', '/api/V2/users/api-files'];
@@ -296,6 +300,7 @@ const goodValue = (ctx: FuzzContext, field: string): fc.Arbitrary<string> => {
     case 'events': return fc.constantFrom('["file.uploaded"]', '["comment.received","file.deleted","sale.completed"]', '[]', '["nope"]', '["webhook.test"]', '"file.uploaded"',
       '[null]', '["file.uploaded","file.uploaded"]', `[${'"file.uploaded",'.repeat(2000)}"file.deleted"]`, '{"0":"file.uploaded"}');
     case 'since': case 'until': return s('2026-01-01T00:00:00Z', '2026-11-28T12:00:00.000Z', '1970-01-01T00:00:00Z', '9999-12-31T23:59:59Z', 'yesterday', '2026-02-30T00:00:00Z', '', '2026-11-28');
+    case 'export_id': return s('00000000-0000-0000-0000-000000000000', '', 'x', '../../etc/passwd', 'a'.repeat(300));
     case 'message_ids': return fc.constantFrom('[]', `["msg_${'0'.repeat(32)}"]`, '["msg_x"]', '[1]', '"msg_"', `[${Array.from({ length: 101 }, (_, i) => `"msg_${i.toString(16).padStart(32, '0')}"`).join(',')}]`);
     default: return jsonText([field]);
   }
