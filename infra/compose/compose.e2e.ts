@@ -312,11 +312,12 @@ describe('docker compose: the whole stack in containers', { timeout: 40 * 60_000
       const secrets = mounts.filter((m) => m.Destination.startsWith('/run/secrets/')).map((m) => m.Destination.slice('/run/secrets/'.length)).sort();
       const allowed: Record<string, string[]> = {
         gateway: ['jwt_secret', 'redis_password'],
-        'docs-command': ['internal_token', 'jwt_secret', 'minio_app_access_key', 'minio_app_secret_key', 'mongo_app_password', 'webhook_secret_key'],
-        // Every projector: the app's MongoDB password only.
-        ...Object.fromEntries(PROJECTOR_SERVICES.map((projector) => [projector.name, ['mongo_app_password']])),
-        'text-extractor': ['internal_token', 'minio_app_access_key', 'minio_app_secret_key'],
-        'webhook-dispatcher': ['internal_token', 'mongo_app_password', 'webhook_secret_key'],
+        // The KEK of personal data (data_kek) to every service that writes or reads events, never the gateway.
+        'docs-command': ['data_kek', 'internal_token', 'jwt_secret', 'minio_app_access_key', 'minio_app_secret_key', 'mongo_app_password', 'webhook_secret_key'],
+        // Every projector: the app's MongoDB password and the KEK.
+        ...Object.fromEntries(PROJECTOR_SERVICES.map((projector) => [projector.name, ['data_kek', 'mongo_app_password']])),
+        'text-extractor': ['data_kek', 'internal_token', 'minio_app_access_key', 'minio_app_secret_key', 'mongo_app_password'],
+        'webhook-dispatcher': ['data_kek', 'internal_token', 'mongo_app_password', 'webhook_secret_key'],
         mongodb: ['mongo_app_password', 'mongo_root_password'], minio: ['minio_root_password', 'minio_root_user'],
         'minio-init': ['minio_app_access_key', 'minio_app_secret_key', 'minio_root_password', 'minio_root_user'],
         redis: ['redis_password'], kafka: [], elasticsearch: [], 'kafka-topics': [], prometheus: [],
