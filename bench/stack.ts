@@ -1042,6 +1042,8 @@ try {
       const child = spawn(process.execPath, [join(ROOT, 'infra', 'rebuild.ts'), model], {
         cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'],
         env: {
+          // The instance's KEK (kept in its DATA_DIR unless DATA_KEK is given), to open the log.
+          DATA_KEK_FILE: join(inst.dataDir, 'secrets', 'data-kek'),
           ...env, ...serverEnv, MONGO_COMMAND_DB: inst.commandDb, MONGO_READ_DB: inst.readDb, ELASTICSEARCH_ALIAS: alias, LOG_LEVEL: cfg.logLevel,
         },
       });

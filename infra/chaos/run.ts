@@ -411,7 +411,11 @@ try {
   const rebuild = await new Promise<{ code: number; output: string }>((resolve) => {
     const child = spawn(process.execPath, [join(ROOT, 'infra', 'rebuild.ts'), 'all'], {
       cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...serverEnv, MONGO_COMMAND_DB: inst.commandDb, MONGO_READ_DB: inst.readDb, ELASTICSEARCH_ALIAS: `docshare-files-${inst.ns}` },
+      env: {
+        // The instance's KEK (infra/stack/instance.ts keeps it in its DATA_DIR unless DATA_KEK is given), to open the log.
+        DATA_KEK_FILE: join(inst.dataDir, 'secrets', 'data-kek'),
+        ...process.env, ...serverEnv, MONGO_COMMAND_DB: inst.commandDb, MONGO_READ_DB: inst.readDb, ELASTICSEARCH_ALIAS: `docshare-files-${inst.ns}`,
+      },
     });
     let output = '';
     child.stdout.on('data', (c: Buffer) => { output += c.toString(); });

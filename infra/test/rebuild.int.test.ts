@@ -4,6 +4,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { MongoClient } from 'mongodb';
 import { startServer, TARGET, REPO_ROOT, type Server } from '../../tests/support/server.ts';
@@ -64,6 +65,12 @@ describe('npm run rebuild', { skip: TARGET !== 'distributed' ? 'needs DOCSHARE_T
     await server?.dispose();
   });
 
+  /** What the rebuild is told: the instance's databases and index, and its KEK (kept in its DATA_DIR) to open the log. */
+  const rebuildEnvOf = (): Record<string, string> => ({
+    MONGO_COMMAND_DB: `docshare_${ns}`, MONGO_READ_DB: `docshare_${ns}_read`, ELASTICSEARCH_ALIAS: `docshare-files-${ns}`,
+    ...(process.env['DATA_KEK'] === undefined ? { DATA_KEK_FILE: join(server.dataDir, 'secrets', 'data-kek') } : {}),
+  });
+
   /** Every document of a read model's current generation, keyed by collection name without the generation prefix. */
   const snapshot = async (model: string): Promise<Record<string, unknown[]>> => {
     const db = mongo.db(`docshare_${ns}_read`);
@@ -103,9 +110,7 @@ describe('npm run rebuild', { skip: TARGET !== 'distributed' ? 'needs DOCSHARE_T
     }
     const viewed = before.answers.daily.map((d) => (d as { totals?: { views?: number; unique_viewers?: number } }).totals);
     assert.ok(viewed.every((t) => (t?.views ?? 0) > 0 && (t?.unique_viewers ?? 0) > 0), `every owner's days have views and viewers: ${JSON.stringify(viewed)}`);
-    const result = await run(['infra/rebuild.ts', 'all'], {
-      MONGO_COMMAND_DB: `docshare_${ns}`, MONGO_READ_DB: `docshare_${ns}_read`, ELASTICSEARCH_ALIAS: `docshare-files-${ns}`,
-    });
+    const result = await run(['infra/rebuild.ts', 'all'], rebuildEnvOf());
     assert.equal(result.code, 0, result.output);
     assert.match(result.output, /stats: \d+ events replayed/);
     assert.match(result.output, /search: \d+ events replayed/);
@@ -136,7 +141,7 @@ describe('npm run rebuild', { skip: TARGET !== 'distributed' ? 'needs DOCSHARE_T
   };
 
   it('rebuilds every model exactly while clients keep writing: equal to a quiet rebuild from the event store', async () => {
-    const rebuildEnv = { MONGO_COMMAND_DB: `docshare_${ns}`, MONGO_READ_DB: `docshare_${ns}_read`, ELASTICSEARCH_ALIAS: `docshare-files-${ns}` };
+    const rebuildEnv = rebuildEnvOf();
     let writing = true;
     let writes = 0;
     const load = users.map(async (user, i) => {

@@ -23,6 +23,8 @@ describe('two replicas of every service, two gateways', { skip: TARGET !== 'dist
     dir = await mkdtemp(join(tmpdir(), 'docshare-replicas-'));
     const ns = randomBytes(6).toString('hex');
     const jwtSecret = randomBytes(24).toString('hex');
+    // One KEK for both replica sets: they share the data keys (a key one wraps, the other must open).
+    const dataKek = randomBytes(32).toString('base64url');
     const extraEnv = {
       MONGO_COMMAND_DB: `docshare_${ns}`, MONGO_READ_DB: `docshare_${ns}_read`,
       KAFKA_EVENTS_TOPIC: `docshare.events.${ns}`, KAFKA_DLQ_TOPIC: `docshare.events.${ns}.dlq`, KAFKA_EVENTS_PARTITIONS: '3',
@@ -33,7 +35,7 @@ describe('two replicas of every service, two gateways', { skip: TARGET !== 'dist
     for (let r = 0; r < 2; r++) {
       const [gatewayPort, ...servicePorts] = await freePorts(1 + SERVICES.length);
       const services = await startServices({
-        serverEnv: {}, gatewayPort: gatewayPort!, servicePorts, publicBaseUrl: `http://127.0.0.1:${gatewayPort}`, jwtSecret,
+        serverEnv: {}, gatewayPort: gatewayPort!, servicePorts, publicBaseUrl: `http://127.0.0.1:${gatewayPort}`, jwtSecret, dataKek,
         extraEnv: { ...extraEnv, INSTANCE_ID: `replica-${r}` },
         output: () => {},
       });
