@@ -38,11 +38,13 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
-import { sleep } from '@docshare/contracts';
+import { sleep, type CloudEvent } from '@docshare/contracts';
+import { makePersonalData, parseKek } from '@docshare/personal-data';
+import { openMongoKeyStore } from '@docshare/personal-data/mongo';
 import { GATEWAY_SERVICE } from '@docshare/contracts/services';
 import { Instance, SERVICE_NAMES, type ServiceName } from './instance.ts';
 import { Recorder, runClient, runViewer, type Rec, type User } from './load.ts';
@@ -292,6 +294,9 @@ try {
   const users = [...rec.users.values()];
   const mongo = new MongoClient(serverEnv.MONGO_URL ?? '', { serverSelectionTimeoutMS: 10_000 });
   await mongo.connect();
+  const keyStore = await openMongoKeyStore(mongo.db(inst.commandDb));
+  const kekText = process.env['DATA_KEK'] ?? (await readFile(join(inst.dataDir, 'secrets', 'data-kek'), 'utf8')).trim();
+  const personal = makePersonalData({ store: keyStore, kek: parseKek(kekText) });
   const readEvents = async (): Promise<Event[]> => {
     const out: Event[] = [];
     let next = 1;
@@ -303,7 +308,9 @@ try {
       const events = (typeof doc.events === 'string' ? JSON.parse(doc.events) : doc.events) as Array<Omit<Event, 'position'>>;
       events.forEach((e, i) => out.push({ ...e, position: doc.position + i }));
     }
-    return out;
+    // Personal fields are sealed in the store (issue 24): opened with the instance's KEK, as every consumer opens them.
+    const opened = await personal.open(out.map((e) => ({ position: e.position, event: e as unknown as CloudEvent })));
+    return opened.map(({ position, event }) => ({ ...(event as unknown as Omit<Event, 'position'>), position }));
   };
   const events = await readEvents();
   log(`event store: ${events.length} events`);
