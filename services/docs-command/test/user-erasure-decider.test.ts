@@ -5,7 +5,7 @@ import { makeUrlSigner } from '@docshare/auth';
 import {
   decideUser, evolveUser, EXPORTS_KEPT, initialUserState, type UserCommand, type UserEventBody, type UserState,
 } from '../src/commands/domain/user.ts';
-import { makeErasureLinks } from '../src/commands/erasure-links.ts';
+import { makeErasureLinks } from '../src/commands/user-links.ts';
 
 // Leaving (issue 24, domain/user.ts): given the user's past events, when an erasure or export
 // command, then the events it records or its refusal.

@@ -1,10 +1,11 @@
 import type { RequestHandler, Response } from 'express';
+import { ERASED_USER_HEADER } from '@docshare/contracts';
 import type { Logger } from '@docshare/http';
 import type { RevokedUsers } from './revocations.ts';
 import type { SessionTokens } from './consistency.ts';
 
-/** The internal header of docs-command's answer to an erasure request: the user erased (design24 §3). Never leaves the gateway. */
-export const ERASED_USER_HEADER = 'x-docshare-erased-user';
+/** The internal header of docs-command's answer to an erasure request (one constant, in contracts). Never leaves the gateway. */
+export { ERASED_USER_HEADER };
 
 export interface ForgetErasedUsersOptions {
   revocations: RevokedUsers;

@@ -67,6 +67,10 @@ const ignoreGone = (error: unknown): void => {
 export const makeAccountProcess = (deps: AccountsDeps) => {
   const { ctx, readModel, personalData, logger } = deps;
   const concurrency = deps.concurrency ?? 8;
+  /** `work` on every id, `concurrency` at a time. */
+  const eachOf = async (ids: readonly number[], work: (id: number) => Promise<unknown>): Promise<void> => {
+    for (let i = 0; i < ids.length; i += concurrency) await Promise.all(ids.slice(i, i + concurrency).map(work));
+  };
 
   const caughtUp = async (): Promise<void> => readModel.applied(await ctx.events.lastPosition());
 
@@ -75,9 +79,7 @@ export const makeAccountProcess = (deps: AccountsDeps) => {
       await caughtUp();
       const ids = await readModel.fileIdsOf(userId, 0, 500);
       if (ids.length === 0) return;
-      for (let i = 0; i < ids.length; i += concurrency) {
-        await Promise.all(ids.slice(i, i + concurrency).map((fileId) => deps.removeFile(userId, fileId, meta).catch(ignoreGone)));
-      }
+      await eachOf(ids, (fileId) => deps.removeFile(userId, fileId, meta).catch(ignoreGone));
     }
   };
 
@@ -89,12 +91,10 @@ export const makeAccountProcess = (deps: AccountsDeps) => {
   const removeLeftBytes = async (userId: number): Promise<void> => {
     for (let after = 0; ;) {
       const ids = await readModel.deletedFileIdsOf(userId, after, 500);
-      for (let i = 0; i < ids.length; i += concurrency) {
-        await Promise.all(ids.slice(i, i + concurrency).map(async (fileId) => {
-          const file = await ctx.loadFile(fileId);
-          if (file.status === 'deleted' && file.file.ownerId === userId) await deps.blobs.remove(file.file.blobKey);
-        }));
-      }
+      await eachOf(ids, async (fileId) => {
+        const file = await ctx.loadFile(fileId);
+        if (file.status === 'deleted' && file.file.ownerId === userId) await deps.blobs.remove(file.file.blobKey);
+      });
       if (ids.length < 500) return;
       after = ids.at(-1)!;
     }

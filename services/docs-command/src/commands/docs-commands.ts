@@ -23,7 +23,7 @@ import { makeWebhookCommands, type WebhookCommandsDeps } from './webhooks.ts';
 import { generateKekText, makeMemoryKeyStore, makePersonalData, parseKek, type PersonalData } from '@docshare/personal-data';
 import { makeExports, type ExportSources } from './exports.ts';
 import { makeAccountProcess, type ErasureReadModel } from './accounts.ts';
-import { makeErasureLinks } from './erasure-links.ts';
+import { makeErasureLinks } from './user-links.ts';
 
 export interface DocsCommandsDeps {
   events: EventStore;

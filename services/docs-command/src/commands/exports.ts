@@ -9,6 +9,7 @@ import { writeAccountExport, type ExportOriginal } from '@docshare/account-expor
 import type { CommandMeta } from './command-handler.ts';
 import { registered, userDecider, type CommandContext } from './context.ts';
 import { recordedBy } from './recorded.ts';
+import { makeUserLinks, type LinkQuery } from './user-links.ts';
 import type { UserState } from './domain/user.ts';
 
 /** How long an export is kept and its link valid (issue 24). */
@@ -38,7 +39,6 @@ export interface ExportMeta { exportId: string; userId: number; sha256: string; 
 export const exportZipKey = (userId: number, exportId: string): string => `x${userId}-${exportId}.zip`;
 export const exportMetaKey = (userId: number, exportId: string): string => `x${userId}-${exportId}.json`;
 const EXPORT_KEY = /^x(\d+)-([0-9a-f-]{36})\.json$/;
-const contentResource = (userId: number, exportId: string): string => `/api/V1/users/api-export/${exportId}/content?user=${userId}`;
 
 export interface ExportsDeps {
   ctx: CommandContext;
@@ -56,6 +56,8 @@ export interface ExportsDeps {
  * link serves it for 7 days, after which a periodic sweep removes it.
  */
 export const makeExports = ({ ctx, blobs, signer, publicBaseUrl, logger, sources }: ExportsDeps) => {
+  // The ZIP's link, signed until the export expires.
+  const contentLinks = makeUserLinks({ signer, publicBaseUrl, clock: ctx.clock }, (exportId) => `/api/V1/users/api-export/${exportId}/content`);
   const loadUser = async (userId: number): Promise<UserState> =>
     (await ctx.handler.load(userDecider, streamIds.user(userId), registered)).state;
 
@@ -88,20 +90,17 @@ export const makeExports = ({ ctx, blobs, signer, publicBaseUrl, logger, sources
     if (!meta) return { state: 'pending' as const };
     const expiresAt = Date.parse(meta.expiresAt);
     if (expiresAt <= ctx.clock().getTime()) return null;
-    const resource = contentResource(userId, exportId);
     return {
       state: 'ready' as const,
-      download_url: `${publicBaseUrl}${resource}&${signer.sign(resource, Math.floor(expiresAt / 1000))}`,
+      download_url: contentLinks.url(userId, exportId, Math.floor(expiresAt / 1000)),
       sha256: meta.sha256, bytes: meta.bytes, expires_at: meta.expiresAt,
     };
   };
 
   /** The ZIP of a signed link, or null (bad link, gone). */
-  const open = async (exportId: string, query: { user?: unknown; expires?: unknown; signature?: unknown }) => {
-    const userId = typeof query.user === 'string' && /^\d{1,15}$/.test(query.user) ? Number(query.user) : null;
-    if (userId === null || !/^[0-9a-f-]{36}$/.test(exportId)) return null;
-    if (!signer.verify(contentResource(userId, exportId), query.expires, query.signature, Math.floor(ctx.clock().getTime() / 1000))) return null;
-    return blobs.get(exportZipKey(userId, exportId));
+  const open = async (exportId: string, query: LinkQuery) => {
+    const userId = contentLinks.verify(exportId, query);
+    return userId === null ? null : blobs.get(exportZipKey(userId, exportId));
   };
 
   /** Builds one export (the accounts process manager): nothing when it exists, is too old, or the user is gone. */
